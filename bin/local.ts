@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// npm start: redial on one machine (brief §8). It assembles; functions/ops/local.ts decides.
+import { Command } from 'commander';
+import { z } from 'zod';
+import { parseConfig } from '../functions/platform/config.ts';
+import { startLocalRuntime } from '../functions/ops/local.ts';
+
+const program = new Command('redial-local')
+  .description('Run redial locally: DynamoDB Local, in-process queues and timers, the API on 127.0.0.1')
+  .option('--memory', 'keep no data (DynamoDB Local in memory)')
+  .option('--no-demo', 'do not run the demo campaign')
+  .parse();
+const flags = program.opts<{ memory?: boolean; demo: boolean }>();
+
+const env = parseConfig(
+  z.object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    DATA_DIR: z.string().min(1).default('.data'),
+    TIME_SCALE: z.coerce.number().positive().max(1000).default(1),
+  }),
+);
+process.env['LOG_LEVEL'] ??= 'WARN';
+
+const runtime = await startLocalRuntime({ port: env.PORT, dataDir: flags.memory ? undefined : env.DATA_DIR, timeScale: env.TIME_SCALE });
+console.log(`redial is running
+  API             ${runtime.url}   (health: ${runtime.url}/healthz)
+  DynamoDB Local  ${runtime.dynamo.endpoint}   pid ${runtime.dynamo.pid}, data ${flags.memory ? 'in memory' : env.DATA_DIR}
+  time scale      ${env.TIME_SCALE}${env.TIME_SCALE === 1 ? ' (real time)' : ` (1 s of job time passes in ${env.TIME_SCALE} s)`}
+  ops CLI         npm run ops -- jobs list --api ${runtime.url}
+Press Ctrl-C to stop.`);
+
+let stopping = false;
+const shutdown = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  console.log(`\n${signal}: stopping…`);
+  runtime.stop().then(
+    () => {
+      console.log('stopped; nothing left running');
+      process.exit(0);
+    },
+    (error: unknown) => {
+      console.error('stop failed', error);
+      process.exit(1);
+    },
+  );
+};
+process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGTERM', () => shutdown('SIGTERM'));

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { createAwsClients } from '../platform/aws.ts';
+import { systemClock } from '../platform/clock.ts';
+import { jsonEnv, parseConfig, positiveNumberEnv } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { powertoolsMetrics } from '../platform/metrics.ts';
+import { systemRng } from '../platform/rng.ts';
+import { AwsDispatchTransport } from './dispatch.ts';
+import { createJobRuntime } from './runtime.ts';
+import type { JobRuntime } from './runtime.ts';
+
+/** The job layer's configuration on AWS; lib/ sets these on every function that enqueues or runs jobs. */
+export const jobsAwsConfig = z.object({
+  JOBS_TABLE: z.string().min(3),
+  /** `{ "<queue>": { "url": ..., "arn": ... } }` for every job queue. */
+  JOB_QUEUES: jsonEnv(z.record(z.string(), z.object({ url: z.string().url(), arn: z.string().startsWith('arn:') }))),
+  SCHEDULER_GROUP: z.string().min(1),
+  SCHEDULER_ROLE_ARN: z.string().startsWith('arn:'),
+  RESCUE_AFTER_SECONDS: positiveNumberEnv(180),
+});
+
+export type JobsAwsConfig = z.infer<typeof jobsAwsConfig>;
+
+/** Builds the job layer for a Lambda at cold start: configuration parsed once, clients with retries off. */
+export function awsJobRuntime(service: string): { runtime: JobRuntime; config: JobsAwsConfig; clients: ReturnType<typeof createAwsClients> } {
+  const config = parseConfig(jobsAwsConfig);
+  const clients = createAwsClients();
+  const logger = createLogger(service);
+  const runtime = createJobRuntime({
+    db: clients.dynamo,
+    jobsTable: config.JOBS_TABLE,
+    transport: new AwsDispatchTransport({
+      sqs: clients.sqs,
+      scheduler: clients.scheduler,
+      queues: config.JOB_QUEUES,
+      scheduleGroup: config.SCHEDULER_GROUP,
+      schedulerRoleArn: config.SCHEDULER_ROLE_ARN,
+    }),
+    clock: systemClock,
+    rng: systemRng(),
+    logger,
+    metrics: powertoolsMetrics(service),
+  });
+  return { runtime, config, clients };
+}

@@ -1,0 +1,430 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { iso } from '../platform/clock.ts';
+import { conditionFailure, decodeCursor, encodeCursor, Expression } from '../platform/dynamo.ts';
+import { ClaimRefusedError, DuplicateJobError, JobNotFoundError, LeaseLostError, TransitionRefusedError } from './errors.ts';
+import type { ClaimRefusal } from './errors.ts';
+import type { DiscardReason } from './outcomes.ts';
+import { jobsTable, retentionSeconds, stateOrder } from './row.ts';
+import type { AttemptRecord, JobRow, PeriodicStatus } from './row.ts';
+import { allStates, isTerminal, JobState, pendingStates, transitions } from './states.ts';
+import type { TransitionName } from './states.ts';
+
+/** One item of a DynamoDB TransactWriteItems request (document form). */
+export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Condition fragments, named; each conditional write below is a list of these. */
+const is = {
+  /** The job is in one of the states the transition may start from. */
+  from: (e: Expression, name: TransitionName) => e.inList('state', transitions[name].from),
+  /** The wake-up is for the current schedule. */
+  currentSeq: (e: Expression, seq: number) => `${e.name('seq')} = ${e.value(seq)}`,
+  /** Its time has come. */
+  due: (e: Expression, now: number) => `${e.name('scheduledAt')} <= ${e.value(iso(now))}`,
+  /** Its domain has not asked to stop it. */
+  notCancelRequested: (e: Expression) => `attribute_not_exists(${e.name('cancelRequestedAt')})`,
+  /** The caller holds the claim. */
+  holdsLease: (e: Expression, token: string) => `${e.name('leaseToken')} = ${e.value(token)}`,
+  /** The claim's lease has run out. */
+  leaseExpired: (e: Expression, now: number) => `${e.name('leaseUntil')} < ${e.value(iso(now))}`,
+  exists: (e: Expression) => `attribute_exists(${e.name('id')})`,
+};
+
+/** A job that is new: what {@link JobStore.insertItem} writes. */
+export interface NewJob {
+  id: string;
+  kind: string;
+  queue: string;
+  args: unknown;
+  maxAttempts: number;
+  scheduledAt: number;
+  now: number;
+}
+
+/** A claimed job: the row as the claim left it. */
+export type ClaimedJob = JobRow & { state: 'running'; leaseToken: string; leaseUntil: string };
+
+export interface ListQuery {
+  state?: JobState;
+  kind?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/**
+ * The DynamoDB job store. Every state change is a named conditional write whose `state IN (...)` comes
+ * from the transition table in states.ts; a refused condition becomes a typed error that carries the row
+ * as stored (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), never a silent false.
+ */
+export class JobStore {
+  readonly tableName: string;
+  private readonly db: DynamoDBDocumentClient;
+
+  constructor(db: DynamoDBDocumentClient, tableName: string) {
+    this.db = db;
+    this.tableName = tableName;
+  }
+
+  /** The Put that creates a job; it joins a caller's TransactWriteItems (the outbox). */
+  insertItem(job: NewJob): TransactItem {
+    const row: JobRow = {
+      id: job.id,
+      kind: job.kind,
+      queue: job.queue,
+      state: job.scheduledAt > job.now ? JobState.scheduled : JobState.available,
+      args: job.args,
+      attempt: 0,
+      maxAttempts: job.maxAttempts,
+      seq: 1,
+      scheduledAt: iso(job.scheduledAt),
+      createdAt: iso(job.now),
+      updatedAt: iso(job.now),
+      attempts: [],
+      snoozes: 0,
+      stateOrder: stateOrder(job.scheduledAt, job.id),
+    };
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: row,
+        ConditionExpression: 'attribute_not_exists(#id)',
+        ExpressionAttributeNames: { '#id': 'id' },
+      },
+    };
+  }
+
+  /** Creates a job on its own; an existing id raises {@link DuplicateJobError} and changes nothing. */
+  async insert(job: NewJob): Promise<JobRow> {
+    const item = this.insertItem(job);
+    const put = item.Put!;
+    try {
+      await this.db.send(new PutCommand({ ...put, TableName: this.tableName, Item: put.Item }));
+    } catch (error) {
+      if (conditionFailure(error).failed) throw new DuplicateJobError(job.id);
+      throw error;
+    }
+    return put.Item as JobRow;
+  }
+
+  async get(id: string): Promise<JobRow | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: { id }, ConsistentRead: true }));
+    const item = result.Item as JobRow | undefined;
+    return item && 'state' in item ? item : undefined;
+  }
+
+  async mustGet(id: string): Promise<JobRow> {
+    const row = await this.get(id);
+    if (!row) throw new JobNotFoundError(id);
+    return row;
+  }
+
+  /**
+   * claim: a due job whose wake-up is current becomes running under a fresh lease, spending an attempt.
+   * A duplicate, stale, early or cancelled wake-up raises {@link ClaimRefusedError} saying which.
+   */
+  async claim(id: string, seq: number, now: number, leaseMs: number): Promise<ClaimedJob> {
+    const e = new Expression();
+    const token = randomUUID();
+    const leaseUntil = now + leaseMs;
+    e.when(is.exists(e))
+      .when(is.from(e, 'claim'))
+      .when(is.currentSeq(e, seq))
+      .when(is.due(e, now))
+      .when(is.notCancelRequested(e))
+      .set('state', JobState.running)
+      .add('attempt', 1)
+      .set('leaseToken', token)
+      .set('leaseUntil', iso(leaseUntil))
+      .set('attemptedAt', iso(now))
+      .set('updatedAt', iso(now))
+      .set('stateOrder', stateOrder(leaseUntil, id));
+    try {
+      const result = await this.db.send(
+        new UpdateCommand({ TableName: this.tableName, Key: { id }, ...e.build(), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      );
+      return result.Attributes as ClaimedJob;
+    } catch (error) {
+      const failure = conditionFailure<JobRow>(error);
+      if (!failure.failed) throw error;
+      throw new ClaimRefusedError(id, failure.item, claimRefusal(failure.item, seq, now), { cause: error });
+    }
+  }
+
+  /** complete: the claim holder records success. */
+  complete(job: ClaimedJob, now: number, durationMs: number): Promise<JobRow> {
+    const e = this.finish(job, now, 'complete', JobState.completed);
+    e.append('attempts', attemptRecord(job, 'completed', durationMs));
+    return this.onClaim(job, e, 'complete');
+  }
+
+  /** retry: the claim holder records a failure with attempts left; the job runs again at `at`. */
+  retry(job: ClaimedJob, now: number, at: number, error: string, durationMs: number): Promise<JobRow> {
+    const e = this.reschedule(job, now, at, JobState.retryable);
+    e.append('attempts', attemptRecord(job, 'retryable', durationMs, error));
+    return this.onClaim(job, e, 'retry');
+  }
+
+  /** snooze: the claim holder asks to run at `until`; the attempt is given back. */
+  snooze(job: ClaimedJob, now: number, until: number, reason: string): Promise<JobRow> {
+    const e = this.reschedule(job, now, until, JobState.snoozed);
+    e.add('attempt', -1).add('snoozes', 1).set('lastSnooze', { at: iso(now), until: iso(until), reason });
+    return this.onClaim(job, e, 'snooze');
+  }
+
+  /** discard: the claim holder gives up (the handler's reason, or `exhausted`). */
+  discard(job: ClaimedJob, now: number, reason: DiscardReason, error: string, durationMs: number): Promise<JobRow> {
+    const e = this.finish(job, now, 'discard', JobState.discarded);
+    e.set('discardReason', reason).append('attempts', attemptRecord(job, 'discarded', durationMs, error));
+    return this.onClaim(job, e, 'discard');
+  }
+
+  /**
+   * rescue: a running job whose lease expired (its worker was lost) is counted as a failed attempt and
+   * rescheduled at `at`, or discarded as exhausted when `at` is undefined.
+   */
+  async rescue(job: JobRow, now: number, at: number | undefined): Promise<JobRow> {
+    const e = new Expression();
+    e.when(is.from(e, 'rescue')).when(is.holdsLease(e, job.leaseToken ?? '')).when(is.leaseExpired(e, now));
+    const lost: AttemptRecord = {
+      attempt: job.attempt,
+      at: job.attemptedAt ?? iso(now),
+      durationMs: Math.max(0, now - Date.parse(job.attemptedAt ?? iso(now))),
+      outcome: 'lost',
+      error: `worker lost: lease expired at ${job.leaseUntil ?? '?'}`,
+    };
+    e.append('attempts', lost).remove('leaseToken', 'leaseUntil').set('updatedAt', iso(now));
+    if (at === undefined) {
+      e.set('state', JobState.discarded)
+        .set('discardReason', 'exhausted')
+        .set('finalizedAt', iso(now))
+        .set('expiresAt', expiry(now, JobState.discarded))
+        .set('stateOrder', stateOrder(now, job.id));
+    } else {
+      e.set('state', JobState.retryable)
+        .set('scheduledAt', iso(at))
+        .set('seq', job.seq + 1)
+        .set('stateOrder', stateOrder(at, job.id));
+    }
+    return this.write(job.id, e, 'rescue');
+  }
+
+  /** cancel: ops stop a pending or running job. A running job's worker then finds its lease gone. */
+  async cancel(id: string, now: number): Promise<JobRow> {
+    const e = new Expression();
+    e.when(is.exists(e))
+      .when(is.from(e, 'cancel'))
+      .set('state', JobState.cancelled)
+      .set('finalizedAt', iso(now))
+      .set('updatedAt', iso(now))
+      .set('expiresAt', expiry(now, JobState.cancelled))
+      .set('stateOrder', stateOrder(now, id))
+      .remove('leaseToken', 'leaseUntil');
+    return this.write(id, e, 'cancel');
+  }
+
+  /** cancel, for a pending job whose domain asked to stop it: applied when its wake-up arrives. */
+  async cancelRequested(job: JobRow, now: number): Promise<JobRow> {
+    const e = new Expression();
+    e.when(is.from(e, 'cancel'))
+      .when(`attribute_exists(${e.name('cancelRequestedAt')})`)
+      .when(`${e.name('state')} <> ${e.value(JobState.running)}`)
+      .set('state', JobState.cancelled)
+      .set('finalizedAt', iso(now))
+      .set('updatedAt', iso(now))
+      .set('expiresAt', expiry(now, JobState.cancelled))
+      .set('stateOrder', stateOrder(now, job.id));
+    return this.write(job.id, e, 'cancel');
+  }
+
+  /**
+   * The Update that asks a job to stop, for a domain transaction (a call's result cancels its watchdog).
+   * It never fails the caller's transaction on the job's state: a pending job is cancelled at its next
+   * wake-up, a running one finishes as it would have.
+   */
+  requestCancelItem(id: string, now: number): TransactItem {
+    const e = new Expression();
+    e.when(is.exists(e)).set('cancelRequestedAt', iso(now));
+    const built = e.build();
+    return {
+      Update: {
+        TableName: this.tableName,
+        Key: { id },
+        UpdateExpression: built.UpdateExpression!,
+        ConditionExpression: built.ConditionExpression,
+        ExpressionAttributeNames: built.ExpressionAttributeNames,
+        ExpressionAttributeValues: built.ExpressionAttributeValues,
+      },
+    };
+  }
+
+  /**
+   * retryNow: ops run a discarded, cancelled or waiting job at once. History is kept; a job whose
+   * attempts ran out is given one more (River's JobRetry).
+   */
+  async retryNow(id: string, now: number): Promise<JobRow> {
+    const current = await this.mustGet(id);
+    const e = new Expression();
+    e.when(is.from(e, 'retryNow'))
+      .when(is.currentSeq(e, current.seq))
+      .set('state', JobState.available)
+      .set('scheduledAt', iso(now))
+      .set('seq', current.seq + 1)
+      .set('maxAttempts', Math.max(current.maxAttempts, current.attempt + 1))
+      .set('updatedAt', iso(now))
+      .set('stateOrder', stateOrder(now, id))
+      .remove('discardReason', 'finalizedAt', 'expiresAt', 'cancelRequestedAt', 'lastDispatchAt');
+    return this.write(id, e, 'retryNow');
+  }
+
+  /** Records that the rescuer re-sent a wake-up, so the next pass leaves it alone for a while. */
+  async touchDispatch(job: JobRow, now: number, notSince: number): Promise<JobRow> {
+    const e = new Expression();
+    const last = e.name('lastDispatchAt');
+    e.when(`${e.name('state')} = ${e.value(job.state)}`)
+      .when(is.currentSeq(e, job.seq))
+      .when(`attribute_not_exists(${last}) OR ${last} < ${e.value(iso(notSince))}`)
+      .set('lastDispatchAt', iso(now));
+    return this.write(job.id, e, 'touchDispatch');
+  }
+
+  /** Jobs in `state` whose time in that state (scheduledAt, or leaseUntil when running) is at or before `before`. */
+  async findDue(state: JobState, before: number, limit: number): Promise<JobRow[]> {
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: jobsTable.indexes[0].name,
+        KeyConditionExpression: '#state = :state AND #order <= :before',
+        ExpressionAttributeNames: { '#state': 'state', '#order': 'stateOrder' },
+        ExpressionAttributeValues: { ':state': state, ':before': `${iso(before)}#~` },
+        Limit: limit,
+      }),
+    );
+    return (result.Items ?? []) as JobRow[];
+  }
+
+  /**
+   * Jobs by state (newest first) and kind. Without a state, every state is read and merged (no cursor).
+   */
+  async list(query: ListQuery): Promise<{ jobs: JobRow[]; cursor?: string }> {
+    const limit = Math.min(Math.max(query.limit ?? 50, 1), 200);
+    if (!query.state) {
+      const perState = await Promise.all(allStates.map((state) => this.list({ state, limit, ...(query.kind ? { kind: query.kind } : {}) })));
+      const jobs = perState
+        .flatMap((page) => page.jobs)
+        .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+        .slice(0, limit);
+      return { jobs };
+    }
+    const jobs: JobRow[] = [];
+    let startKey = decodeCursor(query.cursor);
+    // A kind filter applies after Limit; read pages until the page is full (bounded: 10 reads).
+    for (let page = 0; page < 10 && jobs.length < limit; page++) {
+      const result = await this.db.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: jobsTable.indexes[0].name,
+          KeyConditionExpression: '#state = :state',
+          ...(query.kind ? { FilterExpression: '#kind = :kind' } : {}),
+          ExpressionAttributeNames: { '#state': 'state', ...(query.kind ? { '#kind': 'kind' } : {}) },
+          ExpressionAttributeValues: { ':state': query.state, ...(query.kind ? { ':kind': query.kind } : {}) },
+          ScanIndexForward: false,
+          Limit: limit - jobs.length,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      jobs.push(...((result.Items ?? []) as JobRow[]));
+      startKey = result.LastEvaluatedKey;
+      if (!startKey) break;
+    }
+    const cursor = encodeCursor(startKey);
+    return cursor ? { jobs, cursor } : { jobs };
+  }
+
+  /** Records a periodic kind's last run (kept beside the jobs, outside the byState index). */
+  async recordPeriodic(status: PeriodicStatus): Promise<void> {
+    const e = new Expression();
+    e.set('kind', status.kind).set('lastRunAt', status.lastRunAt).set('lastOutcome', status.lastOutcome).set('lastJobId', status.lastJobId);
+    if (status.lastFailureAt) e.set('lastFailureAt', status.lastFailureAt).set('lastError', status.lastError ?? '');
+    await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: { id: status.id }, ...e.build() }));
+  }
+
+  async getPeriodic(kind: string): Promise<PeriodicStatus | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: { id: periodicStatusId(kind) } }));
+    return result.Item as PeriodicStatus | undefined;
+  }
+
+  private finish(job: ClaimedJob, now: number, name: 'complete' | 'discard', state: JobState): Expression {
+    const e = new Expression();
+    e.when(is.from(e, name))
+      .when(is.holdsLease(e, job.leaseToken))
+      .set('state', state)
+      .set('finalizedAt', iso(now))
+      .set('updatedAt', iso(now))
+      .set('expiresAt', expiry(now, state))
+      .set('stateOrder', stateOrder(now, job.id))
+      .remove('leaseToken', 'leaseUntil');
+    return e;
+  }
+
+  private reschedule(job: ClaimedJob, now: number, at: number, state: JobState): Expression {
+    const e = new Expression();
+    e.when(is.from(e, state === JobState.snoozed ? 'snooze' : 'retry'))
+      .when(is.holdsLease(e, job.leaseToken))
+      .set('state', state)
+      .set('scheduledAt', iso(at))
+      .set('seq', job.seq + 1)
+      .set('updatedAt', iso(now))
+      .set('stateOrder', stateOrder(at, job.id))
+      .remove('leaseToken', 'leaseUntil');
+    return e;
+  }
+
+  private async onClaim(job: ClaimedJob, e: Expression, name: TransitionName): Promise<JobRow> {
+    try {
+      return await this.write(job.id, e, name);
+    } catch (error) {
+      if (error instanceof TransitionRefusedError) throw new LeaseLostError(name, job.id, error.current, { cause: error });
+      throw error;
+    }
+  }
+
+  private async write(id: string, e: Expression, name: TransitionName | 'touchDispatch'): Promise<JobRow> {
+    e.when(is.exists(e));
+    try {
+      const result = await this.db.send(
+        new UpdateCommand({ TableName: this.tableName, Key: { id }, ...e.build(), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      );
+      return result.Attributes as JobRow;
+    } catch (error) {
+      const failure = conditionFailure<JobRow>(error);
+      if (failure.failed) throw new TransitionRefusedError(name, id, failure.item, { cause: error });
+      throw error;
+    }
+  }
+}
+
+/** The id of a periodic kind's status row. */
+export const periodicStatusId = (kind: string): string => `periodic:${kind}`;
+
+function claimRefusal(row: JobRow | undefined, seq: number, now: number): ClaimRefusal {
+  if (!row || !('state' in row)) return 'missing';
+  if (isTerminal(row.state)) return 'finished';
+  if (row.state === JobState.running) return 'running';
+  if (row.seq !== seq) return 'stale';
+  if (row.cancelRequestedAt) return 'cancel_requested';
+  if (Date.parse(row.scheduledAt) > now) return 'not_due';
+  // The row satisfies every condition now; it changed between the write and this read.
+  return 'stale';
+}
+
+function attemptRecord(job: ClaimedJob, outcome: AttemptRecord['outcome'], durationMs: number, error?: string): AttemptRecord {
+  return { attempt: job.attempt, at: job.attemptedAt ?? job.updatedAt, durationMs: Math.round(durationMs), outcome, ...(error ? { error } : {}) };
+}
+
+function expiry(now: number, state: JobState): number | undefined {
+  const seconds = (retentionSeconds as Partial<Record<JobState, number>>)[state];
+  return seconds === undefined ? undefined : Math.floor(now / 1000) + seconds;
+}
+
+export { pendingStates };

@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { conflict, notFound, queryInt, route } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
+import { allStates, policies, schedule, TransitionRefusedError } from '../jobs/index.ts';
+import type { JobClient, JobKind } from '../jobs/index.ts';
+import { probeKind } from './probe.ts';
+import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema } from './views.ts';
+
+const idParams = z.object({ id: z.string().min(1).max(200) });
+
+const refused = (error: TransitionRefusedError, action: string) =>
+  conflict(`cannot ${action} job ${error.jobId} in state ${error.current?.state ?? 'unknown'}`, { state: error.current?.state ?? null });
+
+/**
+ * The ops job routes (brief §7): list by state and kind, show one with its attempt history, retry a
+ * discarded or cancelled job now, cancel a pending one; plus the probe and the policy table.
+ */
+export function jobRoutes(deps: { jobs: JobClient; kinds: readonly JobKind<never>[] }): Route<never, never, never>[] {
+  const { jobs } = deps;
+  const list = route({
+    method: 'GET',
+    path: '/v1/ops/jobs',
+    auth: 'iam',
+    summary: 'List jobs by state and kind, newest first',
+    query: z.object({
+      state: z.enum(allStates as [string, ...string[]]).optional(),
+      kind: z.string().max(100).optional(),
+      limit: queryInt(1, 200).optional(),
+      cursor: z.string().max(2000).optional(),
+    }),
+    responses: { 200: { description: 'jobs', schema: z.object({ jobs: z.array(jobSummarySchema), cursor: z.string().optional() }) } },
+    handler: async ({ query }) => {
+      const page = await jobs.list({
+        ...(query.state ? { state: query.state as (typeof allStates)[number] } : {}),
+        ...(query.kind ? { kind: query.kind } : {}),
+        ...(query.limit ? { limit: query.limit } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+      });
+      return { status: 200, body: { jobs: page.jobs.map(jobSummary), ...(page.cursor ? { cursor: page.cursor } : {}) } };
+    },
+  });
+  const show = route({
+    method: 'GET',
+    path: '/v1/ops/jobs/{id}',
+    auth: 'iam',
+    summary: 'One job with its attempt history',
+    params: idParams,
+    responses: { 200: { description: 'the job', schema: jobDetailSchema }, 404: { description: 'no such job' } },
+    handler: async ({ params }) => {
+      const row = await jobs.get(params.id);
+      if (!row) throw notFound(`job ${params.id}`);
+      return { status: 200, body: jobDetail(row) };
+    },
+  });
+  const retry = route({
+    method: 'POST',
+    path: '/v1/ops/jobs/{id}/retry',
+    auth: 'iam',
+    summary: 'Run a discarded, cancelled or waiting job now, keeping its history',
+    params: idParams,
+    responses: { 200: { description: 'the job, available', schema: jobDetailSchema }, 404: { description: 'no such job' }, 409: { description: 'running or completed' } },
+    handler: async ({ params }) => {
+      try {
+        return { status: 200, body: jobDetail(await jobs.retry(params.id)) };
+      } catch (error) {
+        if (error instanceof TransitionRefusedError) throw error.current ? refused(error, 'retry') : notFound(`job ${params.id}`);
+        if (error instanceof Error && error.name === 'JobNotFoundError') throw notFound(`job ${params.id}`);
+        throw error;
+      }
+    },
+  });
+  const cancel = route({
+    method: 'POST',
+    path: '/v1/ops/jobs/{id}/cancel',
+    auth: 'iam',
+    summary: 'Cancel a pending or running job',
+    params: idParams,
+    responses: { 200: { description: 'the job, cancelled', schema: jobDetailSchema }, 404: { description: 'no such job' }, 409: { description: 'already finished' } },
+    handler: async ({ params }) => {
+      try {
+        return { status: 200, body: jobDetail(await jobs.cancel(params.id)) };
+      } catch (error) {
+        if (error instanceof TransitionRefusedError) throw error.current ? refused(error, 'cancel') : notFound(`job ${params.id}`);
+        throw error;
+      }
+    },
+  });
+  const probe = route({
+    method: 'POST',
+    path: '/v1/ops/probes',
+    auth: 'iam',
+    summary: 'Enqueue an ops.probe job that fails failTimes times, then succeeds',
+    body: probeKind.args,
+    responses: { 201: { description: 'enqueued', schema: z.object({ jobId: z.string() }) } },
+    handler: async ({ body }) => {
+      const { id } = await jobs.enqueue(probeKind, body);
+      return { status: 201, body: { jobId: id } };
+    },
+  });
+  const policyTable = route({
+    method: 'GET',
+    path: '/v1/ops/policies',
+    auth: 'iam',
+    summary: 'Every kind with its policy and schedule',
+    handler: async () => ({
+      status: 200,
+      body: {
+        policies: Object.entries(policies).map(([kind, policy]) => ({
+          kind,
+          maxAttempts: policy.maxAttempts,
+          onExhausted: policy.onExhausted,
+          jitter: policy.jitter,
+          schedule: schedule(policy),
+        })),
+        kinds: deps.kinds.map((k) => ({ kind: k.kind, queue: k.queue, timeoutSeconds: k.timeoutSeconds, periodic: k.periodic ?? null, description: k.description })),
+      },
+    }),
+  });
+  return [list, show, retry, cancel, probe, policyTable] as unknown as Route<never, never, never>[];
+}

@@ -1,0 +1,131 @@
+import { join } from 'node:path';
+import { createAwsClients, localCredentials } from '../platform/aws.ts';
+import { ScaledClock, systemClock } from '../platform/clock.ts';
+import type { TimerClock } from '../platform/clock.ts';
+import { createApiHandler } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
+import { createLogger } from '../platform/logger.ts';
+import { MemoryMetrics } from '../platform/metrics.ts';
+import { systemRng } from '../platform/rng.ts';
+import type { Rng } from '../platform/rng.ts';
+import { ensureTables, startDynamoDbLocal } from '../platform/local/dynamodb-local.ts';
+import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
+import { startHttpServer } from '../platform/local/http-server.ts';
+import type { ApiHandler, LocalHttpServer } from '../platform/local/http-server.ts';
+import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
+import { queueNames, queues } from '../jobs/queues.ts';
+import { createJobRuntime } from '../jobs/runtime.ts';
+import type { JobRuntime } from '../jobs/runtime.ts';
+import { allKinds, allRoutes, handlersByQueue, tables } from './system.ts';
+import type { SystemDeps, TableNames } from './system.ts';
+
+/** How to run redial on one machine. */
+export interface LocalOptions {
+  /** HTTP port on 127.0.0.1 (0: any free port). */
+  port: number;
+  /** Where DynamoDB Local keeps its data; undefined keeps it in memory. */
+  dataDir: string | undefined;
+  /** 1 = real time; 0.001 makes a 10 h backoff pass in 36 s. */
+  timeScale: number;
+  /** How often the rescuer runs, in real ms. */
+  rescueIntervalMs?: number;
+  /** A due job idle for this long (real ms) is taken for a lost wake-up. */
+  rescueAfterRealMs?: number;
+  rng?: Rng;
+}
+
+/** A running local stack. */
+export interface LocalRuntime {
+  url: string;
+  dynamo: DynamoDbLocal;
+  clock: TimerClock;
+  jobs: JobRuntime;
+  queues: LocalQueue[];
+  metrics: MemoryMetrics;
+  deps: SystemDeps;
+  /** Resolves when every queue is idle (nothing visible, nothing in flight). */
+  idle(): Promise<void>;
+  /** Stops everything this runtime started, DynamoDB Local included. */
+  stop(): Promise<void>;
+}
+
+/** The physical table names the local runtime uses. */
+export const localTableNames: TableNames = Object.fromEntries(Object.keys(tables).map((key) => [key, `redial-${key}`])) as TableNames;
+
+/**
+ * Starts redial on one machine: DynamoDB Local, the tables from the same definitions CDK deploys,
+ * in-process queues and timers that hand SQS-shaped batches to the same worker entry points, the
+ * rescuer on its period, and the API on 127.0.0.1.
+ */
+export async function startLocalRuntime(options: LocalOptions): Promise<LocalRuntime> {
+  const logger = createLogger('redial-local');
+  const dynamo = await startDynamoDbLocal(options.dataDir ? { dataDir: join(options.dataDir, 'dynamodb') } : {});
+  const stops: (() => Promise<void> | void)[] = [() => dynamo.stop()];
+  const stop = async () => {
+    for (const fn of stops.splice(0).reverse()) await fn();
+  };
+  try {
+    await ensureTables(
+      dynamo.endpoint,
+      Object.entries(tables).map(([key, definition]) => ({ definition, tableName: localTableNames[key as keyof TableNames] })),
+    );
+    const clock: TimerClock = options.timeScale === 1 ? systemClock : new ScaledClock(options.timeScale);
+    const speed = clock.speed ?? 1;
+    const clients = createAwsClients({ region: 'local', endpoints: { dynamodb: dynamo.endpoint }, credentials: localCredentials });
+    stops.push(() => clients.dynamo.destroy());
+    const localQueues = queueNames.map(
+      (name) =>
+        new LocalQueue({
+          name,
+          clock,
+          batchSize: queues[name].batchSize,
+          maxConcurrency: queues[name].maxConcurrency,
+          visibilityMs: 6 * queues[name].timeoutSeconds * 1000 * speed,
+          onError: (error) => logger.error('worker threw', { error: String(error) }),
+        }),
+    );
+    const transport = new LocalTransport(localQueues, clock);
+    stops.push(async () => {
+      transport.stop();
+      await Promise.all(localQueues.map((q) => q.stop()));
+    });
+    const metrics = new MemoryMetrics();
+    const rng = options.rng ?? systemRng();
+    const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: localTableNames.jobs, transport, clock, rng, logger, metrics });
+    const deps: SystemDeps = { jobs, db: clients.dynamo, tableNames: localTableNames, clock, rng, logger, metrics };
+
+    const handlers = handlersByQueue(deps);
+    for (const queue of localQueues) {
+      const worker = jobs.worker(queue.name as keyof typeof handlers, handlers[queue.name as keyof typeof handlers]);
+      queue.consume((event) => worker(event, {} as never));
+    }
+
+    const rescuer = jobs.rescuer(allKinds, (options.rescueAfterRealMs ?? 30_000) * speed);
+    await rescuer.recover();
+    const interval = setInterval(() => {
+      rescuer.run().catch((error: unknown) => logger.error('rescuer pass failed', { error: String(error) }));
+    }, options.rescueIntervalMs ?? 5_000);
+    stops.push(() => clearInterval(interval));
+
+    const api = createApiHandler(allRoutes(deps, [] as Route<never, never, never>[]), logger);
+    const server: LocalHttpServer = await startHttpServer({ port: options.port, handler: api as unknown as ApiHandler });
+    stops.push(() => server.close());
+
+    return {
+      url: server.url,
+      dynamo,
+      clock,
+      jobs,
+      queues: localQueues,
+      metrics,
+      deps,
+      idle: async () => {
+        await Promise.all(localQueues.map((q) => q.idle()));
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,55 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../platform/clock.ts';
+import { route } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { MetricsSink } from '../platform/metrics.ts';
+import type { Rng } from '../platform/rng.ts';
+import type { TableDefinition } from '../platform/tables.ts';
+import type { JobHandler, JobKind, QueueName } from '../jobs/index.ts';
+import { jobsTable } from '../jobs/row.ts';
+import type { JobRuntime } from '../jobs/runtime.ts';
+import { jobRoutes } from './jobs-api.ts';
+import { probeHandler, probeKind } from './probe.ts';
+
+/**
+ * The composition root: every table, job kind, handler and route of redial, in one place. Lambda entry
+ * points and the local runtime both assemble from here, so they run the same code.
+ */
+
+/** Every table, by logical name. */
+export const tables = { jobs: jobsTable } as const satisfies Record<string, TableDefinition>;
+export type TableKey = keyof typeof tables;
+export type TableNames = Record<TableKey, string>;
+
+/** Every job kind (data only): the rescuer prices lost attempts and enqueues periodic jobs from this list. */
+export const allKinds: readonly JobKind<never>[] = [probeKind as JobKind<never>];
+
+/** What every context's handlers and routes may draw on. */
+export interface SystemDeps {
+  jobs: JobRuntime;
+  db: DynamoDBDocumentClient;
+  tableNames: TableNames;
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+  metrics: MetricsSink;
+}
+
+/** Every handler, grouped by the queue whose worker runs it. */
+export function handlersByQueue(deps: SystemDeps): Record<QueueName, JobHandler<never>[]> {
+  void deps;
+  return { ops: [probeHandler as unknown as JobHandler<never>] };
+}
+
+/** Every HTTP route. `extra` lets a host add its own (the local runtime's panel and dev routes). */
+export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, never>[] = []): Route<never, never, never>[] {
+  const healthz = route({
+    method: 'GET',
+    path: '/healthz',
+    auth: 'none',
+    summary: 'Liveness',
+    handler: () => Promise.resolve({ status: 200, body: { status: 'ok', time: new Date(deps.clock.now()).toISOString() } }),
+  });
+  return [healthz as unknown as Route<never, never, never>, ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }), ...extra];
+}

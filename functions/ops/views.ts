@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import type { JobRow } from '../jobs/index.ts';
+
+/** A job as the ops API lists it. */
+export const jobSummarySchema = z.object({
+  id: z.string(),
+  kind: z.string(),
+  state: z.string(),
+  attempt: z.number().int(),
+  maxAttempts: z.number().int(),
+  scheduledAt: z.string(),
+  discardReason: z.string().nullable(),
+  errors: z.array(z.object({ attempt: z.number().int(), at: z.string(), error: z.string(), durationMs: z.number() })),
+});
+
+/** A job as the ops API shows it alone: the summary plus its whole attempt history. */
+export const jobDetailSchema = jobSummarySchema.extend({
+  queue: z.string(),
+  args: z.unknown(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  finalizedAt: z.string().nullable(),
+  snoozes: z.number().int(),
+  lastSnooze: z.object({ at: z.string(), until: z.string(), reason: z.string() }).nullable(),
+  attempts: z.array(
+    z.object({ attempt: z.number().int(), at: z.string(), durationMs: z.number(), outcome: z.string(), error: z.string().optional() }),
+  ),
+});
+
+export type JobSummary = z.infer<typeof jobSummarySchema>;
+export type JobDetail = z.infer<typeof jobDetailSchema>;
+
+export function jobSummary(row: JobRow): JobSummary {
+  return {
+    id: row.id,
+    kind: row.kind,
+    state: row.state,
+    attempt: row.attempt,
+    maxAttempts: row.maxAttempts,
+    scheduledAt: row.scheduledAt,
+    discardReason: row.discardReason ?? null,
+    errors: row.attempts.flatMap((a) => (a.error ? [{ attempt: a.attempt, at: a.at, error: a.error, durationMs: a.durationMs }] : [])),
+  };
+}
+
+export function jobDetail(row: JobRow): JobDetail {
+  return {
+    ...jobSummary(row),
+    queue: row.queue,
+    args: row.args,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    finalizedAt: row.finalizedAt ?? null,
+    snoozes: row.snoozes,
+    lastSnooze: row.lastSnooze ?? null,
+    attempts: row.attempts,
+  };
+}

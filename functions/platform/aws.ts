@@ -1,0 +1,129 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SESv2Client } from '@aws-sdk/client-sesv2';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+/**
+ * The only place in redial that builds AWS SDK clients. Every client is built with the SDK's own
+ * retries off (`maxAttempts: 1`): the job layer is the one owner of retries, and a synchronous call is
+ * sent once. The retry-owner gate (test/gate) fails the build if a client is built anywhere else.
+ */
+export interface AwsClientOptions {
+  region?: string;
+  /** Endpoint overrides, for DynamoDB Local and tests. */
+  endpoints?: { dynamodb?: string; sqs?: string; scheduler?: string; ses?: string };
+  /** Static credentials, for DynamoDB Local (it accepts any). */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** Counts every request sent, by operation; the benchmarks use it. */
+  requestCounter?: RequestCounter;
+}
+
+/** Counts AWS requests by `Service.Operation`. */
+export class RequestCounter {
+  readonly counts = new Map<string, number>();
+
+  add(operation: string): void {
+    this.counts.set(operation, (this.counts.get(operation) ?? 0) + 1);
+  }
+
+  total(): number {
+    let sum = 0;
+    for (const n of this.counts.values()) sum += n;
+    return sum;
+  }
+
+  reset(): void {
+    this.counts.clear();
+  }
+
+  toJSON(): Record<string, number> {
+    return Object.fromEntries([...this.counts.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  }
+}
+
+/** The four clients redial uses. */
+export interface AwsClients {
+  dynamo: DynamoDBDocumentClient;
+  sqs: SQSClient;
+  scheduler: SchedulerClient;
+  ses: SESv2Client;
+}
+
+interface MiddlewareHost {
+  middlewareStack: {
+    add(
+      mw: (next: (args: unknown) => Promise<unknown>, ctx: { clientName?: string; commandName?: string }) => (args: unknown) => Promise<unknown>,
+      opts: { step: 'initialize'; name: string },
+    ): void;
+  };
+}
+
+function count(client: MiddlewareHost, service: string, counter: RequestCounter | undefined): void {
+  if (!counter) return;
+  client.middlewareStack.add(
+    (next, ctx) => (args) => {
+      counter.add(`${service}.${(ctx.commandName ?? 'Unknown').replace(/Command$/, '')}`);
+      return next(args);
+    },
+    { step: 'initialize', name: 'redialRequestCounter' },
+  );
+}
+
+/** Builds redial's AWS clients, each sending every request exactly once. */
+export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
+  const base = {
+    ...(options.region ? { region: options.region } : {}),
+    ...(options.credentials ? { credentials: options.credentials } : {}),
+  };
+  const raw = new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) });
+  count(raw as unknown as MiddlewareHost, 'DynamoDB', options.requestCounter);
+  const dynamo = DynamoDBDocumentClient.from(raw, {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+  const sqs = new SQSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.sqs) });
+  count(sqs as unknown as MiddlewareHost, 'SQS', options.requestCounter);
+  const scheduler = new SchedulerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.scheduler) });
+  count(scheduler as unknown as MiddlewareHost, 'Scheduler', options.requestCounter);
+  const ses = new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) });
+  count(ses as unknown as MiddlewareHost, 'SES', options.requestCounter);
+  return { dynamo, sqs, scheduler, ses };
+}
+
+function endpoint(url: string | undefined): { endpoint?: string } {
+  return url ? { endpoint: url } : {};
+}
+
+/** Credentials DynamoDB Local accepts; never used against AWS. */
+export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+const TRANSIENT_NAMES = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'TransactionConflictException',
+  'TransactionInProgressException',
+  'InternalServerError',
+  'InternalFailure',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'TimeoutError',
+  'RequestTimeout',
+]);
+
+/**
+ * Whether an AWS (or network) error is transient: worth trying again later, by the job layer or by the
+ * caller of a synchronous request (which gets a 503 at once).
+ */
+export function isTransientAwsError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const meta = error as { $retryable?: unknown; $metadata?: { httpStatusCode?: number }; code?: string };
+  if (meta.$retryable) return true;
+  if (TRANSIENT_NAMES.has(error.name)) return true;
+  if ((meta.$metadata?.httpStatusCode ?? 0) >= 500) return true;
+  if (error.name === 'TransactionCanceledException') {
+    const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+    return reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
+  }
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(meta.code ?? '');
+}

