@@ -48,7 +48,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     executor,
     worker: (queue, handlers) => {
       for (const h of handlers) {
-        if (h.kind.queue !== queue) throw new Error(`kind ${h.kind.kind} belongs to queue ${h.kind.queue}, not ${queue}`);
+        if (h.kind.queue !== queue) throw new Error(`kind ${h.kind.kind} belongs to queue ${String(h.kind.queue)}, not ${String(queue)}`);
       }
       return createWorker({ queue, executor: executor(handlers), logger: deps.logger });
     },

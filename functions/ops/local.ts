@@ -11,7 +11,7 @@ import type { Rng } from '../platform/rng.ts';
 import { ensureTables, startDynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import { startHttpServer } from '../platform/local/http-server.ts';
-import type { ApiHandler, LocalHttpServer } from '../platform/local/http-server.ts';
+import type { LocalHttpServer } from '../platform/local/http-server.ts';
 import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
 import { queueNames, queues } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
@@ -108,7 +108,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     stops.push(() => clearInterval(interval));
 
     const api = createApiHandler(allRoutes(deps, [] as Route<never, never, never>[]), logger);
-    const server: LocalHttpServer = await startHttpServer({ port: options.port, handler: api as unknown as ApiHandler });
+    const server: LocalHttpServer = await startHttpServer({ port: options.port, handler: api });
     stops.push(() => server.close());
 
     return {

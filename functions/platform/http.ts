@@ -149,7 +149,7 @@ export function createApiHandler(routes: readonly Route<never, never, never>[], 
       json(404, { error: 'not_found', message: `no route for ${method} ${path}` }) as never,
   });
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>().handler(
-    router as unknown as (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2>,
+    router,
   );
 }
 
