@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { seededRng } from '../../functions/platform/rng.ts';
+import { baseDelayMs, policies, retryDelayMs, schedule, totalScheduleMs } from '../../functions/jobs/policies.ts';
+
+const s = 1000;
+const min = 60 * s;
+const h = 60 * min;
+
+describe('policies: the seed table, exactly', () => {
+  it('DefaultBackoff doubles from 1 s and is capped at 15 min', () => {
+    const backoff = policies['webhook.fanout'].backoff;
+    expect([1, 2, 3, 4, 9, 10, 11, 30].map((attempt) => baseDelayMs(backoff, attempt))).toEqual([
+      1 * s, 2 * s, 4 * s, 8 * s, 256 * s, 512 * s, 900 * s, 900 * s,
+    ]);
+  });
+
+  it('DefaultBackoff kinds get 10 attempts: 9 waits of 1 s … 256 s, 511 s in all', () => {
+    for (const kind of ['webhook.fanout', 'calls.dial', 'calls.watchdog', 'calls.finalise', 'ops.probe'] as const) {
+      const rows = schedule(policies[kind]);
+      expect(rows.map((r) => r.delayMs / s)).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256]);
+      expect(totalScheduleMs(policies[kind])).toBe(511 * s);
+      expect(policies[kind].onExhausted).toBe('discard_alert');
+    }
+  });
+
+  it('mail kinds wait 20 s then ×3: 7 waits over 8 attempts, 21 860 s ≈ 6.07 h', () => {
+    for (const kind of ['owner.notify', 'access_request.approval_mail', 'owner.email_confirmation'] as const) {
+      const rows = schedule(policies[kind]);
+      expect(policies[kind].maxAttempts).toBe(8);
+      expect(rows.map((r) => r.delayMs / s)).toEqual([20, 60, 180, 540, 1620, 4860, 14580]);
+      expect(totalScheduleMs(policies[kind])).toBe(21_860 * s);
+      expect(totalScheduleMs(policies[kind]) / h).toBeCloseTo(6.07, 2);
+    }
+  });
+
+  it('webhook.deliver waits 5 s, 5 min, 30 min, 2 h, 5 h, then 10 h: 17 waits, ≈ 5.32 days, discarded without alert', () => {
+    const policy = policies['webhook.deliver'];
+    const rows = schedule(policy);
+    expect(policy.maxAttempts).toBe(18);
+    expect(rows).toHaveLength(17);
+    expect(rows.slice(0, 6).map((r) => r.delayMs)).toEqual([5 * s, 5 * min, 30 * min, 2 * h, 5 * h, 10 * h]);
+    expect(rows.slice(5).every((r) => r.delayMs === 10 * h)).toBe(true);
+    expect(totalScheduleMs(policy)).toBe((5 + 300 + 1800 + 7200 + 18000 + 12 * 36000) * s);
+    expect(totalScheduleMs(policy) / (24 * h)).toBeCloseTo(5.32, 2);
+    expect(policy.onExhausted).toBe('discard');
+  });
+
+  it('printed schedules show the ±10 % jitter range and the cumulative time', () => {
+    const [first, second] = schedule(policies['owner.notify']);
+    expect(first).toEqual({ afterAttempt: 1, delayMs: 20 * s, minMs: 18 * s, maxMs: 22 * s, cumulativeMs: 20 * s });
+    expect(second).toEqual({ afterAttempt: 2, delayMs: 60 * s, minMs: 54 * s, maxMs: 66 * s, cumulativeMs: 80 * s });
+  });
+});
+
+describe('jitter', () => {
+  it('stays within ±10 % of every delay of every policy, and spreads across that range', () => {
+    const rng = seededRng(7);
+    for (const policy of Object.values(policies)) {
+      for (let attempt = 1; attempt < policy.maxAttempts; attempt++) {
+        const base = baseDelayMs(policy.backoff, attempt);
+        let low = Infinity;
+        let high = -Infinity;
+        for (let i = 0; i < 400; i++) {
+          const delay = retryDelayMs(policy, attempt, rng);
+          low = Math.min(low, delay);
+          high = Math.max(high, delay);
+          expect(delay).toBeGreaterThanOrEqual(Math.floor(base * 0.9));
+          expect(delay).toBeLessThanOrEqual(Math.ceil(base * 1.1));
+        }
+        // A batch that failed together does not retry at one instant: draws cover most of the band.
+        expect(high - low).toBeGreaterThan(base * 0.15);
+      }
+    }
+  });
+
+  it('is deterministic for a seed', () => {
+    const draw = (seed: number) => {
+      const rng = seededRng(seed);
+      return Array.from({ length: 5 }, (_, i) => retryDelayMs(policies['webhook.deliver'], i + 1, rng));
+    };
+    expect(draw(3)).toEqual(draw(3));
+    expect(draw(3)).not.toEqual(draw(4));
+  });
+});
