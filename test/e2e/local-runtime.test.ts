@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { alive, processesMatching, startLocalProcess } from '../support/local-process.ts';
+
+async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, init);
+  return { status: response.status, body: await response.json() };
+}
+
+describe('npm start, as a child process', () => {
+  it('RunsAJobThatFailsTwiceThenSucceedsAndStopsWithNothingLeftRunning', async () => {
+    const local = await startLocalProcess(['--memory', '--no-demo'], { TIME_SCALE: '0.01' });
+    try {
+      expect((await json(`${local.url}/healthz`)).body).toMatchObject({ status: 'ok' });
+      const enqueued = await json(`${local.url}/v1/ops/probes`, { method: 'POST', body: JSON.stringify({ failTimes: 2 }) });
+      expect(enqueued.status).toBe(201);
+      const id = enqueued.body.jobId as string;
+
+      let job: any;
+      const deadline = Date.now() + 30_000;
+      do {
+        await new Promise((r) => setTimeout(r, 100));
+        job = (await json(`${local.url}/v1/ops/jobs/${id}`)).body;
+      } while (job.state !== 'completed' && Date.now() < deadline);
+
+      expect(job.state).toBe('completed');
+      expect(job.attempt).toBe(3);
+      expect(job.attempts.map((a: any) => a.outcome)).toEqual(['retryable', 'retryable', 'completed']);
+      expect(job.errors.map((e: any) => e.error)).toEqual(['probe failure 1 of 2', 'probe failure 2 of 2']);
+      const listed = await json(`${local.url}/v1/ops/jobs?state=completed&kind=ops.probe`);
+      expect(listed.body.jobs.map((j: any) => j.id)).toContain(id);
+
+      // Bad input: a clear 400 with the field path, and nothing enqueued.
+      const bad = await json(`${local.url}/v1/ops/probes`, { method: 'POST', body: JSON.stringify({ failTimes: 'two' }) });
+      expect(bad.status).toBe(400);
+      expect(bad.body.issues[0].path).toBe('body.failTimes');
+      expect((await json(`${local.url}/v1/ops/jobs?kind=ops.probe`)).body.jobs).toHaveLength(1);
+    } finally {
+      const code = await local.stop();
+      expect(code).toBe(0);
+    }
+    expect(local.output()).toContain('stopped; nothing left running');
+    expect(alive(local.dynamoPid)).toBe(false);
+    expect(processesMatching(`kill ${local.dynamoPid}`)).toEqual([]);
+    expect(alive(local.child.pid!)).toBe(false);
+  });
+
+  it('LeavesNothingRunningEvenWhenKilledWithSigkill', async () => {
+    const local = await startLocalProcess(['--memory', '--no-demo'], {});
+    await local.stop('SIGKILL');
+    const deadline = Date.now() + 10_000;
+    while (alive(local.dynamoPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(local.dynamoPid)).toBe(false);
+  });
+});
