@@ -1,0 +1,19 @@
+// npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
+// measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
+import { cpus } from 'node:os';
+import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
+import { benchJobs } from './jobs.ts';
+
+process.env['LOG_LEVEL'] ??= 'ERROR';
+const only = process.argv[2];
+const dynamo = await startDynamoDbLocal();
+console.log(`redial benchmarks — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), DynamoDB Local in memory`);
+try {
+  if (!only || only === 'jobs') {
+    console.log('\n## job layer');
+    const result = await benchJobs(dynamo.endpoint);
+    for (const line of result.lines) console.log(`  ${line}`);
+  }
+} finally {
+  await dynamo.stop();
+}
