@@ -17,6 +17,12 @@ export const LEASE_MARGIN_SECONDS = 5;
 export const queues = {
   /** Ops' own kinds (ops.probe). */
   ops: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 },
+  /** calls.dial, calls.watchdog, calls.finalise. */
+  calls: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
+  /** webhook.fanout, webhook.deliver. */
+  webhooks: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
+  /** owner.notify, access_request.approval_mail, owner.email_confirmation. */
+  mail: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 },
 } as const satisfies Record<string, QueueSpec>;
 
 export type QueueName = keyof typeof queues;

@@ -8,6 +8,7 @@ import type { Rng } from '../platform/rng.ts';
 import type { TableDefinition } from '../platform/tables.ts';
 import type { JobHandler, JobKind, QueueName } from '../jobs/index.ts';
 import { jobsTable } from '../jobs/row.ts';
+import { webhooksTable } from '../webhooks/events.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import { jobRoutes } from './jobs-api.ts';
 import { probeHandler, probeKind } from './probe.ts';
@@ -18,7 +19,7 @@ import { probeHandler, probeKind } from './probe.ts';
  */
 
 /** Every table, by logical name. */
-export const tables = { jobs: jobsTable } as const satisfies Record<string, TableDefinition>;
+export const tables = { jobs: jobsTable, webhooks: webhooksTable } as const satisfies Record<string, TableDefinition>;
 export type TableKey = keyof typeof tables;
 export type TableNames = Record<TableKey, string>;
 
@@ -39,7 +40,7 @@ export interface SystemDeps {
 /** Every handler, grouped by the queue whose worker runs it. */
 export function handlersByQueue(deps: SystemDeps): Record<QueueName, JobHandler<never>[]> {
   void deps;
-  return { ops: [probeHandler as unknown as JobHandler<never>] };
+  return { ops: [probeHandler as unknown as JobHandler<never>], calls: [], webhooks: [], mail: [] };
 }
 
 /** Every HTTP route. `extra` lets a host add its own (the local runtime's panel and dev routes). */
