@@ -47,3 +47,6 @@ const shutdown = (signal: string) => {
 };
 process.on('SIGINT', () => shutdown('SIGINT'));
 process.on('SIGTERM', () => shutdown('SIGTERM'));
+// `npm start` does not pass SIGTERM on to its script: when npm goes, this process is re-parented. Stop then too.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && shutdown('parent process exited'), 500).unref();

@@ -52,3 +52,25 @@ describe('npm start, as a child process', () => {
     expect(alive(local.dynamoPid)).toBe(false);
   });
 });
+
+describe('npm start, through npm', () => {
+  it('StopsEverythingWhenNpmItselfIsTerminated', async () => {
+    const { spawn } = await import('node:child_process');
+    const npm = spawn('npm', ['start', '--', '--memory', '--no-demo'], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const deadline = Date.now() + 60_000;
+    while (!/pid (\d+)/.test(output) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const dynamoPid = Number(/DynamoDB Local\s+\S+\s+pid (\d+)/.exec(output)?.[1]);
+    expect(dynamoPid).toBeGreaterThan(0);
+    const { execFileSync } = await import('node:child_process');
+    // The runtime is DynamoDB Local's parent (other tests may run runtimes of their own).
+    const runtimePids = [Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(dynamoPid)], { encoding: 'utf8' }).trim())];
+    expect(processesMatching('node bin/local.ts').some((line) => line.trim().startsWith(String(runtimePids[0])))).toBe(true);
+    npm.kill('SIGTERM');
+    const until = Date.now() + 15_000;
+    while ((alive(dynamoPid) || runtimePids.some(alive)) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(dynamoPid)).toBe(false);
+    expect(runtimePids.filter(alive)).toEqual([]);
+  });
+});
