@@ -67,6 +67,11 @@ export async function notifyPlacer(send: () => Promise<void>): Promise<void> {
   }
 }
 `,
+  'functions/webhooks/bad-promise-retry.ts': `
+export function deliver(send: () => Promise<void>): Promise<void> {
+  return send().catch(() => deliver(send));
+}
+`,
   'functions/calls/bad-fetch.ts': `
 export async function askPlacer(url: string): Promise<number> {
   const response = await fetch(url, { method: 'POST' });
@@ -93,6 +98,7 @@ const expected: { file: keyof typeof planted; at: string; rule: Violation['rule'
   { file: 'functions/platform/aws.ts', at: 'new DynamoDBClient', rule: 'client-retries-on' },
   { file: 'functions/calls/bad-recursion.ts', at: 'await placeCall(send)', rule: 'retry-loop' },
   { file: 'functions/calls/bad-timer.ts', at: 'setTimeout(', rule: 'retry-loop' },
+  { file: 'functions/webhooks/bad-promise-retry.ts', at: '.catch(() => deliver(send))', rule: 'retry-loop' },
   { file: 'functions/calls/bad-fetch.ts', at: 'await fetch(', rule: 'unowned-client' },
   { file: 'functions/webhooks/bad-undici.ts', at: 'new Agent()', rule: 'unowned-client' },
   { file: 'functions/webhooks/bad-undici.ts', at: 'new Agent()', rule: 'retry-library' },

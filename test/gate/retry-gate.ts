@@ -523,7 +523,7 @@ function isAssignmentOperator(kind: ts.SyntaxKind): boolean {
 
 // ─── Catch handlers, functions and timers ────────────────────────────────────────────────────────────
 
-/** Catch blocks, and inline functions passed to `.catch(fn)` or as `.then(_, fn)`. */
+/** Catch blocks, and inline functions passed to `.catch(fn)` or as `.then(_, fn)`; code runs after a failure in each. */
 function catchHandlers(source: ts.SourceFile): ts.Node[] {
   const handlers: ts.Node[] = [];
   walk(source, (node) => {
@@ -531,7 +531,7 @@ function catchHandlers(source: ts.SourceFile): ts.Node[] {
     if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
       const method = node.expression.name.text;
       const handler = method === 'catch' ? node.arguments[0] : method === 'then' ? node.arguments[1] : undefined;
-      if (handler && (ts.isArrowFunction(handler) || ts.isFunctionExpression(handler))) handlers.push(handler.body);
+      if (handler && (ts.isArrowFunction(handler) || ts.isFunctionExpression(handler))) handlers.push(handler);
     }
   });
   return handlers;
