@@ -4,7 +4,7 @@
  * "try again" code, outbound clients built outside functions/platform, and clients whose own retries are on.
  * It reads syntax, not text, so a comment or a string that mentions `p-retry` or `fetch(` is not a finding.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import ts from 'typescript';
 
@@ -208,23 +208,16 @@ function scan(rootDir: string, exemptions: readonly Exemption[]): { violations: 
 /** Root-relative paths (with `/`) of every source file under the scanned folders, node_modules skipped. */
 function sourceFiles(rootDir: string): string[] {
   const files: string[] = [];
-  const walk = (dir: string) => {
-    let entries;
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return; // a scanned folder that does not exist has nothing to check
-    }
-    for (const entry of entries) {
+  const visitFolder = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (entry.name !== 'node_modules') walk(path);
-      } else if (scriptKind(entry.name) !== undefined) {
-        files.push(relative(rootDir, path).split(sep).join('/'));
-      }
+      if (entry.isDirectory() && entry.name !== 'node_modules') visitFolder(path);
+      else if (entry.isFile() && scriptKind(entry.name) !== undefined) files.push(relative(rootDir, path).split(sep).join('/'));
     }
   };
-  for (const folder of SCANNED_FOLDERS) walk(join(rootDir, folder));
+  for (const folder of SCANNED_FOLDERS) {
+    if (existsSync(join(rootDir, folder))) visitFolder(join(rootDir, folder));
+  }
   return files.sort();
 }
 
@@ -251,7 +244,7 @@ function findRetryLibraries(ctx: SourceContext): Finding[] {
     }
     // A named import (`import { RetryAgent } from 'undici'`) is reported once, at the import; a namespace
     // (`undici.RetryAgent`, `interceptors.retry`) where it is used.
-    const ref = ts.isImportSpecifier(node) ? importSpecifierRef(node) : ts.isPropertyAccessExpression(node) ? resolve(node, ctx) : undefined;
+    const ref = ts.isImportSpecifier(node) ? ctx.bindings.get(node.name.text) : ts.isPropertyAccessExpression(node) ? resolve(node, ctx) : undefined;
     if (ref?.module === 'undici' && UNDICI_RETRY_EXPORTS.some((path) => samePath(path, ref.path))) {
       findings.push({ node, rule: 'retry-library', message: `uses undici's ${ref.path.join('.')}; only functions/jobs retries` });
     }
