@@ -181,12 +181,20 @@ describe('checkRetryOwnership on a planted tree', () => {
     expect(brief(checkRetryOwnership(root))).toEqual(want);
   });
 
-  it('lets the job layer retry: the same code under functions/jobs is not reported', () => {
-    const root = plantTree({ ...planted, ...underJobs(planted) });
+  it('lets the job layer retry, but not build a client: under functions/jobs only the client findings remain', () => {
+    const notPlatform = Object.fromEntries(Object.entries(planted).filter(([file]) => !file.startsWith('functions/platform/')));
+    const root = plantTree({ ...planted, ...underJobs(notPlatform) });
 
     const reported = checkRetryOwnership(root);
-    expect(reported.filter((v) => v.file.startsWith('functions/jobs/'))).toEqual([]);
-    expect(new Set(reported.map((v) => v.file))).toEqual(new Set(Object.keys(planted)));
+    const inJobs = brief(reported.filter((v) => v.file.startsWith('functions/jobs/')));
+    const clientRules = new Set(['unowned-client', 'client-retries-on']);
+    const want = expected
+      .filter(({ file, rule }) => clientRules.has(rule) && !file.startsWith('functions/platform/') && file.startsWith('functions/'))
+      .map(({ file, at, rule }) => `${file.replace(/^functions\//, 'functions/jobs/')}:${lineOf(planted[file], at)} ${rule}`)
+      .sort();
+    expect(want.length).toBeGreaterThan(1);
+    expect(inJobs).toEqual(want);
+    expect(new Set(reported.filter((v) => !v.file.startsWith('functions/jobs/')).map((v) => v.file))).toEqual(new Set(Object.keys(planted)));
   });
 
   it('does not report comments, strings, type-only imports or a loop over items', () => {
