@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { awsJobRuntime } from '../jobs/aws.ts';
+import type { JobsAwsConfig } from '../jobs/aws.ts';
+import { systemClock } from '../platform/clock.ts';
+import { parseConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { powertoolsMetrics } from '../platform/metrics.ts';
+import { systemRng } from '../platform/rng.ts';
+import { tables } from './system.ts';
+import type { SystemDeps, TableKey, TableNames } from './system.ts';
+
+/**
+ * The environment variable that carries a table's physical name on AWS: `jobs` → `JOBS_TABLE`,
+ * `contactStates` → `CONTACT_STATES_TABLE`. lib/ sets it, {@link tableNamesFromEnv} reads it.
+ */
+export const tableEnvName = (key: string): string => `${key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_TABLE`;
+
+/** Every table's physical name, from the environment, checked once at cold start. */
+export function tableNamesFromEnv(env: Record<string, string | undefined> = process.env): TableNames {
+  const keys = Object.keys(tables) as TableKey[];
+  const parsed = parseConfig(z.object(Object.fromEntries(keys.map((key) => [tableEnvName(key), z.string().min(3)]))), env) as Record<string, string>;
+  return Object.fromEntries(keys.map((key) => [key, parsed[tableEnvName(key)]])) as TableNames;
+}
+
+/**
+ * The system on AWS, built once per Lambda cold start: the job layer with its clients (retries off), the
+ * table names, and this function's logger and metrics under `service`.
+ */
+export function awsSystem(service: string): { deps: SystemDeps; config: JobsAwsConfig } {
+  const { runtime, config, clients } = awsJobRuntime(service);
+  const deps: SystemDeps = {
+    jobs: runtime,
+    db: clients.dynamo,
+    tableNames: tableNamesFromEnv(),
+    clock: systemClock,
+    rng: systemRng(),
+    logger: createLogger(service),
+    metrics: powertoolsMetrics(service),
+  };
+  return { deps, config };
+}

@@ -1,0 +1,9 @@
+// The rescuer, run every minute by EventBridge Scheduler. A failed pass is not retried: the next minute's is.
+import type { RescueReport } from '../../jobs/rescuer.ts';
+import { awsSystem } from '../aws.ts';
+import { allKinds } from '../system.ts';
+
+const { deps, config } = awsSystem('redial-rescuer');
+const rescuer = deps.jobs.rescuer(allKinds, config.RESCUE_AFTER_SECONDS * 1000);
+
+export const handler = (): Promise<RescueReport> => rescuer.run();

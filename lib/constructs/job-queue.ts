@@ -1,0 +1,73 @@
+import { Duration, Validations } from 'aws-cdk-lib';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { QueueSpec } from '../../functions/jobs/queues.ts';
+import { RedialFunction } from './function.ts';
+
+/** How many worker timeouts fit in the queue's visibility timeout (AWS's advice for SQS event sources). */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+/** Properties of a {@link JobQueue}. */
+export interface JobQueueProps {
+  /** The job queue's name in functions/jobs/queues.ts (`ops`, …); used in descriptions. */
+  readonly queueName: string;
+  /** Timeout, batch size and concurrency of the queue's worker. */
+  readonly spec: QueueSpec;
+  /** The worker's entry file (exports `handler`, built with `runtime.worker(...)`). */
+  readonly entry: string;
+  /** @default {} */
+  readonly environment?: Record<string, string>;
+  /** @default 512 */
+  readonly memorySize?: number;
+  /** @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/**
+ * One job queue: an SQS queue that only wakes jobs and the worker function that runs them.
+ *
+ * The queue has no redrive policy and no dead-letter queue: the job layer owns retries, and the job row
+ * (not the message) is the truth. The worker reports batch item failures, so only a message whose outcome
+ * could not be recorded comes back, after a visibility timeout of six worker timeouts.
+ */
+export class JobQueue extends Construct {
+  /** The queue job wake-ups are sent to (SendMessage with a delay, or a Scheduler one-time schedule). */
+  readonly queue: sqs.Queue;
+  /** The worker: runs every kind on this queue. */
+  readonly worker: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: JobQueueProps) {
+    super(scope, id);
+    const timeout = Duration.seconds(props.spec.timeoutSeconds);
+
+    this.queue = new sqs.Queue(this, 'Queue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * props.spec.timeoutSeconds),
+    });
+    Validations.of(this.queue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'No DLQ by design: the job layer owns retries and keeps discarded jobs (the DLQ equivalent) in the jobs table for ops to inspect and retry; a redrive policy would add a second retry owner.',
+    });
+
+    this.worker = new RedialFunction(this, 'Worker', {
+      entry: props.entry,
+      description: `redial job worker for the ${props.queueName} queue`,
+      timeout,
+      ...(props.memorySize !== undefined ? { memorySize: props.memorySize } : {}),
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.environment ? { environment: props.environment } : {}),
+    }).function;
+    this.worker.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: props.spec.batchSize,
+        maxConcurrency: props.spec.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+  }
+}
