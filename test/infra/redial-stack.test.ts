@@ -165,7 +165,7 @@ describe('scheduler', () => {
     for (const name of queueNames) {
       expect(allows(statements, 'sqs:SendMessage', { 'Fn::GetAtt': [idOf(stack.jobQueues[name].queue), 'Arn'] }), name).toBe(true);
     }
-    expect(statements.flatMap(actions)).toEqual(queueNames.map(() => 'sqs:SendMessage'));
+    expect([...new Set(statements.flatMap(actions))]).toEqual(['sqs:SendMessage']);
   });
 
   it('runs the rescuer every minute, once: neither Scheduler nor Lambda retries a missed pass', () => {
