@@ -9,5 +9,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    // Powertools logs are noise in test output; a test that cares about logging sets its own level.
+    env: { LOG_LEVEL: 'SILENT' },
   },
 });
