@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../platform/clock.ts';
 import { route } from '../platform/http.ts';
+import { openApiDocument } from '../platform/openapi.ts';
 import type { Route } from '../platform/http.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
@@ -52,5 +53,21 @@ export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, 
     summary: 'Liveness',
     handler: () => Promise.resolve({ status: 200, body: { status: 'ok', time: new Date(deps.clock.now()).toISOString() } }),
   });
-  return [healthz as unknown as Route<never, never, never>, ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }), ...extra];
+  const routes: Route<never, never, never>[] = [healthz as unknown as Route<never, never, never>, ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }), ...extra];
+  const openapi = route({
+    method: 'GET',
+    path: '/v1/openapi.json',
+    auth: 'iam',
+    summary: 'This API as an OpenAPI 3.1 document, generated from the zod schemas that validate it',
+    handler: () => Promise.resolve({ status: 200, body: apiDocument(routes) }),
+  });
+  return [...routes, openapi as unknown as Route<never, never, never>];
 }
+
+/** The OpenAPI document of redial's API (docs/openapi.json is a copy, checked by a test). */
+export const apiDocument = (routes: readonly Route<never, never, never>[]) =>
+  openApiDocument(routes.filter((r) => r.path !== '/v1/openapi.json'), {
+    title: 'redial',
+    version: '1',
+    description: 'Outbound calling campaigns with one owner of retries. Every route uses IAM auth on AWS except the signed call-result intake, the links sent by mail and /healthz.',
+  });

@@ -26,6 +26,12 @@ describe('npm start, as a child process', () => {
       expect(job.attempt).toBe(3);
       expect(job.attempts.map((a: any) => a.outcome)).toEqual(['retryable', 'retryable', 'completed']);
       expect(job.errors.map((e: any) => e.error)).toEqual(['probe failure 1 of 2', 'probe failure 2 of 2']);
+      // The served OpenAPI document is generated from the routes' schemas; docs/openapi.json must be its copy.
+      const served = await json(`${local.url}/v1/openapi.json`);
+      expect(served.body.paths['/v1/ops/jobs/{id}/retry'].post.security).toEqual([{ sigv4: [] }]);
+      const { readFileSync } = await import('node:fs');
+      expect(served.body, 'docs/openapi.json is stale: run npm run openapi').toEqual(JSON.parse(readFileSync('docs/openapi.json', 'utf8')));
+
       const listed = await json(`${local.url}/v1/ops/jobs?state=completed&kind=ops.probe`);
       expect(listed.body.jobs.map((j: any) => j.id)).toContain(id);
 

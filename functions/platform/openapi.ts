@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { Route } from './http.ts';
+
+/** An OpenAPI 3.1 document (the parts redial writes). */
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description: string };
+  paths: Record<string, Record<string, unknown>>;
+}
+
+const schemaOf = (schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> => {
+  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json['$schema'];
+  return json;
+};
+
+/** Path and query parameters of a route, from its zod object schemas. */
+function parameters(route: Route<unknown, unknown, unknown>): unknown[] {
+  const out: unknown[] = [];
+  for (const [where, schema] of [
+    ['path', route.params],
+    ['query', route.query],
+  ] as const) {
+    if (!schema) continue;
+    const json = schemaOf(schema, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+    for (const [name, property] of Object.entries(json.properties ?? {})) {
+      out.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), schema: property });
+    }
+  }
+  return out;
+}
+
+/**
+ * The OpenAPI document of a set of routes, generated from the same zod schemas that validate requests,
+ * so it cannot drift from what the API accepts. Routes with `auth: 'iam'` carry the SigV4 security scheme.
+ */
+export function openApiDocument(routes: readonly Route<never, never, never>[], info: OpenApiDocument['info']): OpenApiDocument & Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes as unknown as Route<unknown, unknown, unknown>[]) {
+    const responses = Object.fromEntries(
+      Object.entries(r.responses ?? { 200: { description: 'OK' } }).map(([status, response]) => [
+        status,
+        { description: response.description, ...(response.schema ? { content: { 'application/json': { schema: schemaOf(response.schema, 'output') } } } : {}) },
+      ]),
+    );
+    if (r.body) responses['400'] ??= { description: 'Invalid request: `{error, message, issues: [{path, message}]}`' };
+    if (r.body) responses['413'] ??= { description: `Body over ${r.maxBodyBytes ?? 256 * 1024} bytes` };
+    paths[r.path] ??= {};
+    paths[r.path]![r.method.toLowerCase()] = {
+      summary: r.summary,
+      ...(r.auth === 'iam' ? { security: [{ sigv4: [] }] } : { security: [] }),
+      ...(parameters(r).length ? { parameters: parameters(r) } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body, 'input') } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info,
+    paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
+    components: {
+      securitySchemes: {
+        sigv4: { type: 'apiKey', name: 'Authorization', in: 'header', description: 'AWS Signature Version 4 for execute-api (API Gateway IAM authorization)' },
+      },
+    },
+  };
+}
