@@ -3,7 +3,6 @@ import { createAwsClients, localCredentials } from '../platform/aws.ts';
 import { ScaledClock, systemClock } from '../platform/clock.ts';
 import type { TimerClock } from '../platform/clock.ts';
 import { createApiHandler } from '../platform/http.ts';
-import type { Route } from '../platform/http.ts';
 import { createLogger } from '../platform/logger.ts';
 import { MemoryMetrics } from '../platform/metrics.ts';
 import { systemRng } from '../platform/rng.ts';
@@ -16,6 +15,7 @@ import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
 import { queueNames, queues } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
+import { panelRoutes } from './panel/index.ts';
 import { allKinds, allRoutes, handlersByQueue, tables } from './system.ts';
 import type { SystemDeps, TableNames } from './system.ts';
 
@@ -107,7 +107,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     }, options.rescueIntervalMs ?? 5_000);
     stops.push(() => clearInterval(interval));
 
-    const api = createApiHandler(allRoutes(deps, [] as Route<never, never, never>[]), logger);
+    const panel = panelRoutes({ jobs: jobs.client, kinds: allKinds, periodicStatus: (kind) => jobs.store.getPeriodic(kind) });
+    const api = createApiHandler(allRoutes(deps, panel), logger);
     const server: LocalHttpServer = await startHttpServer({ port: options.port, handler: api });
     stops.push(() => server.close());
 

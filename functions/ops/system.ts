@@ -44,8 +44,8 @@ export function handlersByQueue(deps: SystemDeps): Record<QueueName, JobHandler<
   return { ops: [probeHandler as unknown as JobHandler<never>], calls: [], webhooks: [], mail: [] };
 }
 
-/** Every HTTP route. `extra` lets a host add its own (the local runtime's panel and dev routes). */
-export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, never>[] = []): Route<never, never, never>[] {
+/** Every route of the API (documented in docs/openapi.json), the OpenAPI route itself included. */
+export function apiRoutes(deps: SystemDeps): Route<never, never, never>[] {
   const healthz = route({
     method: 'GET',
     path: '/healthz',
@@ -53,7 +53,7 @@ export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, 
     summary: 'Liveness',
     handler: () => Promise.resolve({ status: 200, body: { status: 'ok', time: new Date(deps.clock.now()).toISOString() } }),
   });
-  const routes: Route<never, never, never>[] = [healthz as unknown as Route<never, never, never>, ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }), ...extra];
+  const routes: Route<never, never, never>[] = [healthz as unknown as Route<never, never, never>, ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds })];
   const openapi = route({
     method: 'GET',
     path: '/v1/openapi.json',
@@ -61,12 +61,18 @@ export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, 
     summary: 'This API as an OpenAPI 3.1 document, generated from the zod schemas that validate it',
     handler: () => Promise.resolve({ status: 200, body: apiDocument(routes) }),
   });
-  return [...routes, openapi as unknown as Route<never, never, never>];
+  routes.push(openapi as unknown as Route<never, never, never>);
+  return routes;
+}
+
+/** Every HTTP route: the API, plus what a host serves beside it (the local panel, the call-placer simulator). */
+export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, never>[] = []): Route<never, never, never>[] {
+  return [...apiRoutes(deps), ...extra];
 }
 
 /** The OpenAPI document of redial's API (docs/openapi.json is a copy, checked by a test). */
 export const apiDocument = (routes: readonly Route<never, never, never>[]) =>
-  openApiDocument(routes.filter((r) => r.path !== '/v1/openapi.json'), {
+  openApiDocument(routes, {
     title: 'redial',
     version: '1',
     description: 'Outbound calling campaigns with one owner of retries. Every route uses IAM auth on AWS except the signed call-result intake, the links sent by mail and /healthz.',

@@ -1,0 +1,43 @@
+import { route } from '../../platform/http.ts';
+import type { Route } from '../../platform/http.ts';
+import { allStates } from '../../jobs/index.ts';
+import type { JobClient, JobKind, PeriodicStatus } from '../../jobs/index.ts';
+import { html } from './html.ts';
+import { jobPages } from './jobs-pages.ts';
+import { page } from './layout.ts';
+import type { PanelSection } from './layout.ts';
+
+export interface PanelDeps {
+  jobs: JobClient;
+  kinds: readonly JobKind<never>[];
+  periodicStatus(kind: string): Promise<PeriodicStatus | undefined>;
+}
+
+const SECTIONS: readonly PanelSection[] = [
+  { path: '/panel', title: 'Overview' },
+  { path: '/panel/jobs', title: 'Jobs' },
+  { path: '/panel/jobs?state=discarded', title: 'Discarded' },
+  { path: '/panel/periodic', title: 'Periodic' },
+  { path: '/panel/policies', title: 'Policies' },
+];
+
+/**
+ * The ops panel (local runtime only): plain server-rendered HTML, no build step, usable without
+ * JavaScript (forms post and redirect); pages refresh themselves every few seconds while nothing has focus.
+ */
+export function panelRoutes(deps: PanelDeps): Route<never, never, never>[] {
+  const overview = route({
+    method: 'GET',
+    path: '/panel',
+    auth: 'none',
+    summary: 'Panel: overview',
+    handler: async () => {
+      const counts = await Promise.all(allStates.map(async (state) => ({ state, count: (await deps.jobs.list({ state, limit: 200 })).jobs.length })));
+      const body = html`<h2>Jobs by state</h2>
+<table><thead><tr><th scope="col">State</th><th scope="col">Jobs</th></tr></thead>
+<tbody>${counts.map(({ state, count }) => html`<tr><td class="state state-${state}"><a href="/panel/jobs?state=${state}">${state}</a></td><td class="num">${count === 200 ? '200+' : count}</td></tr>`)}</tbody></table>`;
+      return { status: 200, text: page('Overview', SECTIONS, body, { refreshSeconds: 5 }), headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } };
+    },
+  });
+  return [overview as unknown as Route<never, never, never>, ...jobPages({ ...deps, sections: SECTIONS })];
+}
