@@ -1,4 +1,6 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { createAwsClients, localCredentials } from '../platform/aws.ts';
 import { ScaledClock, systemClock } from '../platform/clock.ts';
 import type { TimerClock } from '../platform/clock.ts';
@@ -49,6 +51,27 @@ export interface LocalRuntime {
   stop(): Promise<void>;
 }
 
+const clockFile = (dataDir: string) => join(dataDir, 'clock.json');
+
+/**
+ * The local runtime's clock. With TIME_SCALE < 1, job time runs ahead of the wall clock; the stored jobs
+ * carry job time, so a restart resumes from the last saved job time rather than jumping back to now.
+ */
+function localClock(dataDir: string | undefined, timeScale: number): TimerClock {
+  let saved = 0;
+  if (dataDir && existsSync(clockFile(dataDir))) {
+    const parsed = z.object({ now: z.number() }).safeParse(JSON.parse(readFileSync(clockFile(dataDir), 'utf8')));
+    if (parsed.success) saved = parsed.data.now;
+  }
+  if (timeScale === 1 && saved <= Date.now()) return systemClock;
+  return new ScaledClock(timeScale, Math.max(saved, Date.now()));
+}
+
+function saveClock(dataDir: string, clock: TimerClock): void {
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(clockFile(dataDir), JSON.stringify({ now: clock.now() }));
+}
+
 /** The physical table names the local runtime uses. */
 export const localTableNames: TableNames = Object.fromEntries(Object.keys(tables).map((key) => [key, `redial-${key}`])) as TableNames;
 
@@ -69,8 +92,16 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       dynamo.endpoint,
       Object.entries(tables).map(([key, definition]) => ({ definition, tableName: localTableNames[key as keyof TableNames] })),
     );
-    const clock: TimerClock = options.timeScale === 1 ? systemClock : new ScaledClock(options.timeScale);
+    const clock = localClock(options.dataDir, options.timeScale);
     const speed = clock.speed ?? 1;
+    if (options.dataDir) {
+      const save = () => saveClock(options.dataDir!, clock);
+      const saver = setInterval(save, 1000);
+      stops.push(() => {
+        clearInterval(saver);
+        save();
+      });
+    }
     const clients = createAwsClients({ region: 'local', endpoints: { dynamodb: dynamo.endpoint }, credentials: localCredentials });
     stops.push(() => clients.dynamo.destroy());
     const localQueues = queueNames.map(
