@@ -4,7 +4,7 @@ import { allStates } from '../../jobs/index.ts';
 import type { JobClient, JobKind, PeriodicStatus } from '../../jobs/index.ts';
 import { html } from './html.ts';
 import { jobPages } from './jobs-pages.ts';
-import { page } from './layout.ts';
+import { htmlResponse, page } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
 export interface PanelDeps {
@@ -36,7 +36,7 @@ export function panelRoutes(deps: PanelDeps): Route<never, never, never>[] {
       const body = html`<h2>Jobs by state</h2>
 <table><thead><tr><th scope="col">State</th><th scope="col">Jobs</th></tr></thead>
 <tbody>${counts.map(({ state, count }) => html`<tr><td class="state state-${state}"><a href="/panel/jobs?state=${state}">${state}</a></td><td class="num">${count === 200 ? '200+' : count}</td></tr>`)}</tbody></table>`;
-      return { status: 200, text: page('Overview', SECTIONS, body, { refreshSeconds: 5 }), headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } };
+      return htmlResponse(page('Overview', SECTIONS, body, { refreshSeconds: 5 }));
     },
   });
   return [overview as unknown as Route<never, never, never>, ...jobPages({ ...deps, sections: SECTIONS })];

@@ -4,7 +4,7 @@ import type { Route } from '../../platform/http.ts';
 import { allStates, policies, schedule, TransitionRefusedError } from '../../jobs/index.ts';
 import type { JobClient, JobKind, JobRow, PeriodicStatus } from '../../jobs/index.ts';
 import { html } from './html.ts';
-import { humanDuration, page } from './layout.ts';
+import { htmlResponse, humanDuration, page } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
 export interface JobPagesDeps {
@@ -14,7 +14,6 @@ export interface JobPagesDeps {
   sections: readonly PanelSection[];
 }
 
-const htmlResponse = (body: string, status = 200) => ({ status, text: body, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } });
 const redirect = (location: string) => ({ status: 303, text: '', headers: { location } });
 
 function jobsTable(rows: readonly JobRow[]) {

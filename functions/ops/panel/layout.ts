@@ -67,3 +67,10 @@ export function humanDuration(ms: number): string {
   if (s < 86400) return `${+(s / 3600).toFixed(2)} h`;
   return `${+(s / 86400).toFixed(2)} d`;
 }
+
+/** An HTML answer for a route (never cached: the panel shows live state). */
+export const htmlResponse = (body: string, status = 200) => ({
+  status,
+  text: body,
+  headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
+});
