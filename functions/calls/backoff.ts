@@ -1,0 +1,20 @@
+import type { Rng } from '../platform/rng.ts';
+
+/** A batch's delay between rounds, in seconds (brief §4). */
+export interface RoundRetry {
+  baseSeconds: number;
+  capSeconds: number;
+}
+
+/** Defaults when a batch names no retry: 30 s doubling per round used, at most an hour. */
+export const DEFAULT_ROUND_RETRY: RoundRetry = { baseSeconds: 30, capSeconds: 3600 };
+
+/**
+ * The seed's `ExponentialWithJitter` (seeds/002, "Backoff That's Deliberately Boring"): the wait before
+ * the next round is `min(cap, base · 2^roundsUsed + uniform 1..1000 ms)`. The jitter only has to keep
+ * batches that finished together from dialling again on the same tick.
+ */
+export function roundDelayMs(roundsUsed: number, retry: RoundRetry, rng: Rng): number {
+  const delay = retry.baseSeconds * 1000 * 2 ** roundsUsed;
+  return Math.min(retry.capSeconds * 1000, delay + rng.int(1, 1000));
+}

@@ -1,0 +1,73 @@
+import { DateTime, IANAZone } from 'luxon';
+import { z } from 'zod';
+
+const HH_MM = /^([01]\d|2[0-3]):[0-5]\d$/;
+
+/** ISO weekdays: 1 = Monday … 7 = Sunday. */
+export const ALL_WEEKDAYS = [1, 2, 3, 4, 5, 6, 7] as const;
+
+/**
+ * A batch's calling window: local times in an IANA time zone, on some weekdays. Calls are placed only
+ * while local wall time is in [start, end).
+ */
+export const callingWindowSchema = z
+  .object({
+    timezone: z.string().refine((zone) => IANAZone.isValidZone(zone), { message: 'not an IANA time zone (e.g. Europe/Berlin)' }),
+    start: z.string().regex(HH_MM, 'expected HH:MM (24 h)'),
+    end: z.string().regex(HH_MM, 'expected HH:MM (24 h)'),
+    weekdays: z
+      .array(z.number().int().min(1).max(7))
+      .min(1)
+      .refine((days) => new Set(days).size === days.length, { message: 'weekdays must not repeat' })
+      .default([...ALL_WEEKDAYS]),
+  })
+  .refine((w) => w.start < w.end, { message: 'end must be after start (windows across midnight are not supported)', path: ['end'] });
+
+export type CallingWindow = z.infer<typeof callingWindowSchema>;
+
+/**
+ * When the window next opens, or `null` if `nowMs` is inside it.
+ *
+ * DST-correct: each day's opening and closing are computed as instants in the window's zone, so a window
+ * keeps its local hours across a clock change. A start time that does not exist that day (a
+ * spring-forward gap) opens when the clocks jump past it; one that exists twice (fall-back) opens at
+ * the first of the two.
+ *
+ * @example
+ * nextWindowOpening({ timezone: 'Europe/Berlin', start: '09:00', end: '17:00', weekdays: [1,2,3,4,5,6,7] }, Date.parse('2026-03-28T17:30:00Z'));
+ * // → Date.parse('2026-03-29T07:00:00Z') (09:00 CEST, the day the clocks went forward)
+ */
+export function nextWindowOpening(window: CallingWindow, nowMs: number): number | null {
+  const today = DateTime.fromMillis(nowMs, { zone: window.timezone });
+  // 8 days always reaches an allowed weekday, whatever today is.
+  for (let offset = 0; offset <= 7; offset++) {
+    const day = new Date(Date.UTC(today.year, today.month - 1, today.day + offset));
+    const weekday = day.getUTCDay() === 0 ? 7 : day.getUTCDay();
+    if (!window.weekdays.includes(weekday)) continue;
+    const open = firstInstantAtWallTime(day, window.start, window.timezone);
+    const close = firstInstantAtWallTime(day, window.end, window.timezone);
+    if (nowMs < open) return open;
+    if (nowMs < close) return null;
+  }
+  throw new Error('unreachable: a window with at least one weekday opens within 8 days');
+}
+
+/** The first instant at which the wall clock in `zone` shows `hhmm` or later on the calendar day `day` (a UTC date). */
+export function firstInstantAtWallTime(day: Date, hhmm: string, zone: string): number {
+  const [hour, minute] = hhmm.split(':').map(Number) as [number, number];
+  const wall = Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate(), hour, minute);
+  const offsetAt = (ms: number) => DateTime.fromMillis(ms, { zone }).offset * 60_000;
+  const candidates = [...new Set([offsetAt(wall - 14 * 3_600_000), offsetAt(wall + 14 * 3_600_000)])].map((offset) => wall - offset);
+  const valid = candidates.filter((t) => t + offsetAt(t) === wall);
+  if (valid.length > 0) return Math.min(...valid);
+  // A spring-forward gap: the wall time never shows. The window opens at the jump, between the two
+  // candidates; find it by bisection (the instants are at most the gap apart, an hour or so).
+  let lo = Math.min(...candidates);
+  let hi = Math.max(...candidates);
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (mid + offsetAt(mid) >= wall) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
