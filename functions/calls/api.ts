@@ -1,0 +1,272 @@
+import { randomUUID } from 'node:crypto';
+import { HttpError, notFound, route, unavailable } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
+import { DEFAULT_ROUND_RETRY } from './backoff.ts';
+import { classifyCallReport } from './classify.ts';
+import { completeCall } from './completion.ts';
+import { INTAKE_MAX_BODY_BYTES } from './config.ts';
+import type { CallsDeps } from './deps.ts';
+import { dialKind } from './kinds.ts';
+import { BatchStatus, batchKey, ContactStatus, jobIds, listKey } from './model.ts';
+import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
+import {
+  batchBody,
+  batchParams,
+  batchResponse,
+  callResultBody,
+  callResultResponse,
+  contactsResponse,
+  tenantBody,
+  tenantParams,
+  tenantResponse,
+} from './schemas.ts';
+import { callWebhookVerifier, SignatureError } from './signature.ts';
+import { CONTENTION_CODES } from './store.ts';
+import type { TransactResult } from './store.ts';
+
+/** Numbers per page of a round's dial list (20 pages for the largest batch: one transaction creates it). */
+export const LIST_PAGE_SIZE = 500;
+
+const busy = (result: Extract<TransactResult, { committed: false }>) => result.reasons.some((r) => CONTENTION_CODES.has(r.code));
+
+const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
+
+/** GET /v1/batches/{id}'s body (brief §7). */
+export function batchView(row: BatchRow) {
+  return {
+    batchId: row.batchId,
+    tenantId: row.tenantId,
+    status: row.status,
+    round: row.round,
+    maxAttempts: row.maxAttempts,
+    contactCount: row.contactCount,
+    counts: {
+      byStatus: {
+        Queued: row.nQueued,
+        Calling: row.nCalling,
+        Completed: row.nCompleted,
+        RetryEligible: row.nRetryEligible,
+      },
+      byCode: Object.fromEntries(Object.entries(row.byCode).filter(([, n]) => n !== 0)),
+    },
+    createdAt: row.createdAt,
+    finalisedAt: row.finalisedAt ?? null,
+  };
+}
+
+const contactView = (number: string, state: ContactRow | undefined) => ({
+  contactNumber: number,
+  status: state?.status ?? ContactStatus.Queued,
+  code: state?.code ?? null,
+  attempts: state?.attempts ?? 0,
+});
+
+/**
+ * The calls routes (brief §7): tenants, batches and the call-result intake. Every route but the intake
+ * is behind IAM on AWS; the intake's Standard Webhooks signature is its authentication.
+ */
+export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
+  const { store, jobs, clock, logger } = deps;
+  const verify = deps.config.webhookSecret ? callWebhookVerifier(deps.config.webhookSecret) : undefined;
+
+  const putTenant = route({
+    method: 'PUT',
+    path: '/v1/tenants/{tenantId}',
+    auth: 'iam',
+    summary: 'Create or update a tenant: its concurrency limit across all its batches, and its owner’s email',
+    params: tenantParams,
+    body: tenantBody,
+    responses: { 200: { description: 'the tenant', schema: tenantResponse } },
+    handler: async ({ params, body }) => {
+      const now = clock.now();
+      const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, now };
+      // Other contexts (mail's owner-email confirmation) add their items to this same transaction.
+      const contributions = await Promise.all(deps.tenantWriteHooks.map((hook) => hook(input)));
+      const result = await store.transact([store.upsertTenantItem(input), ...contributions.flatMap((c) => c.items)]);
+      if (!result.committed) {
+        if (busy(result)) throw unavailable();
+        throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { reasons: result.reasons.map((r) => r.code) });
+      }
+      await jobs.afterCommit(contributions.flatMap((c) => c.jobs));
+      const tenant = await store.getTenant(params.tenantId);
+      if (!tenant) throw unavailable();
+      return { status: 200, body: tenantView(tenant) };
+    },
+  });
+
+  const getTenant = route({
+    method: 'GET',
+    path: '/v1/tenants/{tenantId}',
+    auth: 'iam',
+    summary: 'A tenant, with its calls in progress',
+    params: tenantParams,
+    responses: { 200: { description: 'the tenant', schema: tenantResponse }, 404: { description: 'no such tenant' } },
+    handler: async ({ params }) => {
+      const tenant = await store.getTenant(params.tenantId);
+      if (!tenant) throw notFound(`tenant ${params.tenantId}`);
+      return { status: 200, body: tenantView(tenant) };
+    },
+  });
+
+  const createBatch = route({
+    method: 'POST',
+    path: '/v1/batches',
+    auth: 'iam',
+    summary: 'Create a batch of contacts to call; its first round starts at once (or when its calling window opens)',
+    body: batchBody,
+    // 10 000 contacts of up to 16 characters each, with their JSON around them.
+    maxBodyBytes: 1024 * 1024,
+    responses: { 201: { description: 'created', schema: batchResponse.pick({ batchId: true }) }, 400: { description: 'invalid, or no such tenant' } },
+    handler: async ({ body }) => {
+      const now = clock.now();
+      const batchId = `b_${randomUUID().replaceAll('-', '')}`;
+      const numbers = body.contacts.map((c) => c.number);
+      const pages: ListPage[] = [];
+      for (let page = 0; page * LIST_PAGE_SIZE < numbers.length; page++) {
+        pages.push({ ...listKey(batchId, 1, page), round: 1, page, numbers: numbers.slice(page * LIST_PAGE_SIZE, (page + 1) * LIST_PAGE_SIZE) });
+      }
+      const batch: BatchRow = {
+        ...batchKey(batchId),
+        batchId,
+        tenantId: body.tenantId,
+        status: BatchStatus.Pending,
+        round: 1,
+        maxAttempts: body.maxAttempts,
+        ...(body.callingWindow ? { callingWindow: body.callingWindow } : {}),
+        retry: body.retry ?? DEFAULT_ROUND_RETRY,
+        minConversationDurationSeconds: body.minConversationDurationSeconds,
+        contactCount: numbers.length,
+        createdAt: new Date(now).toISOString(),
+        updatedAt: new Date(now).toISOString(),
+        listPages: pages.length,
+        roundSize: numbers.length,
+        dialPage: 0,
+        dialPos: 0,
+        dialComplete: false,
+        nQueued: numbers.length,
+        nCalling: 0,
+        nCompleted: 0,
+        nRetryEligible: 0,
+        byCode: {},
+        finPage: 0,
+        finPos: 0,
+        nextPages: 0,
+        nextSize: 0,
+      };
+      // The round-1 dialer is enqueued with the batch: it checks the window itself.
+      const dial = jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) });
+      const result = await store.transact([...store.createBatchItems(batch, pages), dial.item]);
+      if (!result.committed) {
+        if (busy(result)) throw unavailable();
+        if (result.reasons[1]?.code === 'ConditionalCheckFailed') {
+          throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.tenantId', message: `no tenant ${body.tenantId}; create it with PUT /v1/tenants/${body.tenantId}` }] });
+        }
+        logger.error('batch creation cancelled', { reasons: result.reasons.map((r) => r.code) });
+        throw unavailable();
+      }
+      await jobs.afterCommit([dial]);
+      return { status: 201, body: { batchId } };
+    },
+  });
+
+  const getBatch = route({
+    method: 'GET',
+    path: '/v1/batches/{id}',
+    auth: 'iam',
+    summary: 'A batch: status, round, and its contacts counted by status and by normalised code',
+    params: batchParams,
+    responses: { 200: { description: 'the batch', schema: batchResponse }, 404: { description: 'no such batch' } },
+    handler: async ({ params }) => {
+      const batch = await store.getBatch(params.id);
+      if (!batch) throw notFound(`batch ${params.id}`);
+      return { status: 200, body: batchView(batch) };
+    },
+  });
+
+  const listContacts = route({
+    method: 'GET',
+    path: '/v1/batches/{id}/contacts',
+    auth: 'iam',
+    summary: 'Every contact of a batch, in upload order, with its status, latest normalised code and dials so far',
+    params: batchParams,
+    responses: { 200: { description: 'the contacts', schema: contactsResponse }, 404: { description: 'no such batch' } },
+    handler: async ({ params }) => {
+      const batch = await store.getBatch(params.id);
+      if (!batch) throw notFound(`batch ${params.id}`);
+      const contacts = await store.listContacts(params.id);
+      return { status: 200, body: { contacts: contacts.map((c) => contactView(c.number, c.state)) } };
+    },
+  });
+
+  const deleteBatch = route({
+    method: 'DELETE',
+    path: '/v1/batches/{id}',
+    auth: 'iam',
+    summary: 'Delete a batch: it dials no more, later results are ignored, and its calls’ slots go back to the tenant',
+    params: batchParams,
+    responses: { 200: { description: 'the batch, Deleted', schema: batchResponse }, 404: { description: 'no such batch' } },
+    handler: async ({ params }) => {
+      const batch = await store.getBatch(params.id);
+      if (!batch) throw notFound(`batch ${params.id}`);
+      if (batch.status === BatchStatus.Deleted) return { status: 200, body: batchView(batch) };
+      const now = clock.now();
+      // The round's dialer stops at its next wake-up; a running one finds the batch Deleted.
+      const result = await store.transact([...store.deleteBatchItems(batch, now), jobs.requestCancelItem(jobIds.dial(batch.batchId, batch.round))]);
+      if (!result.committed) {
+        // A dial or a result landed between the read and the write: nothing was written; the caller tries again.
+        throw unavailable('the batch changed while it was being deleted; nothing was written, try again');
+      }
+      return { status: 200, body: batchView({ ...batch, status: BatchStatus.Deleted, deletedAt: new Date(now).toISOString() }) };
+    },
+  });
+
+  const intake = route({
+    method: 'POST',
+    path: '/v1/calls/webhook',
+    auth: 'none',
+    summary: 'Call-result intake: the AI call handler reports a call (Standard Webhooks signed)',
+    maxBodyBytes: INTAKE_MAX_BODY_BYTES,
+    body: callResultBody,
+    responses: {
+      200: { description: 'applied, or ignored (duplicate, stale, deleted batch): nothing to try again', schema: callResultResponse },
+      400: { description: 'invalid body' },
+      401: { description: 'missing, wrong or stale signature' },
+      413: { description: 'body too large' },
+      503: { description: 'transient: nothing was written, try again' },
+    },
+    guard: ({ headers, rawBody }) => {
+      if (!verify) throw unavailable('the call-result intake has no CALL_WEBHOOK_SECRET');
+      try {
+        verify(headers, rawBody, clock.now());
+      } catch (error) {
+        if (error instanceof SignatureError) throw new HttpError(401, 'invalid_signature', error.message);
+        throw error;
+      }
+    },
+    handler: async ({ body }) => {
+      const batch = await deps.batches.get(body.batchId);
+      if (!batch) return { status: 200, body: { outcome: 'ignored' } };
+      const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
+      const outcome = await completeCall(deps, batch, {
+        batchId: body.batchId,
+        contactNumber: body.contactNumber,
+        classification,
+        source: 'webhook',
+        report: { reportedCode: body.code, emptyTranscription: body.emptyTranscription, durationSeconds: body.durationSeconds, ...(body.callId ? { callId: body.callId } : {}) },
+      });
+      switch (outcome.outcome) {
+        case 'applied':
+          return { status: 200, body: { outcome: 'applied', code: outcome.code, retryable: outcome.retryable } };
+        case 'ignored':
+          logger.debug('call result ignored', { batchId: body.batchId, contactNumber: body.contactNumber, reason: outcome.reason });
+          return { status: 200, body: { outcome: 'ignored' } };
+        case 'unavailable':
+          throw unavailable();
+        default:
+          return outcome satisfies never;
+      }
+    },
+  });
+
+  return [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake] as unknown as Route<never, never, never>[];
+}

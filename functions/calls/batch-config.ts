@@ -1,0 +1,43 @@
+import type { CallsStore } from './store.ts';
+
+/** What a completion needs to know about its batch; everything but `round` is immutable. */
+export interface BatchConfig {
+  batchId: string;
+  tenantId: string;
+  minConversationDurationSeconds: number;
+  /** The round when last seen: a hint. A completion's condition checks it, and corrects it from the stored contact. */
+  round: number;
+}
+
+/**
+ * A per-container cache of batch settings, so an applied webhook costs one TransactWriteItems and no read.
+ * A miss reads the batch once. Bounded: the oldest entry goes first.
+ */
+export class BatchConfigCache {
+  private readonly store: CallsStore;
+  private readonly max: number;
+  private readonly entries = new Map<string, BatchConfig>();
+
+  constructor(store: CallsStore, max = 5000) {
+    this.store = store;
+    this.max = max;
+  }
+
+  /** The batch's settings, or undefined when there is no such batch (or it is deleted: nothing will change it again). */
+  async get(batchId: string): Promise<BatchConfig | undefined> {
+    const hit = this.entries.get(batchId);
+    if (hit) return hit;
+    const row = await this.store.getBatch(batchId);
+    if (!row || row.status === 'Deleted') return undefined;
+    const config: BatchConfig = { batchId, tenantId: row.tenantId, minConversationDurationSeconds: row.minConversationDurationSeconds, round: row.round };
+    this.entries.set(batchId, config);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+    return config;
+  }
+
+  /** Records a newer round seen in the store. */
+  noteRound(batchId: string, round: number): void {
+    const entry = this.entries.get(batchId);
+    if (entry && round > entry.round) this.entries.set(batchId, { ...entry, round });
+  }
+}

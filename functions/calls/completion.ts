@@ -1,0 +1,181 @@
+import { EventType, prepareEvent } from '../webhooks/events.ts';
+import type { BatchConfig } from './batch-config.ts';
+import type { Classification } from './classify.ts';
+import type { CallsDeps } from './deps.ts';
+import { finaliseKind } from './kinds.ts';
+import { BatchStatus, ContactStatus, jobIds } from './model.ts';
+import type { BatchRow, CompletionSource, ContactRow } from './model.ts';
+import { CONTENTION_CODES } from './store.ts';
+import type { CancelReason, CompletionWrite } from './store.ts';
+
+/**
+ * The one completion path: a call's result (the intake), its watchdog's TIMEOUT and a placer failure's
+ * INTERNAL_ERROR all end a call through {@link completeCall}, in ONE transaction:
+ *
+ * ```
+ *  0 contact   Calling in round r → Completed, normalised code      (condition: Calling, round r)
+ *  1 tenant    active − 1: the slot is released
+ *  2 batch     nCalling − 1, nCompleted + 1, byCode[code] + 1       (condition: InProgress, round r,
+ *                                                                     and "not the last call" / "the last call")
+ *  3 watchdog  cancel requested (never fails the transaction)       (not when the watchdog itself completes)
+ *  4 event     call.completed, and 5: its webhook.fanout job
+ *  6 finaliser calls.finalise:<batch>:<r>                           (only in the last-call variant)
+ * ```
+ *
+ * No read first: the batch's settings come from a per-container cache, and a refused condition returns
+ * the stored item, which says what to do — ignore (not Calling, batch deleted), or write once more with
+ * what it revealed (the contact's real round; "this is the round's last call", which adds the finaliser).
+ */
+
+/** Why a result changed nothing. */
+export type IgnoredReason = 'no_such_batch' | 'not_dialled' | 'not_calling' | 'batch_deleted' | 'batch_not_in_progress';
+
+export type CompletionOutcome =
+  | { outcome: 'applied'; code: string; retryable: boolean; finaliserEnqueued: boolean; transactions: number }
+  | { outcome: 'ignored'; reason: IgnoredReason }
+  | { outcome: 'unavailable'; reason: 'contention' | 'unexplained' };
+
+/** A call to complete, and how. */
+export interface CompletionRequest {
+  batchId: string;
+  contactNumber: string;
+  /** The round of the call, when the caller knows it (watchdog, placer); the intake uses the cached hint. */
+  round?: number;
+  classification: Classification;
+  source: CompletionSource;
+  report?: CompletionWrite['report'];
+}
+
+/** What one attempt writes: which round, and whether it is the round's last call. */
+export interface CompletionPlan {
+  round: number;
+  last: boolean;
+}
+
+/** What a cancelled completion means. Pure: decided from each item's reason and its stored item alone. */
+export type CancelVerdict =
+  | { type: 'ignored'; reason: IgnoredReason }
+  | { type: 'replan'; plan: CompletionPlan }
+  | { type: 'contention' }
+  | { type: 'unexplained' };
+
+/**
+ * Reads a cancelled completion's reasons (items in the order of {@link CallsStore.completionItems}:
+ * contact, tenant, batch, …). `roundKnown`: the caller named the call's round (a job), so a contact
+ * Calling in another round is another call, not a stale hint.
+ */
+export function judgeCompletionCancel(reasons: readonly CancelReason[], plan: CompletionPlan, roundKnown = false): CancelVerdict {
+  if (reasons.some((r) => CONTENTION_CODES.has(r.code))) return { type: 'contention' };
+  const [contact, , batch] = reasons;
+  if (contact?.code === 'ConditionalCheckFailed') {
+    const row = contact.item as ContactRow | undefined;
+    if (!row) return { type: 'ignored', reason: 'not_dialled' };
+    if (row.status === ContactStatus.Calling && row.round !== plan.round && !roundKnown) return { type: 'replan', plan: { ...plan, round: row.round } };
+    return { type: 'ignored', reason: 'not_calling' };
+  }
+  if (batch?.code === 'ConditionalCheckFailed') {
+    const row = batch.item as BatchRow | undefined;
+    if (!row) return { type: 'ignored', reason: 'no_such_batch' };
+    if (row.status === BatchStatus.Deleted) return { type: 'ignored', reason: 'batch_deleted' };
+    if (row.status !== BatchStatus.InProgress) return { type: 'ignored', reason: 'batch_not_in_progress' };
+    const last = row.dialComplete && row.nCalling === 1;
+    if (row.round === plan.round && last !== plan.last) return { type: 'replan', plan: { ...plan, last } };
+  }
+  return { type: 'unexplained' };
+}
+
+/** At most this many transactions per completion: the common case, the contact's real round, the last-call variant. */
+const MAX_TRANSACTIONS = 3;
+
+/**
+ * Completes a call (see the module comment). Answers `unavailable` with nothing written when another
+ * writer held an item (a DynamoDB TransactionConflict) and the contact is still Calling: the caller
+ * tries again later — the AI handler on a 503, the job layer for a job.
+ */
+export async function completeCall(deps: CallsDeps, batch: BatchConfig, request: CompletionRequest): Promise<CompletionOutcome> {
+  const { store, jobs, clock, logger } = deps;
+  const now = clock.now();
+  const { code, retryable } = request.classification;
+  let plan: CompletionPlan = { round: request.round ?? batch.round, last: false };
+
+  for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
+    const event = prepareEvent(
+      jobs,
+      deps.webhooksTable,
+      {
+        tenantId: batch.tenantId,
+        type: EventType.callCompleted,
+        data: {
+          batchId: batch.batchId,
+          contactNumber: request.contactNumber,
+          round: plan.round,
+          code,
+          retryable,
+          source: request.source,
+          ...(request.report ? { durationSeconds: request.report.durationSeconds, ...(request.report.callId ? { callId: request.report.callId } : {}) } : {}),
+        },
+      },
+      now,
+    );
+    const finaliser = plan.last ? jobs.prepare(finaliseKind, { batchId: batch.batchId, round: plan.round }, { id: jobIds.finalise(batch.batchId, plan.round) }) : undefined;
+    const items = [
+      ...store.completionItems({
+        batchId: batch.batchId,
+        tenantId: batch.tenantId,
+        contactNumber: request.contactNumber,
+        round: plan.round,
+        last: plan.last,
+        code,
+        retryable,
+        source: request.source,
+        ...(request.report ? { report: request.report } : {}),
+        now,
+      }),
+      ...(request.source === 'watchdog' ? [] : [jobs.requestCancelItem(jobIds.watchdog(batch.batchId, request.contactNumber, plan.round))]),
+      ...event.items,
+      ...(finaliser ? [finaliser.item] : []),
+    ];
+    const result = await store.transact(items);
+    if (result.committed) {
+      deps.batches.noteRound(batch.batchId, plan.round);
+      await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
+      return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
+    }
+    const verdict = judgeCompletionCancel(result.reasons, plan, request.round !== undefined);
+    switch (verdict.type) {
+      case 'ignored':
+        return { outcome: 'ignored', reason: verdict.reason };
+      case 'replan':
+        plan = verdict.plan;
+        continue;
+      case 'contention':
+        return resolveContention(deps, batch.batchId, request.contactNumber, request);
+      case 'unexplained':
+        logger.error('completion cancelled for no reason the store explains; nothing was written', {
+          batchId: batch.batchId,
+          contactNumber: request.contactNumber,
+          plan,
+          reasons: result.reasons.map((r) => r.code),
+        });
+        return { outcome: 'unavailable', reason: 'unexplained' };
+      default:
+        return verdict satisfies never;
+    }
+  }
+  logger.error('completion re-planned more often than the plan can change', { batchId: batch.batchId, contactNumber: request.contactNumber, plan });
+  return { outcome: 'unavailable', reason: 'unexplained' };
+}
+
+/**
+ * DynamoDB cancelled the transaction because another one held an item: it says nothing about the
+ * contact. One consistent read decides honestly: no longer Calling (a duplicate lost the race) →
+ * ignored; still Calling → unavailable, nothing written.
+ */
+async function resolveContention(deps: CallsDeps, batchId: string, contactNumber: string, request: CompletionRequest): Promise<CompletionOutcome> {
+  const contact = await deps.store.getContact(batchId, contactNumber);
+  if (!contact) return { outcome: 'ignored', reason: 'not_dialled' };
+  if (contact.status !== ContactStatus.Calling) return { outcome: 'ignored', reason: 'not_calling' };
+  // A job knows its call's round: a contact Calling in another round is another call.
+  if (request.round !== undefined && contact.round !== request.round) return { outcome: 'ignored', reason: 'not_calling' };
+  return { outcome: 'unavailable', reason: 'contention' };
+}

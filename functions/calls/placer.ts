@@ -1,0 +1,35 @@
+import { sendOnce } from '../platform/outbound.ts';
+
+/** What the dialer asks the call placer for (brief §8): `POST CALL_PLACER_URL` with this JSON. */
+export interface PlaceCallRequest {
+  batchId: string;
+  contactNumber: string;
+  round: number;
+  /** Where the placer posts the call's result (the intake). */
+  callbackUrl: string;
+}
+
+/** The placer's answer: accepted (2xx), or why not. */
+export type PlaceCallResult = { accepted: true } | { accepted: false; reason: string };
+
+/**
+ * Asks the call placer for one call, once (sendOnce: no retry, no redirect, a timeout). Anything but a
+ * 2xx is a refusal; the dialer completes the contact with INTERNAL_ERROR, and the batch's rounds decide
+ * whether it is dialled again.
+ */
+export async function placeCall(url: string, request: PlaceCallRequest, options: { timeoutMs: number; signal?: AbortSignal }): Promise<PlaceCallResult> {
+  try {
+    const response = await sendOnce({
+      url,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+      timeoutMs: options.timeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (response.status >= 200 && response.status < 300) return { accepted: true };
+    return { accepted: false, reason: `placer answered ${response.status}` };
+  } catch (error) {
+    return { accepted: false, reason: `placer unreachable: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { callingWindowSchema } from './window.ts';
+
+/**
+ * The calls API's request and response schemas (brief §7). Validation happens here, at the edge: a
+ * request that fails gets a 400 naming the field, and nothing is written.
+ */
+
+/** An E.164 number: `+`, a country code that does not start with 0, at most 15 digits in all. */
+export const e164 = z.string().regex(/^\+[1-9]\d{1,14}$/, 'expected an E.164 number such as +14155550123');
+
+/** Ids redial makes up and tenants choose: short, URL- and key-safe. */
+export const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–64 of A–Z, a–z, 0–9, _ and -');
+
+/** The most contacts one batch takes (its round-1 list is written in the batch's own transaction). */
+export const MAX_CONTACTS_PER_BATCH = 10_000;
+
+export const tenantParams = z.object({ tenantId: idSchema });
+export const tenantBody = z.object({
+  concurrencyLimit: z.number().int().min(1).max(1000),
+  ownerEmail: z.email().max(254).optional(),
+});
+export type TenantBody = z.infer<typeof tenantBody>;
+
+export const tenantResponse = z.object({
+  tenantId: z.string(),
+  concurrencyLimit: z.number(),
+  ownerEmail: z.string().nullable(),
+  activeCalls: z.number(),
+});
+
+export const batchParams = z.object({ id: idSchema });
+
+export const batchBody = z
+  .object({
+    tenantId: idSchema,
+    contacts: z.array(z.object({ number: e164 })).min(1).max(MAX_CONTACTS_PER_BATCH),
+    /** Rounds: how many times a contact may be dialled. */
+    maxAttempts: z.number().int().min(1).max(10),
+    callingWindow: callingWindowSchema.optional(),
+    retry: z
+      .object({ baseSeconds: z.number().int().min(1).max(86_400), capSeconds: z.number().int().min(1).max(7 * 86_400) })
+      .refine((r) => r.capSeconds >= r.baseSeconds, { message: 'capSeconds must be at least baseSeconds', path: ['capSeconds'] })
+      .optional(),
+    minConversationDurationSeconds: z.number().int().min(0).max(3600).default(10),
+  })
+  .superRefine((body, ctx) => {
+    const seen = new Map<string, number>();
+    body.contacts.forEach((contact, i) => {
+      const first = seen.get(contact.number);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['contacts', i, 'number'], message: `duplicate of contacts.${first}.number` });
+      else seen.set(contact.number, i);
+    });
+  });
+export type BatchBody = z.infer<typeof batchBody>;
+
+const countsSchema = z.object({
+  byStatus: z.object({ Queued: z.number(), Calling: z.number(), Completed: z.number(), RetryEligible: z.number() }),
+  byCode: z.record(z.string(), z.number()),
+});
+
+export const batchResponse = z.object({
+  batchId: z.string(),
+  tenantId: z.string(),
+  status: z.enum(['Pending', 'InProgress', 'Finalised', 'Deleted']),
+  round: z.number(),
+  maxAttempts: z.number(),
+  contactCount: z.number(),
+  counts: countsSchema,
+  createdAt: z.string(),
+  finalisedAt: z.string().nullable(),
+});
+
+export const contactsResponse = z.object({
+  contacts: z.array(
+    z.object({
+      contactNumber: z.string(),
+      status: z.enum(['Queued', 'Calling', 'Completed', 'RetryEligible']),
+      code: z.string().nullable(),
+      attempts: z.number(),
+    }),
+  ),
+});
+
+/**
+ * The call-result webhook's body (brief §7). `code` is the handler's coarse code, trimmed and
+ * upper-cased before classification; empty means FAILED. Codes are identifiers (letters, digits, `_`).
+ */
+export const callResultBody = z.object({
+  batchId: idSchema,
+  contactNumber: e164,
+  code: z.string().regex(/^\s*[A-Za-z0-9_]{0,64}\s*$/, 'expected a code of letters, digits and _ (at most 64), or empty'),
+  emptyTranscription: z.boolean(),
+  durationSeconds: z.number().min(-86_400).max(86_400),
+  callId: z.string().min(1).max(200).optional(),
+});
+export type CallResultBody = z.infer<typeof callResultBody>;
+
+export const callResultResponse = z.object({
+  outcome: z.enum(['applied', 'ignored']),
+  code: z.string().optional(),
+  retryable: z.boolean().optional(),
+});
