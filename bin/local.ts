@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { z } from 'zod';
 import { parseConfig } from '../functions/platform/config.ts';
 import { startLocalRuntime } from '../functions/ops/local.ts';
+import { DEV_WEBHOOK_SECRET, localCallsEnv } from '../functions/calls/local/config.ts';
 
 const program = new Command('redial-local')
   .description('Run redial locally: DynamoDB Local, in-process queues and timers, the API on 127.0.0.1')
@@ -13,19 +14,34 @@ const program = new Command('redial-local')
 const flags = program.opts<{ memory?: boolean; demo: boolean }>();
 
 const env = parseConfig(
-  z.object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-    DATA_DIR: z.string().min(1).default('.data'),
-    TIME_SCALE: z.coerce.number().positive().max(1000).default(1),
-  }),
+  z
+    .object({
+      PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+      DATA_DIR: z.string().min(1).default('.data'),
+      TIME_SCALE: z.coerce.number().positive().max(1000).default(1),
+    })
+    .extend(localCallsEnv.shape),
 );
 process.env['LOG_LEVEL'] ??= 'WARN';
 
-const runtime = await startLocalRuntime({ port: env.PORT, dataDir: flags.memory ? undefined : env.DATA_DIR, timeScale: env.TIME_SCALE });
+const runtime = await startLocalRuntime({
+  port: env.PORT,
+  dataDir: flags.memory ? undefined : env.DATA_DIR,
+  timeScale: env.TIME_SCALE,
+  calls: {
+    placerUrl: env.CALL_PLACER_URL,
+    webhookSecret: env.CALL_WEBHOOK_SECRET,
+    callTimeoutSeconds: env.CALL_TIMEOUT_SECONDS,
+    simulatorSeed: env.SIMULATOR_SEED,
+    simulatorMix: env.SIMULATOR_MIX,
+  },
+});
 console.log(`redial is running
   API             ${runtime.url}   (health: ${runtime.url}/healthz)
   DynamoDB Local  ${runtime.dynamo.endpoint}   pid ${runtime.dynamo.pid}, data ${flags.memory ? 'in memory' : env.DATA_DIR}
   time scale      ${env.TIME_SCALE}${env.TIME_SCALE === 1 ? ' (real time)' : ` (1 s of job time passes in ${env.TIME_SCALE} s)`}
+  call placer     ${runtime.simulator ? `${runtime.simulator.url}   (built-in simulator, seed ${env.SIMULATOR_SEED})` : runtime.deps.calls.placerUrl}
+  call intake     ${runtime.deps.calls.callbackUrl}   secret ${env.CALL_WEBHOOK_SECRET ? '(CALL_WEBHOOK_SECRET)' : `${DEV_WEBHOOK_SECRET} (dev default)`}
   ops CLI         npm run ops -- jobs list --api ${runtime.url}
 Press Ctrl-C to stop.`);
 

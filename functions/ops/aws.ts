@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { awsJobRuntime } from '../jobs/aws.ts';
+import type { AwsClients } from '../platform/aws.ts';
 import type { JobsAwsConfig } from '../jobs/aws.ts';
 import { systemClock } from '../platform/clock.ts';
 import { parseConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { powertoolsMetrics } from '../platform/metrics.ts';
 import { systemRng } from '../platform/rng.ts';
+import { callsConfigFromEnv } from '../calls/config.ts';
+import type { CallsConfig } from '../calls/config.ts';
 import { tables } from './system.ts';
 import type { SystemDeps, TableKey, TableNames } from './system.ts';
 
@@ -24,9 +27,10 @@ export function tableNamesFromEnv(env: Record<string, string | undefined> = proc
 
 /**
  * The system on AWS, built once per Lambda cold start: the job layer with its clients (retries off), the
- * table names, and this function's logger and metrics under `service`.
+ * table names, the calls configuration, and this function's logger and metrics under `service`.
+ * `calls` overrides what the environment says (the API passes the intake secret it read at cold start).
  */
-export function awsSystem(service: string): { deps: SystemDeps; config: JobsAwsConfig } {
+export function awsSystem(service: string, overrides: { calls?: Partial<CallsConfig> } = {}): { deps: SystemDeps; config: JobsAwsConfig; clients: AwsClients } {
   const { runtime, config, clients } = awsJobRuntime(service);
   const deps: SystemDeps = {
     jobs: runtime,
@@ -36,6 +40,7 @@ export function awsSystem(service: string): { deps: SystemDeps; config: JobsAwsC
     rng: systemRng(),
     logger: createLogger(service),
     metrics: powertoolsMetrics(service),
+    calls: callsConfigFromEnv(process.env, overrides.calls),
   };
-  return { deps, config };
+  return { deps, config, clients };
 }

@@ -7,9 +7,9 @@ import type { TimerClock } from '../platform/clock.ts';
 import { createApiHandler } from '../platform/http.ts';
 import { createLogger } from '../platform/logger.ts';
 import { MemoryMetrics } from '../platform/metrics.ts';
-import { systemRng } from '../platform/rng.ts';
+import { seededRng, systemRng } from '../platform/rng.ts';
 import type { Rng } from '../platform/rng.ts';
-import { ensureTables, startDynamoDbLocal } from '../platform/local/dynamodb-local.ts';
+import { ensureTables, freePort, startDynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import { startHttpServer } from '../platform/local/http-server.ts';
 import type { LocalHttpServer } from '../platform/local/http-server.ts';
@@ -18,6 +18,10 @@ import { queueNames, queues } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import { panelRoutes } from './panel/index.ts';
+import { callsDefaults, DEFAULT_CALL_TIMEOUT_SECONDS } from '../calls/config.ts';
+import { DEV_WEBHOOK_SECRET } from '../calls/local/config.ts';
+import { CallPlacerSimulator } from '../calls/local/simulator.ts';
+import type { SimulatedOutcome } from '../calls/local/simulator.ts';
 import { allKinds, allRoutes, handlersByQueue, tables } from './system.ts';
 import type { SystemDeps, TableNames } from './system.ts';
 
@@ -34,6 +38,14 @@ export interface LocalOptions {
   /** A due job idle for this long (real ms) is taken for a lost wake-up. */
   rescueAfterRealMs?: number;
   rng?: Rng;
+  /** The calls context: a real placer, or (default) the built-in simulator with this seed and mix. */
+  calls?: {
+    placerUrl?: string | undefined;
+    webhookSecret?: string | undefined;
+    callTimeoutSeconds?: number;
+    simulatorSeed?: number;
+    simulatorMix?: Partial<Record<SimulatedOutcome, number>> | undefined;
+  };
 }
 
 /** A running local stack. */
@@ -45,6 +57,8 @@ export interface LocalRuntime {
   queues: LocalQueue[];
   metrics: MemoryMetrics;
   deps: SystemDeps;
+  /** The built-in call placer, unless a placer URL was given. */
+  simulator: CallPlacerSimulator | undefined;
   /** Resolves when every queue is idle (nothing visible, nothing in flight). */
   idle(): Promise<void>;
   /** Stops everything this runtime started, DynamoDB Local included. */
@@ -123,7 +137,28 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     const metrics = new MemoryMetrics();
     const rng = options.rng ?? systemRng();
     const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: localTableNames.jobs, transport, clock, rng, logger, metrics });
-    const deps: SystemDeps = { jobs, db: clients.dynamo, tableNames: localTableNames, clock, rng, logger, metrics };
+    // The placer needs the intake's URL before the server starts: pick the port first.
+    const port = options.port || (await freePort());
+    const webhookSecret = options.calls?.webhookSecret ?? DEV_WEBHOOK_SECRET;
+    let simulator: CallPlacerSimulator | undefined;
+    if (!options.calls?.placerUrl) {
+      simulator = await CallPlacerSimulator.start({
+        clock,
+        rng: seededRng(options.calls?.simulatorSeed ?? 1),
+        secret: webhookSecret,
+        ...(options.calls?.simulatorMix ? { mix: options.calls.simulatorMix } : {}),
+      });
+      const started = simulator;
+      stops.push(() => started.close());
+    }
+    const calls = {
+      ...callsDefaults,
+      placerUrl: options.calls?.placerUrl ?? simulator!.url,
+      callbackUrl: `http://127.0.0.1:${port}/v1/calls/webhook`,
+      webhookSecret,
+      callTimeoutSeconds: options.calls?.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS,
+    };
+    const deps: SystemDeps = { jobs, db: clients.dynamo, tableNames: localTableNames, clock, rng, logger, metrics, calls };
 
     const handlers = handlersByQueue(deps);
     for (const queue of localQueues) {
@@ -140,7 +175,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
 
     const panel = panelRoutes({ jobs: jobs.client, kinds: allKinds, periodicStatus: (kind) => jobs.store.getPeriodic(kind) });
     const api = createApiHandler(allRoutes(deps, panel), logger);
-    const server: LocalHttpServer = await startHttpServer({ port: options.port, handler: api });
+    const server: LocalHttpServer = await startHttpServer({ port, handler: api });
     stops.push(() => server.close());
 
     return {
@@ -151,6 +186,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       queues: localQueues,
       metrics,
       deps,
+      simulator,
       idle: async () => {
         await Promise.all(localQueues.map((q) => q.idle()));
       },

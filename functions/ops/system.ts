@@ -10,6 +10,8 @@ import type { TableDefinition } from '../platform/tables.ts';
 import type { JobHandler, JobKind, QueueName } from '../jobs/index.ts';
 import { jobsTable } from '../jobs/row.ts';
 import { webhooksTable } from '../webhooks/events.ts';
+import { callsDeps, callsHandlers, callsKinds, callsRoutes, callsTable, CallsStore } from '../calls/index.ts';
+import type { CallsConfig, CallsDeps, TenantWriteHook } from '../calls/index.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import { jobRoutes } from './jobs-api.ts';
 import { probeHandler, probeKind } from './probe.ts';
@@ -20,12 +22,12 @@ import { probeHandler, probeKind } from './probe.ts';
  */
 
 /** Every table, by logical name. */
-export const tables = { jobs: jobsTable, webhooks: webhooksTable } as const satisfies Record<string, TableDefinition>;
+export const tables = { jobs: jobsTable, webhooks: webhooksTable, calls: callsTable } as const satisfies Record<string, TableDefinition>;
 export type TableKey = keyof typeof tables;
 export type TableNames = Record<TableKey, string>;
 
 /** Every job kind (data only): the rescuer prices lost attempts and enqueues periodic jobs from this list. */
-export const allKinds: readonly JobKind<never>[] = [probeKind as JobKind<never>];
+export const allKinds: readonly JobKind<never>[] = [probeKind, ...callsKinds] as unknown as JobKind<never>[];
 
 /** What every context's handlers and routes may draw on. */
 export interface SystemDeps {
@@ -36,12 +38,43 @@ export interface SystemDeps {
   rng: Rng;
   logger: Logger;
   metrics: MetricsSink;
+  /** The calls context's configuration (placer, intake secret, call timeout). */
+  calls: CallsConfig;
+}
+
+/**
+ * What other contexts add to a tenant's PUT transaction (mail: the owner-email confirmation). Each hook's
+ * items commit with the tenant or not at all.
+ */
+function tenantWriteHooks(deps: SystemDeps): TenantWriteHook[] {
+  void deps;
+  return [];
+}
+
+const callsDepsCache = new WeakMap<SystemDeps, CallsDeps>();
+
+/** The calls context's deps, built once per system so its handlers and routes share one batch cache. */
+function callsDepsOf(deps: SystemDeps): CallsDeps {
+  let built = callsDepsCache.get(deps);
+  if (!built) {
+    built = callsDeps({
+      store: new CallsStore(deps.db, deps.tableNames.calls),
+      jobs: deps.jobs.client,
+      webhooksTable: deps.tableNames.webhooks,
+      clock: deps.clock,
+      rng: deps.rng,
+      logger: deps.logger,
+      config: deps.calls,
+      tenantWriteHooks: tenantWriteHooks(deps),
+    });
+    callsDepsCache.set(deps, built);
+  }
+  return built;
 }
 
 /** Every handler, grouped by the queue whose worker runs it. */
 export function handlersByQueue(deps: SystemDeps): Record<QueueName, JobHandler<never>[]> {
-  void deps;
-  return { ops: [probeHandler as unknown as JobHandler<never>], calls: [], webhooks: [], mail: [] };
+  return { ops: [probeHandler as unknown as JobHandler<never>], calls: callsHandlers(callsDepsOf(deps)), webhooks: [], mail: [] };
 }
 
 /** Every route of the API (documented in docs/openapi.json), the OpenAPI route itself included. */
@@ -53,7 +86,11 @@ export function apiRoutes(deps: SystemDeps): Route<never, never, never>[] {
     summary: 'Liveness',
     handler: () => Promise.resolve({ status: 200, body: { status: 'ok', time: new Date(deps.clock.now()).toISOString() } }),
   });
-  const routes: Route<never, never, never>[] = [healthz as unknown as Route<never, never, never>, ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds })];
+  const routes: Route<never, never, never>[] = [
+    healthz as unknown as Route<never, never, never>,
+    ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }),
+    ...callsRoutes(callsDepsOf(deps)),
+  ];
   const openapi = route({
     method: 'GET',
     path: '/v1/openapi.json',

@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -12,7 +13,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 export interface AwsClientOptions {
   region?: string;
   /** Endpoint overrides, for DynamoDB Local and tests. */
-  endpoints?: { dynamodb?: string; sqs?: string; scheduler?: string; ses?: string };
+  endpoints?: { dynamodb?: string; sqs?: string; scheduler?: string; ses?: string; secrets?: string };
   /** Static credentials, for DynamoDB Local (it accepts any). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
   /** Counts every request sent, by operation; the benchmarks use it. */
@@ -42,12 +43,14 @@ export class RequestCounter {
   }
 }
 
-/** The four clients redial uses. */
+/** The clients redial uses. */
 export interface AwsClients {
   dynamo: DynamoDBDocumentClient;
   sqs: SQSClient;
   scheduler: SchedulerClient;
   ses: SESv2Client;
+  /** Secrets read once at cold start (the call-result intake's signing secret). */
+  secrets: SecretsManagerClient;
 }
 
 interface MiddlewareHost {
@@ -87,7 +90,16 @@ export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
   count(scheduler as unknown as MiddlewareHost, 'Scheduler', options.requestCounter);
   const ses = new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) });
   count(ses as unknown as MiddlewareHost, 'SES', options.requestCounter);
-  return { dynamo, sqs, scheduler, ses };
+  const secrets = new SecretsManagerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.secrets) });
+  count(secrets as unknown as MiddlewareHost, 'SecretsManager', options.requestCounter);
+  return { dynamo, sqs, scheduler, ses, secrets };
+}
+
+/** A secret's string value, read once (a cold start that cannot read it fails, and Lambda starts another). */
+export async function readSecretString(client: SecretsManagerClient, secretId: string): Promise<string> {
+  const result = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
+  if (result.SecretString === undefined) throw new Error(`secret ${secretId} has no string value`);
+  return result.SecretString;
 }
 
 function endpoint(url: string | undefined): { endpoint?: string } {
