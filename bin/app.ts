@@ -6,9 +6,14 @@ import { RedialStack } from '../lib/redial-stack.ts';
 
 const app = new App();
 const alarmEmail: unknown = app.node.tryGetContext('alarmEmail');
+const callPlacerUrl: unknown = app.node.tryGetContext('callPlacerUrl');
+if (typeof callPlacerUrl !== 'string' || !callPlacerUrl) {
+  console.warn('No call placer: the calls worker will refuse to start. Deploy with -c callPlacerUrl=https://… to dial.');
+}
 new RedialStack(app, 'Redial', {
   description: 'redial: outbound calling campaigns with one owner of retries, the job layer',
   ...(typeof alarmEmail === 'string' && alarmEmail ? { alarmEmail } : {}),
+  ...(typeof callPlacerUrl === 'string' && callPlacerUrl ? { callPlacerUrl } : {}),
 });
 // cdk-nag 3 is a policy-validation plugin (its v2 Aspect API is gone): any unacknowledged finding fails synth.
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

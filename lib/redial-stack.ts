@@ -14,11 +14,13 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
+import { DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
 import { DISCARD_ALERT_METRIC } from '../functions/jobs/executor.ts';
 import { queueNames, queues } from '../functions/jobs/queues.ts';
 import type { QueueName } from '../functions/jobs/queues.ts';
@@ -64,6 +66,12 @@ export interface PublicRoute {
  */
 export const PUBLIC_ROUTES: readonly PublicRoute[] = [
   { method: 'GET', path: '/healthz', reason: 'Liveness probe for load balancers and uptime checks; it reads and reveals nothing.' },
+  {
+    method: 'POST',
+    path: '/v1/calls/webhook',
+    reason:
+      'Call-result intake for the AI call handler, an outside service without AWS credentials: every request must carry a Standard Webhooks signature (HMAC-SHA256 with CALL_WEBHOOK_SECRET, timestamp within 5 minutes), checked before the body is parsed; unsigned requests get 401 and change nothing.',
+  },
 ];
 
 /**
@@ -81,6 +89,13 @@ export interface RedialStackProps extends StackProps {
   readonly alarmEmail?: string;
   /** How long every function's logs and the API access logs are kept. @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * The call placer's URL (`POST {batchId, contactNumber, round, callbackUrl}`, brief §8), https.
+   * @default - none: the calls worker refuses to start until it is set (`cdk deploy -c callPlacerUrl=https://…`)
+   */
+  readonly callPlacerUrl?: string;
+  /** A call with no result after this long is ended by its watchdog with TIMEOUT. @default 600 */
+  readonly callTimeoutSeconds?: number;
 }
 
 /**
@@ -96,6 +111,12 @@ export class RedialStack extends Stack {
   readonly rescuerFunction: NodejsFunction;
   readonly api: apigw.HttpApi;
   readonly alarmTopic: sns.Topic;
+  /**
+   * The call-result intake's Standard Webhooks signing secret, shared with the AI call handler. Generated
+   * at deploy (32 base64 characters, which the verifier takes as a key); put the handler's own `whsec_…`
+   * value in instead if it has one. Only the API function may read it, once per cold start.
+   */
+  readonly callWebhookSecret: secretsmanager.Secret;
   /** Every function's entry file, relative to the repository root, by construct path. */
   readonly entries: Readonly<Record<string, string>>;
 
@@ -155,6 +176,7 @@ export class RedialStack extends Stack {
 
     const { api, stage } = this.httpApi(this.apiFunction, logRetention);
     this.api = api;
+    this.callWebhookSecret = this.callsConfiguration(props);
     this.alarmTopic = this.discardAlarm(props.alarmEmail);
 
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'HTTP API base URL' });
@@ -196,6 +218,34 @@ export class RedialStack extends Stack {
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
       reason: 'Creates one-time job wake-up schedules, named per job and attempt at run time; the wildcard stays inside the job schedule group.',
     });
+  }
+
+  /**
+   * The calls context's configuration: the intake's secret for the API (by ARN, read at cold start, never
+   * in an environment variable), and for the calls worker the placer's URL, the intake's public URL
+   * (its callbackUrl) and the call timeout.
+   */
+  private callsConfiguration(props: RedialStackProps): secretsmanager.Secret {
+    const secret = new secretsmanager.Secret(this, 'CallWebhookSecret', {
+      description: 'redial: Standard Webhooks secret the AI call handler signs call results with',
+      generateSecretString: { passwordLength: 32, excludePunctuation: true, includeSpace: false },
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'Shared with an outside signer (the AI call handler); rotating it is a coordinated change with that vendor, not an automatic one. The intake accepts several signatures, so a rotation can overlap.',
+    });
+    secret.grantRead(this.apiFunction);
+    this.apiFunction.addEnvironment('CALL_WEBHOOK_SECRET_ARN', secret.secretArn);
+
+    const worker = this.jobQueues.calls.worker;
+    if (props.callPlacerUrl !== undefined) {
+      const url = new URL(props.callPlacerUrl);
+      if (url.protocol !== 'https:') throw new Error(`callPlacerUrl must be https, got ${props.callPlacerUrl}`);
+      worker.addEnvironment('CALL_PLACER_URL', url.toString());
+    }
+    worker.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
+    worker.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
+    return secret;
   }
 
   /** The logical id of a construct's CloudFormation resource, as cdk-nag names it in a finding. */

@@ -7,6 +7,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { callsConfigFromEnv, requireDialling } from '../../functions/calls/config.ts';
 import { jobsAwsConfig } from '../../functions/jobs/aws.ts';
 import { queueNames, queues } from '../../functions/jobs/queues.ts';
 import { tableNamesFromEnv } from '../../functions/ops/aws.ts';
@@ -18,6 +19,7 @@ import { JobQueue } from '../../lib/constructs/job-queue.ts';
 import { PUBLIC_ROUTES, RedialStack, workerEntry } from '../../lib/redial-stack.ts';
 
 const root = join(import.meta.dirname, '..', '..');
+const PLACER_URL = 'https://placer.example.com/calls';
 
 interface Resource {
   Type: string;
@@ -47,7 +49,7 @@ let resources: Record<string, Resource>;
 
 beforeAll(() => {
   app = newApp();
-  stack = new RedialStack(app, 'RedialTest');
+  stack = new RedialStack(app, 'RedialTest', { callPlacerUrl: PLACER_URL });
   template = Template.fromStack(stack);
   resources = template.toJSON().Resources as Record<string, Resource>;
 });
@@ -248,7 +250,12 @@ describe('HTTP API', () => {
   });
 
   it("keeps the public routes and the functions' `auth: 'none'` routes the same list", () => {
-    const deps = { jobs: { client: {} }, clock: { now: () => 0 } } as unknown as SystemDeps;
+    const deps = {
+      jobs: { client: {} },
+      clock: { now: () => 0 },
+      tableNames: { jobs: 'j', webhooks: 'w', calls: 'c' },
+      calls: { webhookSecret: undefined },
+    } as unknown as SystemDeps;
     const declared = allRoutes(deps)
       .filter((r) => r.auth === 'none')
       .map((r) => `${r.method} ${r.path}`);
@@ -260,6 +267,42 @@ describe('HTTP API', () => {
       StageName: '$default',
       AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('\\$context\\.requestId') },
     });
+  });
+});
+
+describe('calls configuration', () => {
+  const envOf = (fn: { node: { defaultChild?: unknown } } & IConstruct) => {
+    const variables = (resources[idOf(fn)]?.Properties['Environment'] as { Variables: Record<string, Intrinsic> }).Variables;
+    return { raw: variables, resolved: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, fakeResolve(v)])) };
+  };
+
+  it('gives the calls worker what it needs to dial: the placer, the intake as callbackUrl, the call timeout', () => {
+    const { raw, resolved } = envOf(stack.jobQueues.calls.worker);
+    const config = requireDialling(callsConfigFromEnv(resolved));
+    expect(config.placerUrl).toBe(PLACER_URL);
+    expect(config.callTimeoutSeconds).toBe(600);
+    // The callbackUrl is this stack's own API, at the intake's path.
+    expect(JSON.stringify(raw['CALL_WEBHOOK_URL'])).toContain(idOf(stack.api));
+    expect(config.callbackUrl).toMatch(/\/v1\/calls\/webhook$/);
+  });
+
+  it('keeps the intake secret in Secrets Manager: only the API may read it, and no function has it in its environment', () => {
+    const secretId = idOf(stack.callWebhookSecret);
+    expect(envOf(stack.apiFunction).raw['CALL_WEBHOOK_SECRET_ARN']).toEqual({ Ref: secretId });
+    for (const [id, fn] of ofType('AWS::Lambda::Function')) {
+      const variables = (fn.Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
+      expect(Object.keys(variables), id).not.toContain('CALL_WEBHOOK_SECRET');
+      const roleId = (fn.Properties['Role'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      expect(allows(roleStatements(roleId), 'secretsmanager:GetSecretValue', { Ref: secretId }), id).toBe(id === idOf(stack.apiFunction));
+    }
+  });
+
+  it('refuses a placer URL that is not https', () => {
+    expect(() => new RedialStack(newApp(), 'Plain', { callPlacerUrl: 'http://placer.example.com/calls' })).toThrow(/https/);
+  });
+
+  it('serves the call-result intake without IAM: its signature is its authentication', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'POST /v1/calls/webhook', AuthorizationType: 'NONE' });
   });
 });
 
