@@ -124,7 +124,7 @@ export class CallPlacerSimulator {
   private readonly options: SimulatorOptions;
   private readonly server: Server;
   private readonly timers = new Set<() => void>();
-  private readonly sending = new Set<Promise<void>>();
+  private readonly sends = new Set<Promise<void>>();
   private live = 0;
   private peak = 0;
 
@@ -159,9 +159,14 @@ export class CallPlacerSimulator {
     return this.peak;
   }
 
+  /** Results being sent now. */
+  get sending(): number {
+    return this.sends.size;
+  }
+
   /** Resolves when no result is being sent. */
   async idle(): Promise<void> {
-    while (this.sending.size > 0) await Promise.all([...this.sending]);
+    while (this.sends.size > 0) await Promise.all([...this.sends]);
   }
 
   /** Stops accepting calls and drops results not yet sent. */
@@ -226,8 +231,8 @@ export class CallPlacerSimulator {
   }
 
   private track(promise: Promise<void>): void {
-    this.sending.add(promise);
-    void promise.finally(() => this.sending.delete(promise));
+    this.sends.add(promise);
+    void promise.finally(() => this.sends.delete(promise));
   }
 
   private pick(): SimulatedOutcome {

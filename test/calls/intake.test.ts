@@ -1,0 +1,226 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { INTAKE_MAX_BODY_BYTES } from '../../functions/calls/config.ts';
+import { jobIds } from '../../functions/calls/model.ts';
+import { callsFixture, numbers, TEST_SECRET } from '../support/calls.ts';
+import type { CallsFixture } from '../support/calls.ts';
+
+const fixtures: CallsFixture[] = [];
+afterEach(async () => {
+  await Promise.all(fixtures.splice(0).map((fx) => fx.stop()));
+});
+
+/** A batch whose contacts are all Calling: dialled, with results that will not come while the clock stands still. */
+async function callingBatch(count: number, options: { concurrencyLimit?: number; start?: number } = {}) {
+  const fx = await callsFixture({ resultDelayMs: () => 3_600_000, ...(options.start ? { start: options.start } : {}) });
+  fixtures.push(fx);
+  const contacts = numbers(count);
+  const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 2, concurrencyLimit: options.concurrencyLimit ?? count });
+  await fx.quiesce();
+  const batch = await fx.api('GET', `/v1/batches/${batchId}`);
+  expect(batch.body.counts.byStatus.Calling).toBe(count);
+  return { fx, batchId, contacts };
+}
+
+const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}) => ({
+  batchId,
+  contactNumber,
+  code: 'NO_PICKUP',
+  emptyTranscription: true,
+  durationSeconds: 0,
+  ...overrides,
+});
+
+/** Everything the intake could write: calls items, jobs and events. */
+async function snapshot(fx: CallsFixture) {
+  return { calls: await fx.callsItems(), jobs: await fx.allJobs(), events: await fx.allEvents() };
+}
+
+describe('intake: one transaction per applied result', () => {
+  it('AppliedResultCompletesTheContactReleasesTheSlotCountsTheCodeCancelsTheWatchdogAndRecordsTheEvent', async () => {
+    const { fx, batchId, contacts } = await callingBatch(3);
+    const response = await fx.webhook(result(batchId, contacts[1]!, { code: ' failed ', durationSeconds: 4 }));
+    expect(response).toEqual({ status: 200, body: { outcome: 'applied', code: 'FAILED_NO_CONVERSATION', retryable: true } });
+
+    const contact = await fx.store.getContact(batchId, contacts[1]!);
+    expect(contact).toMatchObject({ status: 'Completed', code: 'FAILED_NO_CONVERSATION', retryable: true, reportedCode: ' failed ', durationSeconds: 4, source: 'webhook', round: 1 });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(2);
+    const batch = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
+    expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 2, Completed: 1, RetryEligible: 0 }, byCode: { FAILED_NO_CONVERSATION: 1 } });
+    const watchdog = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, contacts[1]!, 1));
+    expect(watchdog.cancelRequestedAt).toBeDefined();
+    const untouched = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, contacts[0]!, 1));
+    expect(untouched.cancelRequestedAt).toBeUndefined();
+    const events = await fx.allEvents();
+    expect(events.map((e) => [e.type, e.data['contactNumber'], e.data['code']])).toEqual([['call.completed', contacts[1], 'FAILED_NO_CONVERSATION']]);
+    expect((await fx.jobs.store.mustGet(`webhook.fanout:${events[0]!.id}`)).state).toBe('available');
+  });
+
+  it('AnAppliedResultCostsOneTransactWriteItemsAndNoReadOnceTheBatchIsKnown', async () => {
+    const { fx, batchId, contacts } = await callingBatch(3);
+    // The first result for a batch in this process reads its settings once.
+    fx.counter.reset();
+    expect((await fx.webhook(result(batchId, contacts[0]!))).body.outcome).toBe('applied');
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.GetItem': 1, 'DynamoDB.TransactWriteItems': 1 });
+    fx.counter.reset();
+    expect((await fx.webhook(result(batchId, contacts[1]!))).body.outcome).toBe('applied');
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.TransactWriteItems': 1 });
+    // A duplicate costs one refused transaction, and still no read.
+    fx.counter.reset();
+    expect((await fx.webhook(result(batchId, contacts[1]!))).body.outcome).toBe('ignored');
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.TransactWriteItems': 1 });
+  });
+
+  it('FiftyConcurrentIdenticalResultsApplyExactlyOnceAndCountOnce', async () => {
+    const { fx, batchId, contacts } = await callingBatch(4);
+    const body = result(batchId, contacts[2]!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 80 });
+    const responses = await Promise.all(Array.from({ length: 50 }, () => fx.webhook(body, { id: 'msg_same' })));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    expect(responses.filter((r) => r.body.outcome === 'applied')).toHaveLength(1);
+    expect(responses.filter((r) => r.body.outcome === 'ignored')).toHaveLength(49);
+
+    const batch = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
+    expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 3, Completed: 1, RetryEligible: 0 }, byCode: { COMPLETED: 1 } });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(3);
+    expect(await fx.allEvents()).toHaveLength(1);
+    expect((await fx.allJobs()).filter((j) => j.kind === 'webhook.fanout')).toHaveLength(1);
+  });
+
+  it('ALateOrDuplicateResultForAFinishedContactIsIgnoredAndChangesNothing', async () => {
+    const { fx, batchId, contacts } = await callingBatch(2);
+    expect((await fx.webhook(result(batchId, contacts[0]!))).body.outcome).toBe('applied');
+    const before = await snapshot(fx);
+    expect(await fx.webhook(result(batchId, contacts[0]!, { code: 'COMPLETED' }))).toEqual({ status: 200, body: { outcome: 'ignored' } });
+    expect(await fx.webhook(result(batchId, '+4930123456'))).toEqual({ status: 200, body: { outcome: 'ignored' } });
+    expect(await fx.webhook(result('b_nosuchbatch', contacts[1]!))).toEqual({ status: 200, body: { outcome: 'ignored' } });
+    expect(await snapshot(fx)).toEqual(before);
+  });
+});
+
+describe('intake: nothing half-written', () => {
+  it('ATransactionForcedToFailAnswers503AndLeavesContactCountersAndJobsAsTheyWere', async () => {
+    const { fx, batchId, contacts } = await callingBatch(2);
+    const before = await snapshot(fx);
+    // DynamoDB itself cancels the real transaction: one more item, whose condition cannot hold, joins it.
+    const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);
+    let forced = 0;
+    (fx.clients.dynamo as { send: unknown }).send = (command: unknown, ...rest: unknown[]) => {
+      if (command instanceof TransactWriteCommand && forced-- > 0) {
+        command.input.TransactItems!.push({ ConditionCheck: { TableName: fx.tableNames.calls, Key: { pk: 'FORCED', sk: 'FAILURE' }, ConditionExpression: 'attribute_exists(pk)' } });
+      }
+      return (send as (...a: unknown[]) => unknown)(command, ...rest);
+    };
+    forced = 1;
+    const response = await fx.webhook(result(batchId, contacts[0]!));
+    expect(response.status).toBe(503);
+    expect(response.body.error).toBe('unavailable');
+    expect(await snapshot(fx)).toEqual(before);
+
+    // The caller tries again: it applies, once.
+    expect((await fx.webhook(result(batchId, contacts[0]!))).body.outcome).toBe('applied');
+    expect((await fx.api('GET', `/v1/batches/${batchId}`)).body.counts.byStatus).toMatchObject({ Calling: 1, Completed: 1 });
+  });
+
+  it('AConflictWithAnotherTransactionIs503WhileTheContactIsCallingAndIgnoredOnceItIsNot', async () => {
+    const { fx, batchId, contacts } = await callingBatch(2);
+    const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);
+    let conflicts = 0;
+    (fx.clients.dynamo as { send: unknown }).send = (command: unknown, ...rest: unknown[]) => {
+      if (command instanceof TransactWriteCommand && conflicts-- > 0) {
+        // What DynamoDB answers when another transaction holds one of the items (DynamoDB Local never does).
+        const reasons = command.input.TransactItems!.map((_, i) => ({ Code: i === 2 ? 'TransactionConflict' : 'None' }));
+        return Promise.reject(new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: {}, CancellationReasons: reasons }));
+      }
+      return (send as (...a: unknown[]) => unknown)(command, ...rest);
+    };
+    const before = await snapshot(fx);
+    conflicts = 1;
+    expect((await fx.webhook(result(batchId, contacts[0]!))).status).toBe(503);
+    expect(await snapshot(fx)).toEqual(before);
+
+    expect((await fx.webhook(result(batchId, contacts[0]!))).body.outcome).toBe('applied');
+    conflicts = 1;
+    // The duplicate that lost to a conflict: the contact is Completed, so it is ignored, not retried.
+    expect(await fx.webhook(result(batchId, contacts[0]!))).toEqual({ status: 200, body: { outcome: 'ignored' } });
+  });
+});
+
+describe('intake: refused before anything is read', () => {
+  it('SignatureFailuresAre401AndWriteNothing', async () => {
+    const { fx, batchId, contacts } = await callingBatch(1);
+    const body = result(batchId, contacts[0]!);
+    const now = Math.floor(fx.clock.now() / 1000);
+    const before = await snapshot(fx);
+    const drop = (name: string) => (h: Record<string, string>) => Object.fromEntries(Object.entries(h).filter(([k]) => k !== name));
+    const attempts = {
+      'no webhook-id': await fx.webhook(body, { headers: drop('webhook-id') }),
+      'no webhook-timestamp': await fx.webhook(body, { headers: drop('webhook-timestamp') }),
+      'no webhook-signature': await fx.webhook(body, { headers: drop('webhook-signature') }),
+      'wrong secret': await fx.webhook(body, { secret: 'whsec_' + Buffer.from('not the intake secret, 32 bytes').toString('base64') }),
+      'truncated signature': await fx.webhook(body, { headers: (h) => ({ ...h, 'webhook-signature': h['webhook-signature']!.slice(0, -4) }) }),
+      '301 s old': await fx.webhook(body, { timestampSeconds: now - 301 }),
+      '301 s ahead': await fx.webhook(body, { timestampSeconds: now + 301 }),
+    };
+    for (const [what, response] of Object.entries(attempts)) {
+      expect(response.status, what).toBe(401);
+      expect(response.body.error, what).toBe('invalid_signature');
+    }
+    expect(await snapshot(fx)).toEqual(before);
+    // At the edge of the tolerance, the same result is accepted.
+    expect((await fx.webhook(body, { timestampSeconds: now - 300 })).body.outcome).toBe('applied');
+  });
+
+  it('ABodyOneByteOverTheCapIs413EvenWhenSigned', async () => {
+    const { fx, batchId, contacts } = await callingBatch(1);
+    const base = JSON.stringify({ ...result(batchId, contacts[0]!), pad: '' });
+    const padded = (size: number) => base.replace('"pad":""', `"pad":"${'x'.repeat(size - base.length)}"`);
+    const before = await snapshot(fx);
+    const over = await fx.webhook(padded(INTAKE_MAX_BODY_BYTES + 1));
+    expect(over.status).toBe(413);
+    expect(over.body.error).toBe('payload_too_large');
+    expect(await snapshot(fx)).toEqual(before);
+    // At the cap exactly, the body is read (unknown keys are dropped) and the result applies.
+    expect(await fx.webhook(padded(INTAKE_MAX_BODY_BYTES))).toMatchObject({ status: 200, body: { outcome: 'applied' } });
+  });
+
+  it('ASchemaErrorIs400NamingTheFieldAndWritesNothing', async () => {
+    const { fx, batchId, contacts } = await callingBatch(1);
+    const before = await snapshot(fx);
+    const cases: [Record<string, unknown>, string][] = [
+      [result(batchId, '0049301234'), 'body.contactNumber'],
+      [result(batchId, contacts[0]!, { durationSeconds: 'ten' }), 'body.durationSeconds'],
+      [result(batchId, contacts[0]!, { emptyTranscription: 'yes' }), 'body.emptyTranscription'],
+      [result(batchId, contacts[0]!, { code: 'NO PICKUP!' }), 'body.code'],
+      [{ contactNumber: contacts[0], code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
+    ];
+    for (const [body, path] of cases) {
+      const response = await fx.webhook(body);
+      expect(response.status, path).toBe(400);
+      expect(response.body.issues.map((i: { path: string }) => i.path), path).toEqual([path]);
+    }
+    const notJson = await fx.webhook('{"batchId":');
+    expect(notJson.status).toBe(400);
+    expect(notJson.body.error).toBe('invalid_json');
+    expect(await snapshot(fx)).toEqual(before);
+  });
+
+  it('ThePublishedTestVectorPassesTheSignatureCheck', async () => {
+    // At the vector's own time, its signature is accepted: the request reaches the schema (400), not 401.
+    const fx = await callsFixture({ start: 1614265330_000 });
+    fixtures.push(fx);
+    expect(TEST_SECRET).toBe('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    const response = await fetch(`${fx.url}/v1/calls/webhook`, {
+      method: 'POST',
+      body: '{"test": 2432232314}',
+      headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+    });
+    expect(response.status).toBe(400);
+    const tampered = await fetch(`${fx.url}/v1/calls/webhook`, {
+      method: 'POST',
+      body: '{"test": 2432232315}',
+      headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+    });
+    expect(tampered.status).toBe(401);
+  });
+});

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { callsDefaults } from '../../functions/calls/config.ts';
+import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
+import type { SimulatedOutcome, SimulatorOptions } from '../../functions/calls/local/simulator.ts';
+import { CallsStore } from '../../functions/calls/store.ts';
+import { signCallWebhook } from '../../functions/calls/signature.ts';
+import { createJobRuntime } from '../../functions/jobs/runtime.ts';
+import { queueNames, queues } from '../../functions/jobs/queues.ts';
+import type { JobRow } from '../../functions/jobs/row.ts';
+import { allRoutes, handlersByQueue } from '../../functions/ops/system.ts';
+import type { SystemDeps } from '../../functions/ops/system.ts';
+import { ManualClock } from '../../functions/platform/clock.ts';
+import { createApiHandler } from '../../functions/platform/http.ts';
+import { freePort } from '../../functions/platform/local/dynamodb-local.ts';
+import { startHttpServer } from '../../functions/platform/local/http-server.ts';
+import { LocalQueue, LocalTransport } from '../../functions/platform/local/queues.ts';
+import { createLogger } from '../../functions/platform/logger.ts';
+import { MemoryMetrics } from '../../functions/platform/metrics.ts';
+import { seededRng } from '../../functions/platform/rng.ts';
+import type { WebhookEvent } from '../../functions/webhooks/events.ts';
+import { freshTables } from './dynamo.ts';
+
+/** The intake secret tests sign with (the Standard Webhooks spec's example key). */
+export const TEST_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+export interface CallsFixtureOptions {
+  /** The ManualClock's start (default: Monday 2026-01-05 09:00 UTC). */
+  start?: number;
+  seed?: number;
+  /** Scripts each call's outcome at the placer (default: the simulator's seeded mix). */
+  script?: SimulatorOptions['script'];
+  resultDelayMs?: SimulatorOptions['resultDelayMs'];
+  callTimeoutSeconds?: number;
+  /** Whether the calls queue's worker runs (false: tests drive the handlers by hand). */
+  workers?: boolean;
+}
+
+/**
+ * The local stack on DynamoDB Local with a ManualClock: the real composition root (tables, kinds,
+ * handlers, routes), the calls queue's worker on an in-process queue, the API on a real HTTP server on
+ * 127.0.0.1, and the call-placer simulator (a real HTTP server) as the placer. `settle()` moves the
+ * clock timer by timer until nothing is left to run. The webhooks and mail queues have no consumer, so
+ * the jobs the calls pipeline leaves for them stay where tests can read them.
+ */
+export async function callsFixture(options: CallsFixtureOptions = {}) {
+  const { clients, tableNames, counter } = await freshTables();
+  const clock = new ManualClock(options.start);
+  const rng = seededRng(options.seed ?? 7);
+  const metrics = new MemoryMetrics();
+  const logger = createLogger('test');
+  const localQueues = queueNames.map(
+    (name) => new LocalQueue({ name, clock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 6 * queues[name].timeoutSeconds * 1000 }),
+  );
+  const transport = new LocalTransport(localQueues, clock);
+  const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng, logger, metrics });
+  const simulator = await CallPlacerSimulator.start({
+    clock,
+    rng: seededRng((options.seed ?? 7) + 1),
+    secret: TEST_SECRET,
+    ...(options.script ? { script: options.script } : {}),
+    ...(options.resultDelayMs ? { resultDelayMs: options.resultDelayMs } : {}),
+  });
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const deps: SystemDeps = {
+    jobs,
+    db: clients.dynamo,
+    tableNames,
+    clock,
+    rng,
+    logger,
+    metrics,
+    calls: {
+      ...callsDefaults,
+      placerUrl: simulator.url,
+      callbackUrl: `${url}/v1/calls/webhook`,
+      webhookSecret: TEST_SECRET,
+      callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
+    },
+  };
+  const handlers = handlersByQueue(deps);
+  if (options.workers !== false) {
+    const callsQueue = localQueues.find((q) => q.name === 'calls')!;
+    const worker = jobs.worker('calls', handlers.calls);
+    callsQueue.consume((event) => worker(event, {} as never));
+  }
+  const server = await startHttpServer({ port, handler: createApiHandler(allRoutes(deps), logger) });
+  const store = new CallsStore(clients.dynamo, tableNames.calls);
+  const callsQueue = localQueues.find((q) => q.name === 'calls')!;
+
+  /** Waits until the calls queue and the simulator are both idle (each can wake the other). */
+  async function quiesce(): Promise<void> {
+    do {
+      await simulator.idle();
+      await callsQueue.idle();
+    } while (simulator.sending > 0);
+  }
+
+  /** Runs every timer and message until nothing is due, up to `untilMs` ahead (default: 30 days); `onStep` runs after each. */
+  async function settle(untilMs = 30 * 86400_000, onStep?: () => Promise<void> | void): Promise<void> {
+    const limit = clock.now() + untilMs;
+    await quiesce();
+    await onStep?.();
+    for (let i = 0; i < 100_000; i++) {
+      const next = clock.nextTimerAt();
+      if (next === undefined || next > limit) break;
+      clock.set(Math.max(next, clock.now()));
+      await quiesce();
+      await onStep?.();
+    }
+  }
+
+  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const response = await fetch(`${url}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  /** POSTs a call result signed with `secret` (default: the intake's) at `timestampSeconds` (default: now). */
+  async function webhook(
+    body: unknown,
+    sign: { secret?: string; timestampSeconds?: number; id?: string; headers?: (h: Record<string, string>) => Record<string, string> } = {},
+  ): Promise<{ status: number; body: any }> {
+    const raw = typeof body === 'string' ? body : JSON.stringify(body);
+    let headers = signCallWebhook(sign.secret ?? TEST_SECRET, sign.id ?? `msg_${randomUUID()}`, sign.timestampSeconds ?? Math.floor(clock.now() / 1000), raw);
+    if (sign.headers) headers = sign.headers(headers);
+    const response = await fetch(`${url}/v1/calls/webhook`, { method: 'POST', body: raw, headers: { 'content-type': 'application/json', ...headers } });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  /** Creates a tenant and a batch through the API. */
+  async function createBatch(input: { tenantId?: string; concurrencyLimit?: number; ownerEmail?: string; numbers: string[]; maxAttempts: number; [k: string]: unknown }) {
+    const { tenantId = 'acme', concurrencyLimit = 10, ownerEmail, numbers, ...rest } = input;
+    const tenant = await api('PUT', `/v1/tenants/${tenantId}`, { concurrencyLimit, ...(ownerEmail ? { ownerEmail } : {}) });
+    if (tenant.status !== 200) throw new Error(`tenant: ${tenant.status} ${JSON.stringify(tenant.body)}`);
+    const created = await api('POST', '/v1/batches', { tenantId, contacts: numbers.map((number) => ({ number })), ...rest });
+    if (created.status !== 201) throw new Error(`batch: ${created.status} ${JSON.stringify(created.body)}`);
+    return created.body.batchId as string;
+  }
+
+  /** Every job row (a scan: tests only). */
+  async function allJobs(): Promise<JobRow[]> {
+    const result = await clients.dynamo.send(new ScanCommand({ TableName: tableNames.jobs, ConsistentRead: true }));
+    return ((result.Items ?? []) as JobRow[]).filter((row) => 'state' in row);
+  }
+
+  /** Every recorded event (a scan: tests only). */
+  async function allEvents(): Promise<WebhookEvent[]> {
+    const result = await clients.dynamo.send(new ScanCommand({ TableName: tableNames.webhooks, ConsistentRead: true }));
+    return ((result.Items ?? []) as (WebhookEvent & { pk: string })[]).filter((item) => item.pk.startsWith('EVENT#')).sort((a, b) => a.timestamp.localeCompare(b.timestamp));
+  }
+
+  /** Every item of the calls table (a scan: tests only), for before/after comparisons. */
+  async function callsItems(): Promise<Record<string, unknown>[]> {
+    const result = await clients.dynamo.send(new ScanCommand({ TableName: tableNames.calls, ConsistentRead: true }));
+    return ((result.Items ?? []) as Record<string, unknown>[]).sort((a, b) => `${String(a['pk'])}|${String(a['sk'])}`.localeCompare(`${String(b['pk'])}|${String(b['sk'])}`));
+  }
+
+  async function stop(): Promise<void> {
+    await server.close();
+    await simulator.close();
+    transport.stop();
+    await Promise.all(localQueues.map((q) => q.stop()));
+  }
+
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, deps, handlers, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
+}
+
+export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
+
+/** A script that gives each listed number its outcome per round (round 1 first), and `fallback` otherwise. */
+export function scriptByNumber(plan: Record<string, SimulatedOutcome[]>, fallback: SimulatedOutcome = 'completed'): NonNullable<SimulatorOptions['script']> {
+  return ({ contactNumber, round }) => plan[contactNumber]?.[round - 1] ?? fallback;
+}
+
+/** `count` distinct E.164 numbers. */
+export const numbers = (count: number, prefix = '+1415555'): string[] => Array.from({ length: count }, (_, i) => `${prefix}${String(1000 + i).padStart(4, '0')}`);
