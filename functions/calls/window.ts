@@ -21,7 +21,10 @@ export const callingWindowSchema = z
       .refine((days) => new Set(days).size === days.length, { message: 'weekdays must not repeat' })
       .default([...ALL_WEEKDAYS]),
   })
-  .refine((w) => w.start < w.end, { message: 'end must be after start (windows across midnight are not supported)', path: ['end'] });
+  .refine((w) => !(HH_MM.test(w.start) && HH_MM.test(w.end)) || w.start < w.end, {
+    message: 'end must be after start (windows across midnight are not supported)',
+    path: ['end'],
+  });
 
 export type CallingWindow = z.infer<typeof callingWindowSchema>;
 

@@ -32,6 +32,8 @@ export interface CallsFixtureOptions {
   script?: SimulatorOptions['script'];
   resultDelayMs?: SimulatorOptions['resultDelayMs'];
   callTimeoutSeconds?: number;
+  /** How long the dialer waits for a free slot (default: the production 3 s). */
+  noSlotSnoozeMs?: number;
   /** Whether the calls queue's worker runs (false: tests drive the handlers by hand). */
   workers?: boolean;
 }
@@ -77,6 +79,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
       callbackUrl: `${url}/v1/calls/webhook`,
       webhookSecret: TEST_SECRET,
       callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
+      ...(options.noSlotSnoozeMs ? { noSlotSnoozeMs: options.noSlotSnoozeMs } : {}),
     },
   };
   const handlers = handlersByQueue(deps);

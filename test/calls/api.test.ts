@@ -1,0 +1,163 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { callsRoutes } from '../../functions/calls/api.ts';
+import { callsDefaults } from '../../functions/calls/config.ts';
+import { callsDeps } from '../../functions/calls/deps.ts';
+import type { TenantWriteHook } from '../../functions/calls/deps.ts';
+import { dialKind } from '../../functions/calls/kinds.ts';
+import { MAX_CONTACTS_PER_BATCH } from '../../functions/calls/schemas.ts';
+import { CallsStore } from '../../functions/calls/store.ts';
+import { createApiHandler } from '../../functions/platform/http.ts';
+import { startHttpServer } from '../../functions/platform/local/http-server.ts';
+import type { LocalHttpServer } from '../../functions/platform/local/http-server.ts';
+import { createLogger } from '../../functions/platform/logger.ts';
+import { callsFixture, numbers } from '../support/calls.ts';
+import type { CallsFixture } from '../support/calls.ts';
+
+const fixtures: CallsFixture[] = [];
+const servers: LocalHttpServer[] = [];
+afterEach(async () => {
+  await Promise.all([...fixtures.splice(0).map((fx) => fx.stop()), ...servers.splice(0).map((s) => s.close())]);
+});
+
+async function fixture() {
+  // No worker: these tests look at what the API writes, not at what the dialer does next.
+  const fx = await callsFixture({ workers: false });
+  fixtures.push(fx);
+  return fx;
+}
+
+const paths = (body: any): string[] => body.issues.map((i: { path: string }) => i.path);
+
+describe('tenant and batch API: validated at the edge, nothing written on bad input', () => {
+  it('BadTenantBodiesAre400WithFieldPathsAndWriteNothing', async () => {
+    const fx = await fixture();
+    const cases: [string, unknown, string[]][] = [
+      ['/v1/tenants/acme', { concurrencyLimit: 0 }, ['body.concurrencyLimit']],
+      ['/v1/tenants/acme', { concurrencyLimit: 2, ownerEmail: 'not-an-address' }, ['body.ownerEmail']],
+      ['/v1/tenants/acme', {}, ['body.concurrencyLimit']],
+      ['/v1/tenants/a%20b', { concurrencyLimit: 2 }, ['path.tenantId']],
+    ];
+    for (const [path, body, expected] of cases) {
+      const response = await fx.api('PUT', path, body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(paths(response.body)).toEqual(expected);
+    }
+    expect(await fx.callsItems()).toEqual([]);
+  });
+
+  it('BadBatchBodiesAre400WithFieldPathsAndWriteNothing', async () => {
+    const fx = await fixture();
+    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3 })).status).toBe(200);
+    const tenantOnly = await fx.callsItems();
+    const ok = { tenantId: 'acme', contacts: [{ number: '+14155550100' }, { number: '+14155550101' }], maxAttempts: 2 };
+    const cases: [unknown, string[]][] = [
+      [{ ...ok, contacts: [{ number: '+14155550100' }, { number: '4155550101' }] }, ['body.contacts.1.number']],
+      [{ ...ok, contacts: [{ number: '+14155550100' }, { number: '+14155550101' }, { number: '+14155550100' }] }, ['body.contacts.2.number']],
+      [{ ...ok, contacts: [] }, ['body.contacts']],
+      [{ ...ok, maxAttempts: 0 }, ['body.maxAttempts']],
+      [{ ...ok, maxAttempts: 2.5 }, ['body.maxAttempts']],
+      [{ ...ok, callingWindow: { timezone: 'Europe/Atlantis', start: '09:00', end: '17:00' } }, ['body.callingWindow.timezone']],
+      [{ ...ok, callingWindow: { timezone: 'Europe/Berlin', start: '9am', end: '17:00' } }, ['body.callingWindow.start']],
+      [{ ...ok, retry: { baseSeconds: 60, capSeconds: 30 } }, ['body.retry.capSeconds']],
+      [{ ...ok, minConversationDurationSeconds: -1 }, ['body.minConversationDurationSeconds']],
+      [{ ...ok, tenantId: 'nobody' }, ['body.tenantId']],
+      [{ ...ok, contacts: numbers(MAX_CONTACTS_PER_BATCH + 1).map((number) => ({ number })) }, ['body.contacts']],
+    ];
+    for (const [body, expected] of cases) {
+      const response = await fx.api('POST', '/v1/batches', body);
+      expect(response.status, JSON.stringify(expected)).toBe(400);
+      expect(paths(response.body)).toEqual(expected);
+    }
+    expect(await fx.callsItems()).toEqual(tenantOnly);
+    expect(await fx.allJobs()).toEqual([]);
+  });
+
+  it('ABatchIsCreatedWithItsRoundOneListAndItsDialerInOneTransactionAndListsItsContactsInUploadOrder', async () => {
+    const fx = await fixture();
+    await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3 });
+    const unordered = ['+447700900003', '+12025550101', '+447700900001', '+33612345678'];
+    const batchId = await fx.createBatch({ numbers: unordered, maxAttempts: 3, concurrencyLimit: 3, callingWindow: { timezone: 'Europe/London', start: '08:00', end: '20:00', weekdays: [1, 2, 3, 4, 5] } });
+    const batch = await fx.api('GET', `/v1/batches/${batchId}`);
+    expect(batch.body).toEqual({
+      batchId,
+      tenantId: 'acme',
+      status: 'Pending',
+      round: 1,
+      maxAttempts: 3,
+      contactCount: 4,
+      counts: { byStatus: { Queued: 4, Calling: 0, Completed: 0, RetryEligible: 0 }, byCode: {} },
+      createdAt: new Date(fx.clock.now()).toISOString(),
+      finalisedAt: null,
+    });
+    expect((await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body).toEqual({ contacts: unordered.map((contactNumber) => ({ contactNumber, status: 'Queued', code: null, attempts: 0 })) });
+    const jobs = await fx.allJobs();
+    expect(jobs.map((j) => [j.id, j.kind, j.state])).toEqual([[`calls.dial:${batchId}:1`, dialKind.kind, 'available']]);
+    expect((await fx.api('GET', '/v1/batches/b_nope')).status).toBe(404);
+    expect((await fx.api('GET', '/v1/batches/b_nope/contacts')).status).toBe(404);
+    expect((await fx.api('DELETE', '/v1/batches/b_nope')).status).toBe(404);
+  });
+
+  it('TheLargestBatchFitsItsOneTransaction', async () => {
+    const fx = await fixture();
+    await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3 });
+    const all = numbers(MAX_CONTACTS_PER_BATCH, '+1202');
+    const batchId = await fx.createBatch({ numbers: all, maxAttempts: 1 });
+    const batch = await fx.store.getBatch(batchId);
+    expect(batch).toMatchObject({ contactCount: MAX_CONTACTS_PER_BATCH, listPages: 20, nQueued: MAX_CONTACTS_PER_BATCH });
+    const contacts = (await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body.contacts;
+    expect(contacts.map((c: any) => c.contactNumber)).toEqual(all);
+  });
+
+  it('ATenantPutKeepsItsCallsInProgressAndRemovesAnOwnerEmailLeftOut', async () => {
+    const fx = await fixture();
+    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3, ownerEmail: 'o@example.com' })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 3, ownerEmail: 'o@example.com', activeCalls: 0 });
+    await fx.clients.dynamo.send(new PutCommand({ TableName: fx.tableNames.calls, Item: { ...(await fx.store.getTenant('acme'))!, active: 2 } }));
+    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 5 })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 5, ownerEmail: null, activeCalls: 2 });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(2);
+    expect((await fx.api('GET', '/v1/tenants/nobody')).status).toBe(404);
+  });
+});
+
+describe('tenant PUT: other contexts add to the same transaction', () => {
+  async function routesWith(fx: CallsFixture, hook: TenantWriteHook) {
+    const deps = callsDeps({
+      store: new CallsStore(fx.clients.dynamo, fx.tableNames.calls),
+      jobs: fx.jobs.client,
+      webhooksTable: fx.tableNames.webhooks,
+      clock: fx.clock,
+      rng: fx.rng,
+      logger: createLogger('test'),
+      config: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: undefined, callTimeoutSeconds: 600 },
+      tenantWriteHooks: [hook],
+    });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler(callsRoutes(deps), createLogger('test')) });
+    servers.push(server);
+    return async (tenantId: string, body: unknown) => {
+      const response = await fetch(`${server.url}/v1/tenants/${tenantId}`, { method: 'PUT', body: JSON.stringify(body) });
+      return { status: response.status, body: await response.json() };
+    };
+  }
+
+  it('AHooksJobCommitsWithTheTenantAndIsWokenAfter', async () => {
+    const fx = await fixture();
+    const put = await routesWith(fx, async ({ tenantId, ownerEmail }) => {
+      const job = fx.jobs.client.prepare(dialKind, { batchId: `confirm-${tenantId}`, round: 1 }, { id: `hook:${tenantId}:${ownerEmail}` });
+      return { items: [job.item], jobs: [job] };
+    });
+    expect((await put('acme', { concurrencyLimit: 2, ownerEmail: 'o@example.com' })).status).toBe(200);
+    expect((await fx.jobs.store.mustGet('hook:acme:o@example.com')).state).toBe('available');
+    expect(fx.transport.counts.sendMessage).toBe(1);
+  });
+
+  it('AHooksItemThatFailsLeavesTheTenantUnwritten', async () => {
+    const fx = await fixture();
+    const put = await routesWith(fx, async () => ({
+      items: [{ ConditionCheck: { TableName: fx.tableNames.jobs, Key: { id: 'no-such-row' }, ConditionExpression: 'attribute_exists(id)' } }],
+      jobs: [],
+    }));
+    const response = await put('acme', { concurrencyLimit: 2 });
+    expect(response.status).toBe(409);
+    expect(await fx.store.getTenant('acme')).toBeUndefined();
+  });
+});

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { judgeCompletionCancel } from '../../functions/calls/completion.ts';
+import { judgeDialCancel } from '../../functions/calls/dialer.ts';
+import { FINALISE_CHUNK } from '../../functions/calls/finaliser.ts';
+import type { CancelReason } from '../../functions/calls/store.ts';
+
+const ok: CancelReason = { code: 'None', item: undefined };
+const failed = (item?: Record<string, unknown>): CancelReason => ({ code: 'ConditionalCheckFailed', item });
+const batch = (over: Record<string, unknown> = {}) => ({ status: 'InProgress', round: 1, dialComplete: false, nCalling: 3, ...over });
+
+describe('reading a cancelled completion from the items DynamoDB returns, without a read', () => {
+  const plan = { round: 1, last: false };
+  // [what, reasons (contact, tenant, batch, …), verdict]
+  const cases: [string, CancelReason[], ReturnType<typeof judgeCompletionCancel>][] = [
+    ['contact never dialled', [failed(undefined), ok, ok], { type: 'ignored', reason: 'not_dialled' }],
+    ['contact already completed', [failed({ status: 'Completed', round: 1 }), ok, ok], { type: 'ignored', reason: 'not_calling' }],
+    ['contact promoted, waiting for its next round', [failed({ status: 'RetryEligible', round: 1 }), ok, ok], { type: 'ignored', reason: 'not_calling' }],
+    ['contact Calling in a later round than the hint', [failed({ status: 'Calling', round: 2 }), ok, failed(batch({ round: 2 }))], { type: 'replan', plan: { round: 2, last: false } }],
+    ['batch deleted', [ok, ok, failed(batch({ status: 'Deleted' }))], { type: 'ignored', reason: 'batch_deleted' }],
+    ['batch gone', [ok, ok, failed(undefined)], { type: 'ignored', reason: 'no_such_batch' }],
+    ['the last call of a fully dialled round', [ok, ok, failed(batch({ dialComplete: true, nCalling: 1 }))], { type: 'replan', plan: { round: 1, last: true } }],
+    ['another writer held an item', [ok, ok, { code: 'TransactionConflict', item: undefined }], { type: 'contention' }],
+    ['throttled', [ok, { code: 'ThrottlingError', item: undefined }, ok], { type: 'contention' }],
+    ['an item nobody expected failed', [ok, ok, ok, failed(undefined)], { type: 'unexplained' }],
+  ];
+  it.each(cases)('%s', (_what, reasons, verdict) => {
+    expect(judgeCompletionCancel(reasons, plan)).toEqual(verdict);
+  });
+
+  it('AJobThatNamesItsRoundDoesNotFollowTheContactIntoAnotherRound', () => {
+    expect(judgeCompletionCancel([failed({ status: 'Calling', round: 2 }), ok, ok], plan, true)).toEqual({ type: 'ignored', reason: 'not_calling' });
+  });
+
+  it('TheLastCallVariantGoesBackWhenTheRoundIsNotOverAfterAll', () => {
+    expect(judgeCompletionCancel([ok, ok, failed(batch({ dialComplete: true, nCalling: 2 }))], { round: 1, last: true })).toEqual({ type: 'replan', plan: { round: 1, last: false } });
+  });
+});
+
+describe('reading a cancelled dial', () => {
+  const cases: [string, CancelReason[], ReturnType<typeof judgeDialCancel>][] = [
+    ['tenant at its limit', [ok, failed({ active: 3, concurrencyLimit: 3 }), ok, ok], 'no_slot'],
+    ['tenant missing', [ok, failed(undefined), ok, ok], 'unexplained'],
+    ['batch changed (deleted, cursor moved)', [ok, failed({}), failed({}), ok], 'batch_changed'],
+    ['contact not dialable', [failed({ status: 'Completed' }), ok, ok, ok], 'contact_not_dialable'],
+    ['conflict', [{ code: 'TransactionConflict', item: undefined }, ok, ok, ok], 'contention'],
+    ['only the watchdog job failed', [ok, ok, ok, failed(undefined)], 'unexplained'],
+  ];
+  it.each(cases)('%s', (_what, reasons, verdict) => {
+    expect(judgeDialCancel(reasons)).toBe(verdict);
+  });
+});
+
+describe('DynamoDB limits', () => {
+  it('AFinaliserStepStaysUnderTheHundredItemTransactionLimit', () => {
+    // Each step: one Update per promoted contact, the next round's list page, the batch.
+    expect(FINALISE_CHUNK + 2).toBeLessThanOrEqual(100);
+  });
+});
