@@ -24,7 +24,7 @@ describe('npm start: a batch through the built-in call-placer simulator', () => 
       const { batchId } = created.body;
 
       let batch: any;
-      const deadline = Date.now() + 40_000;
+      const deadline = Date.now() + 60_000;
       do {
         await new Promise((r) => setTimeout(r, 200));
         batch = (await json(`${local.url}/v1/batches/${batchId}`)).body;
@@ -44,5 +44,5 @@ describe('npm start: a batch through the built-in call-placer simulator', () => 
       expect(await local.stop()).toBe(0);
     }
     expect(alive(local.dynamoPid)).toBe(false);
-  });
+  }, 120_000);
 });
