@@ -2,6 +2,7 @@
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
 import { cpus } from 'node:os';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
+import { benchCalls } from './calls.ts';
 import { benchJobs } from './jobs.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
@@ -12,6 +13,11 @@ try {
   if (!only || only === 'jobs') {
     console.log('\n## job layer');
     const result = await benchJobs(dynamo.endpoint);
+    for (const line of result.lines) console.log(`  ${line}`);
+  }
+  if (!only || only === 'calls') {
+    console.log('\n## calls intake');
+    const result = await benchCalls(dynamo.endpoint);
     for (const line of result.lines) console.log(`  ${line}`);
   }
 } finally {

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { callsDefaults } from '../functions/calls/config.ts';
+import { batchKey, contactKey, jobIds, tenantKey } from '../functions/calls/model.ts';
+import type { BatchRow, ContactRow, TenantRow } from '../functions/calls/model.ts';
+import { signCallWebhook } from '../functions/calls/signature.ts';
+import { createJobRuntime } from '../functions/jobs/runtime.ts';
+import { queueNames, queues } from '../functions/jobs/queues.ts';
+import { watchdogKind } from '../functions/calls/kinds.ts';
+import { allRoutes } from '../functions/ops/system.ts';
+import type { SystemDeps } from '../functions/ops/system.ts';
+import { systemClock } from '../functions/platform/clock.ts';
+import { createApiHandler } from '../functions/platform/http.ts';
+import { startHttpServer } from '../functions/platform/local/http-server.ts';
+import { LocalQueue, LocalTransport } from '../functions/platform/local/queues.ts';
+import { createLogger } from '../functions/platform/logger.ts';
+import { MemoryMetrics } from '../functions/platform/metrics.ts';
+import { seededRng } from '../functions/platform/rng.ts';
+import { benchTables, fmt, percentile, pool } from './support.ts';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const CONCURRENCY = 16;
+
+export interface CallsBenchResult {
+  lines: string[];
+  webhooksPerSecond: number;
+  rawTransactionsPerSecond: number;
+  latencyP50: number;
+  latencyP99: number;
+  requestsPerWebhook: Record<string, number>;
+}
+
+const numberOf = (i: number) => `+1415${String(1_000_000 + i)}`;
+
+/** One tenant and one batch with `n` contacts Calling in round 1, each with its pending watchdog: the state results arrive in. */
+async function seedCalling(deps: SystemDeps, n: number): Promise<string> {
+  const batchId = `b_bench${randomUUID().slice(0, 8)}`;
+  const now = systemClock.now();
+  const at = new Date(now).toISOString();
+  const tenant: TenantRow = { ...tenantKey('bench'), tenantId: 'bench', concurrencyLimit: 100_000, active: n, createdAt: at, updatedAt: at };
+  const batch: BatchRow = {
+    ...batchKey(batchId), batchId, tenantId: 'bench', status: 'InProgress', round: 1, maxAttempts: 3, retry: { baseSeconds: 30, capSeconds: 3600 },
+    minConversationDurationSeconds: 10, contactCount: n, createdAt: at, updatedAt: at, listPages: 1, roundSize: n, dialPage: 1, dialPos: 0,
+    // Not fully dialled, so no result is "the last call": every one takes the common path.
+    dialComplete: false, nQueued: 0, nCalling: n, nCompleted: 0, nRetryEligible: 0, byCode: {}, finPage: 0, finPos: 0, nextPages: 0, nextSize: 0,
+  };
+  const put = (table: string, item: object) => deps.db.send(new PutCommand({ TableName: table, Item: item })).then(() => undefined);
+  await put(deps.tableNames.calls, tenant);
+  await put(deps.tableNames.calls, batch);
+  await pool(n, CONCURRENCY, async (i) => {
+    const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, watchdogJobId: jobIds.watchdog(batchId, numberOf(i), 1), dialledAt: at, updatedAt: at };
+    await put(deps.tableNames.calls, contact);
+    const watchdog = deps.jobs.client.prepare(watchdogKind, { batchId, contactNumber: numberOf(i), round: 1 }, { id: contact.watchdogJobId!, at: now + 3_600_000 });
+    await put(deps.tableNames.jobs, watchdog.item.Put!.Item!);
+  });
+  return batchId;
+}
+
+/**
+ * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: six items on the same
+ * hot tenant and batch (contact Calling → Completed, tenant − 1, batch counters, watchdog cancel, event,
+ * fanout job), `CONCURRENCY` in flight, no HTTP, no classification, no job layer.
+ */
+async function rawIntakeShapeRate(deps: SystemDeps, batchId: string, n: number): Promise<number> {
+  const started = performance.now();
+  await pool(n, CONCURRENCY, async (i) => {
+    const now = new Date().toISOString();
+    const eventId = `evt_raw${i}${randomUUID().slice(0, 8)}`;
+    await deps.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #u = :now', ConditionExpression: '#s = :calling AND #r = :round', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':calling': 'Calling', ':round': 1 } } },
+          { Update: { TableName: deps.tableNames.calls, Key: tenantKey('bench'), UpdateExpression: 'SET #a = #a - :one', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeNames: { '#a': 'active' }, ExpressionAttributeValues: { ':one': 1 } } },
+          { Update: { TableName: deps.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET #bc.#k = if_not_exists(#bc.#k, :zero) + :one, #nc = #nc - :one, #nd = #nd + :one', ConditionExpression: '#s = :ip AND #r = :round AND NOT (#dc = :t AND #nc = :one)', ExpressionAttributeNames: { '#bc': 'byCode', '#k': 'NO_PICKUP', '#nc': 'nCalling', '#nd': 'nCompleted', '#s': 'status', '#r': 'round', '#dc': 'dialComplete' }, ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':ip': 'InProgress', ':round': 1, ':t': true } } },
+          { Update: { TableName: deps.tableNames.jobs, Key: { id: jobIds.watchdog(batchId, numberOf(i), 1) }, UpdateExpression: 'SET cancelRequestedAt = :now', ConditionExpression: 'attribute_exists(id)', ExpressionAttributeValues: { ':now': now } } },
+          { Put: { TableName: deps.tableNames.webhooks, Item: { pk: `EVENT#${eventId}`, sk: 'EVENT', id: eventId, type: 'call.completed', data: { batchId, contactNumber: numberOf(i) } }, ConditionExpression: 'attribute_not_exists(pk)' } },
+          { Put: { TableName: deps.tableNames.jobs, Item: { id: `webhook.fanout:${eventId}`, kind: 'webhook.fanout', state: 'available', stateOrder: `${now}#${eventId}`, args: { eventId } }, ConditionExpression: 'attribute_not_exists(id)' } },
+        ],
+      }),
+    );
+  });
+  return n / ((performance.now() - started) / 1000);
+}
+
+/** The local stack's intake (real clock): routes, job layer and in-process queues; nothing consumes the queues. */
+async function localIntake(endpoint: string) {
+  const { clients, tableNames, counter } = await benchTables(endpoint);
+  const logger = createLogger('bench');
+  const localQueues = queueNames.map((name) => new LocalQueue({ name, clock: systemClock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 360_000 }));
+  const transport = new LocalTransport(localQueues, systemClock);
+  const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock: systemClock, rng: seededRng(1), logger, metrics: new MemoryMetrics() });
+  const deps: SystemDeps = {
+    jobs, db: clients.dynamo, tableNames, clock: systemClock, rng: seededRng(2), logger, metrics: new MemoryMetrics(),
+    calls: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: SECRET, callTimeoutSeconds: 600 },
+  };
+  const server = await startHttpServer({ port: 0, handler: createApiHandler(allRoutes(deps), logger) });
+  return { deps, counter, transport, server, stop: async () => { await server.close(); transport.stop(); await Promise.all(localQueues.map((q) => q.stop())); } };
+}
+
+/** Intake throughput and latency over HTTP (signed, `CONCURRENCY` in flight) next to the raw rate of its transaction shape, and AWS requests per applied result. */
+export async function benchCalls(endpoint: string, n = 1500): Promise<CallsBenchResult> {
+  const lines: string[] = [];
+  const intake = await localIntake(endpoint);
+  const batchId = await seedCalling(intake.deps, n + 1);
+  const post = async (i: number) => {
+    const body = JSON.stringify({ batchId, contactNumber: numberOf(i), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
+    const headers = signCallWebhook(SECRET, `msg_${randomUUID()}`, Math.floor(Date.now() / 1000), body);
+    const started = performance.now();
+    const response = await fetch(`${intake.server.url}/v1/calls/webhook`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    const answer = (await response.json()) as { outcome?: string };
+    if (response.status !== 200 || answer.outcome !== 'applied') throw new Error(`result ${i}: ${response.status} ${JSON.stringify(answer)}`);
+    return performance.now() - started;
+  };
+  // One result first: it reads the batch's settings into the per-container cache, as a warm Lambda has.
+  await post(n);
+  intake.counter.reset();
+  const sends = intake.transport.counts.sendMessage;
+  const latencies: number[] = [];
+  const started = performance.now();
+  await pool(n, CONCURRENCY, async (i) => {
+    latencies.push(await post(i));
+  });
+  const webhooksPerSecond = n / ((performance.now() - started) / 1000);
+  const requestsPerWebhook: Record<string, number> = {};
+  for (const [op, count] of Object.entries(intake.counter.toJSON())) requestsPerWebhook[op] = count / n;
+  requestsPerWebhook['SQS.SendMessage'] = (intake.transport.counts.sendMessage - sends) / n;
+  await intake.stop();
+
+  const raw = await localIntake(endpoint);
+  const rawBatch = await seedCalling(raw.deps, n);
+  const rawTransactionsPerSecond = await rawIntakeShapeRate(raw.deps, rawBatch, n);
+  await raw.stop();
+
+  const latencyP50 = percentile(latencies, 50);
+  const latencyP99 = percentile(latencies, 99);
+  lines.push(`intake throughput         ${fmt(webhooksPerSecond)} results/s (${n} signed results over HTTP, ${CONCURRENCY} in flight, one batch and tenant)`);
+  lines.push(`intake latency            p50 ${fmt(latencyP50, 1)} ms, p99 ${fmt(latencyP99, 1)} ms, max ${fmt(Math.max(...latencies), 1)} ms`);
+  lines.push(`raw transaction shape     ${fmt(rawTransactionsPerSecond)} TransactWriteItems/s (same 6 items, same hot tenant and batch, ${CONCURRENCY} in flight)`);
+  lines.push(`ratio                     ${fmt(webhooksPerSecond / rawTransactionsPerSecond, 2)} of the raw rate`);
+  lines.push(`requests per result       ${Object.entries(requestsPerWebhook).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')} (warm cache; SQS: the fanout job's wake-up)`);
+  return { lines, webhooksPerSecond, rawTransactionsPerSecond, latencyP50, latencyP99, requestsPerWebhook };
+}
