@@ -1,3 +1,4 @@
+import { clockMs } from '../platform/clock.ts';
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler } from '../jobs/index.ts';
 import type { BatchConfig } from './batch-config.ts';
@@ -17,6 +18,12 @@ export const DIAL_RUN_BUDGET_MS = 20_000;
 
 /** How long the dialer waits when another transaction held the tenant or the batch. */
 export const CONTENTION_SNOOZE_MS = 1_000;
+
+/**
+ * The least real time between two looks for a free slot. A look costs real requests whatever the clock's
+ * speed: under a scaled clock (TIME_SCALE) a 3 s wait would otherwise become a tight loop.
+ */
+export const MIN_SLOT_POLL_REAL_MS = 250;
 
 /** What a cancelled dial means, from each item's reason (items: contact, tenant, batch, watchdog). */
 export type DialVerdict = 'contention' | 'batch_changed' | 'no_slot' | 'contact_not_dialable' | 'unexplained';
@@ -112,7 +119,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
       case 'contention':
         throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
       case 'no_slot':
-        throw snooze({ delayMs: config.noSlotSnoozeMs }, 'the tenant is at its concurrency limit');
+        throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
       case 'batch_changed': {
         const current = await store.getBatch(batch.batchId);
         if (!isDialling(current, batch.round)) return; // deleted, or the round moved on: nothing left to dial
