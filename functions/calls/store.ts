@@ -427,11 +427,10 @@ export class CallsStore {
         TableName: this.tableName,
         Key: key,
         UpdateExpression: built.UpdateExpression!,
-        ConditionExpression: built.ConditionExpression,
-        ExpressionAttributeNames: built.ExpressionAttributeNames,
-        ExpressionAttributeValues: built.ExpressionAttributeValues,
+        ...(built.ExpressionAttributeNames ? { ExpressionAttributeNames: built.ExpressionAttributeNames } : {}),
+        ...(built.ExpressionAttributeValues ? { ExpressionAttributeValues: built.ExpressionAttributeValues } : {}),
         // A refused condition returns the item as stored: the caller decides from it, without a read.
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...(built.ConditionExpression ? { ConditionExpression: built.ConditionExpression, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
       },
     };
   }
