@@ -237,7 +237,7 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     guard: ({ headers, rawBody }) => {
       if (!verify) throw unavailable('the call-result intake has no CALL_WEBHOOK_SECRET');
       try {
-        verify(headers, rawBody, clock.now());
+        verify(headers, rawBody, deps.wallClock.now());
       } catch (error) {
         if (error instanceof SignatureError) throw new HttpError(401, 'invalid_signature', error.message);
         throw error;

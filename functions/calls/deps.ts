@@ -25,6 +25,12 @@ export interface CallsDeps {
   /** The webhooks table, where events are recorded (prepareEvent). */
   webhooksTable: string;
   clock: Clock;
+  /**
+   * The outside world's time, for what outside parties stamp: a result's signature timestamp. The same
+   * as `clock` except under the local runtime's scaled time (TIME_SCALE), where the AI handler still
+   * signs with the wall clock.
+   */
+  wallClock: Clock;
   rng: Rng;
   logger: Logger;
   config: CallsConfig;
@@ -35,6 +41,8 @@ export interface CallsDeps {
 }
 
 /** Builds the calls deps; one cache per container. */
-export function callsDeps(input: Omit<CallsDeps, 'batches' | 'tenantWriteHooks'> & { tenantWriteHooks?: readonly TenantWriteHook[] }): CallsDeps {
-  return { ...input, batches: new BatchConfigCache(input.store), tenantWriteHooks: input.tenantWriteHooks ?? [] };
+export function callsDeps(
+  input: Omit<CallsDeps, 'batches' | 'tenantWriteHooks' | 'wallClock'> & { tenantWriteHooks?: readonly TenantWriteHook[]; wallClock?: Clock },
+): CallsDeps {
+  return { ...input, wallClock: input.wallClock ?? input.clock, batches: new BatchConfigCache(input.store), tenantWriteHooks: input.tenantWriteHooks ?? [] };
 }

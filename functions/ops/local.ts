@@ -144,6 +144,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     if (!options.calls?.placerUrl) {
       simulator = await CallPlacerSimulator.start({
         clock,
+        signingClock: systemClock,
         rng: seededRng(options.calls?.simulatorSeed ?? 1),
         secret: webhookSecret,
         ...(options.calls?.simulatorMix ? { mix: options.calls.simulatorMix } : {}),
@@ -158,7 +159,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       webhookSecret,
       callTimeoutSeconds: options.calls?.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS,
     };
-    const deps: SystemDeps = { jobs, db: clients.dynamo, tableNames: localTableNames, clock, rng, logger, metrics, calls };
+    // Signatures are stamped with the wall clock, whatever TIME_SCALE does to job time.
+    const deps: SystemDeps = { jobs, db: clients.dynamo, tableNames: localTableNames, clock, wallClock: systemClock, rng, logger, metrics, calls };
 
     const handlers = handlersByQueue(deps);
     for (const queue of localQueues) {

@@ -35,6 +35,8 @@ export interface SystemDeps {
   db: DynamoDBDocumentClient;
   tableNames: TableNames;
   clock: Clock;
+  /** The outside world's time where it differs from `clock` (the local runtime's scaled time); default `clock`. */
+  wallClock?: Clock;
   rng: Rng;
   logger: Logger;
   metrics: MetricsSink;
@@ -62,6 +64,7 @@ function callsDepsOf(deps: SystemDeps): CallsDeps {
       jobs: deps.jobs.client,
       webhooksTable: deps.tableNames.webhooks,
       clock: deps.clock,
+      ...(deps.wallClock ? { wallClock: deps.wallClock } : {}),
       rng: deps.rng,
       logger: deps.logger,
       config: deps.calls,

@@ -2,6 +2,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { INTAKE_MAX_BODY_BYTES } from '../../functions/calls/config.ts';
+import { ManualClock } from '../../functions/platform/clock.ts';
 import { jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers, TEST_SECRET } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
@@ -203,6 +204,19 @@ describe('intake: refused before anything is read', () => {
     expect(notJson.status).toBe(400);
     expect(notJson.body.error).toBe('invalid_json');
     expect(await snapshot(fx)).toEqual(before);
+  });
+
+  it('UnderScaledJobTimeSignaturesAreCheckedAgainstTheWallClock', async () => {
+    // The local runtime's TIME_SCALE moves job time ahead; the AI handler still signs with the wall clock.
+    const wall = new ManualClock(Date.parse('2026-01-05T09:00:00Z'));
+    const fx = await callsFixture({ start: Date.parse('2026-03-01T00:00:00Z'), wallClock: wall, resultDelayMs: () => 3_600_000 });
+    fixtures.push(fx);
+    const [contact] = numbers(1);
+    const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts: 1 });
+    await fx.quiesce();
+    const body = result(batchId, contact!);
+    expect((await fx.webhook(body, { timestampSeconds: Math.floor(fx.clock.now() / 1000) })).status).toBe(401);
+    expect((await fx.webhook(body)).body.outcome).toBe('applied');
   });
 
   it('ThePublishedTestVectorPassesTheSignatureCheck', async () => {

@@ -11,6 +11,7 @@ import type { JobRow } from '../../functions/jobs/row.ts';
 import { allRoutes, handlersByQueue } from '../../functions/ops/system.ts';
 import type { SystemDeps } from '../../functions/ops/system.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
+import type { Clock } from '../../functions/platform/clock.ts';
 import { createApiHandler } from '../../functions/platform/http.ts';
 import { freePort } from '../../functions/platform/local/dynamodb-local.ts';
 import { startHttpServer } from '../../functions/platform/local/http-server.ts';
@@ -34,6 +35,8 @@ export interface CallsFixtureOptions {
   callTimeoutSeconds?: number;
   /** How long the dialer waits for a free slot (default: the production 3 s). */
   noSlotSnoozeMs?: number;
+  /** The outside world's clock, where it differs from job time (default: the ManualClock). */
+  wallClock?: Clock;
   /** Whether the calls queue's worker runs (false: tests drive the handlers by hand). */
   workers?: boolean;
 }
@@ -70,6 +73,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     db: clients.dynamo,
     tableNames,
     clock,
+    ...(options.wallClock ? { wallClock: options.wallClock } : {}),
     rng,
     logger,
     metrics,
@@ -126,7 +130,8 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     sign: { secret?: string; timestampSeconds?: number; id?: string; headers?: (h: Record<string, string>) => Record<string, string> } = {},
   ): Promise<{ status: number; body: any }> {
     const raw = typeof body === 'string' ? body : JSON.stringify(body);
-    let headers = signCallWebhook(sign.secret ?? TEST_SECRET, sign.id ?? `msg_${randomUUID()}`, sign.timestampSeconds ?? Math.floor(clock.now() / 1000), raw);
+    const wall = options.wallClock ?? clock;
+    let headers = signCallWebhook(sign.secret ?? TEST_SECRET, sign.id ?? `msg_${randomUUID()}`, sign.timestampSeconds ?? Math.floor(wall.now() / 1000), raw);
     if (sign.headers) headers = sign.headers(headers);
     const response = await fetch(`${url}/v1/calls/webhook`, { method: 'POST', body: raw, headers: { 'content-type': 'application/json', ...headers } });
     const text = await response.text();

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import type { TimerClock } from '../../platform/clock.ts';
+import type { Clock, TimerClock } from '../../platform/clock.ts';
 import { sendOnce } from '../../platform/outbound.ts';
 import type { Rng } from '../../platform/rng.ts';
 import { signCallWebhook } from '../signature.ts';
@@ -104,7 +104,10 @@ export interface SimulatedCall {
 }
 
 export interface SimulatorOptions {
+  /** When results are due (the runtime's clock: TIME_SCALE speeds calls up). */
   clock: TimerClock;
+  /** What results are stamped and signed with (the wall clock, as a real AI handler's; default `clock`). */
+  signingClock?: Clock;
   rng: Rng;
   /** The intake's Standard Webhooks secret. */
   secret: string;
@@ -220,7 +223,7 @@ export class CallPlacerSimulator {
     const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, ...report, callId: `call_${randomUUID()}` });
     const id = `msg_${randomUUID().replaceAll('-', '')}`;
     for (let n = 0; n < sends; n++) {
-      const headers = signCallWebhook(this.options.secret, id, Math.floor(this.options.clock.now() / 1000), body);
+      const headers = signCallWebhook(this.options.secret, id, Math.floor((this.options.signingClock ?? this.options.clock).now() / 1000), body);
       const response = await sendOnce({ url: call.callbackUrl, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, timeoutMs: 10_000 }).catch(
         (error: unknown) => ({ status: 0, text: String(error) }),
       );
