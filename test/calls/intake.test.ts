@@ -99,6 +99,39 @@ describe('intake: one transaction per applied result', () => {
   });
 });
 
+describe('intake: what the refused condition says, it acts on', () => {
+  it('TheRoundsLastResultEnqueuesTheFinaliserAndALaterRoundIsFoundFromTheStoredContactWithoutARead', async () => {
+    // No worker: the jobs run by hand, so the counter sees the intake's requests alone.
+    const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 3_600_000, callTimeoutSeconds: 7200, workers: false });
+    fixtures.push(fx);
+    const run = async (id: string) => {
+      const job = await fx.jobs.store.mustGet(id);
+      fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
+      return (await fx.jobs.executor(fx.handlers.calls).execute({ jobId: id, seq: job.seq }, 'calls')).result;
+    };
+    const [contact] = numbers(1);
+    const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts: 2, retry: { baseSeconds: 10, capSeconds: 60 } });
+    expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
+
+    // Round 1's only call: the common case is refused as "the last call", and the last-call variant commits.
+    fx.counter.reset();
+    expect((await fx.webhook(result(batchId, contact!))).body).toEqual({ outcome: 'applied', code: 'NO_PICKUP', retryable: true });
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.GetItem': 1, 'DynamoDB.TransactWriteItems': 2 });
+
+    // The finaliser promotes it; round 2 dials it again.
+    expect(await run(jobIds.finalise(batchId, 1))).toBe('completed');
+    expect(await run(jobIds.dial(batchId, 2))).toBe('completed');
+    expect(await fx.store.getContact(batchId, contact!)).toMatchObject({ status: 'Calling', round: 2 });
+
+    // This process still thinks the batch is in round 1: the refused contact says round 2, then it is the last call.
+    fx.counter.reset();
+    expect((await fx.webhook(result(batchId, contact!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 60 }))).body.outcome).toBe('applied');
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.TransactWriteItems': 3 });
+    expect(await run(jobIds.finalise(batchId, 2))).toBe('completed');
+    expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', round: 2, counts: { byCode: { COMPLETED: 1 } } });
+  });
+});
+
 describe('intake: nothing half-written', () => {
   it('ATransactionForcedToFailAnswers503AndLeavesContactCountersAndJobsAsTheyWere', async () => {
     const { fx, batchId, contacts } = await callingBatch(2);
