@@ -55,9 +55,12 @@ describe('manual retry and cancel', () => {
   it('ListsJobsByStateAndKindNewestFirst', async () => {
     const kinds = testKinds({ maxAttempts: 1, onExhausted: 'discard' });
     const fx = await jobsFixture({ handlers: kinds.handlers, transport: 'local' });
+    // Each finishes before the clock moves on, so their finish times (the listing's order) differ.
     await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 5 });
+    await fx.settle();
     fx.clock.advance(1000);
     await fx.jobs.client.enqueue(kinds.pickyKind, { status: 410 });
+    await fx.settle();
     fx.clock.advance(1000);
     await fx.jobs.client.enqueue(kinds.pickyKind, { status: 200 });
     await fx.settle();
