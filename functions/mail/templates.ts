@@ -1,0 +1,136 @@
+import { z } from 'zod';
+
+/**
+ * The mail templates: pure functions from data to a subject, a plain-text body and an HTML body. Every
+ * value that reaches the HTML is escaped; every value that reaches the subject loses its control characters.
+ */
+export interface Rendered {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/**
+ * What the calls pipeline puts in owner.notify's `data` for `batch.finalised`: the batch and its counts
+ * per normalised code (the same `counts` that `GET /v1/batches/{id}` answers). Extra keys are ignored.
+ */
+export const batchFinalisedData = z.object({
+  batchId: z.string().min(1).max(200),
+  round: z.number().int().min(0).optional(),
+  maxAttempts: z.number().int().min(1).optional(),
+  finalisedAt: z.string().optional(),
+  counts: z.object({
+    byCode: z.record(z.string(), z.number().int().min(0)),
+    byStatus: z.record(z.string(), z.number().int().min(0)).optional(),
+  }),
+});
+export type BatchFinalisedData = z.infer<typeof batchFinalisedData>;
+
+/** The owner.notify templates, by name (the kind's `template` argument). */
+export const notifyTemplates = {
+  'batch.finalised': { data: batchFinalisedData, render: renderBatchFinalised },
+} as const;
+export type NotifyTemplate = keyof typeof notifyTemplates;
+
+/** HTML-escapes text for element content and double-quoted attributes. */
+export const escapeHtml = (value: string): string =>
+  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** A subject line: one line, no control characters, at most 200 characters. */
+const subjectLine = (value: string): string => {
+  // eslint-disable-next-line no-control-regex
+  const line = value.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+};
+
+const page = (title: string, body: string): string =>
+  `<!doctype html>
+<html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>
+<body style="font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; color: #1f2328; line-height: 1.5;">
+${body}
+<p style="color: #656d76; font-size: 12px;">Sent by redial. This is an automated message; replies are not read.</p>
+</body></html>
+`;
+
+const button = (href: string, label: string, color: string): string =>
+  `<a href="${escapeHtml(href)}" style="display: inline-block; padding: 8px 16px; margin-right: 8px; background: ${color}; color: #ffffff; text-decoration: none; border-radius: 6px;">${escapeHtml(label)}</a>`;
+
+/** owner.notify / batch.finalised: the batch's outcome, by normalised code, most frequent first. */
+export function renderBatchFinalised(tenantId: string, data: BatchFinalisedData): Rendered {
+  const rows = Object.entries(data.counts.byCode).sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+  const total = rows.reduce((sum, [, n]) => sum + n, 0);
+  const rounds = data.round !== undefined ? ` after ${data.round} round${data.round === 1 ? '' : 's'}` : '';
+  const budget = data.maxAttempts !== undefined ? ` of ${data.maxAttempts}` : '';
+  const width = Math.max(4, ...rows.map(([code]) => code.length));
+  const table = rows.length ? rows.map(([code, n]) => `  ${code.padEnd(width)}  ${n}`).join('\n') : '  (no contacts)';
+  const text = `Batch ${data.batchId} of tenant ${tenantId} is finalised${rounds}${budget}.
+
+${total} contact${total === 1 ? '' : 's'}, by outcome:
+${table}
+${data.finalisedAt ? `\nFinalised at ${data.finalisedAt}.\n` : ''}
+This is an automated message from redial; replies are not read.
+`;
+  const htmlRows = rows
+    .map(([code, n]) => `<tr><td style="padding: 2px 12px 2px 0;"><code>${escapeHtml(code)}</code></td><td style="text-align: right;">${n}</td></tr>`)
+    .join('\n');
+  const html = page(
+    `Batch ${data.batchId} finalised`,
+    `<h2 style="font-size: 18px;">Batch <code>${escapeHtml(data.batchId)}</code> is finalised</h2>
+<p>Tenant <code>${escapeHtml(tenantId)}</code>${escapeHtml(rounds)}${escapeHtml(budget)}: ${total} contact${total === 1 ? '' : 's'}, by outcome:</p>
+<table style="border-collapse: collapse;">
+${htmlRows || '<tr><td>(no contacts)</td></tr>'}
+</table>${data.finalisedAt ? `\n<p>Finalised at ${escapeHtml(data.finalisedAt)}.</p>` : ''}`,
+  );
+  return { subject: subjectLine(`Batch ${data.batchId} finalised: ${total} contact${total === 1 ? '' : 's'}`), text, html };
+}
+
+/** owner.email_confirmation: a link that makes `email` the tenant's confirmed owner address. */
+export function renderEmailConfirmation(input: { tenantId: string; email: string; link: string; expiresAt: string }): Rendered {
+  const text = `Someone set ${input.email} as the owner address of tenant ${input.tenantId} on redial.
+
+To confirm this address, open this link:
+
+${input.link}
+
+The link works once and expires at ${input.expiresAt}. Until the address is confirmed, redial
+mails nothing to it. If this was not you, ignore this message.
+`;
+  const html = page(
+    'Confirm your owner address',
+    `<h2 style="font-size: 18px;">Confirm your owner address</h2>
+<p>Someone set <strong>${escapeHtml(input.email)}</strong> as the owner address of tenant <code>${escapeHtml(input.tenantId)}</code> on redial.</p>
+<p>${button(input.link, 'Confirm this address', '#1f883d')}</p>
+<p>Or open this link: <a href="${escapeHtml(input.link)}">${escapeHtml(input.link)}</a></p>
+<p>The link works once and expires at ${escapeHtml(input.expiresAt)}. If this was not you, ignore this message.</p>`,
+  );
+  return { subject: subjectLine(`Confirm your owner address for tenant ${input.tenantId}`), text, html };
+}
+
+/** access_request.approval_mail: asks the owner to approve or deny someone's access request. */
+export function renderAccessRequest(input: {
+  tenantId: string;
+  requesterEmail: string;
+  approveLink: string;
+  denyLink: string;
+  expiresAt: string;
+}): Rendered {
+  const text = `${input.requesterEmail} asks for access to tenant ${input.tenantId} on redial.
+
+Approve: ${input.approveLink}
+
+Deny:    ${input.denyLink}
+
+Either link works once, and the first one used decides. They expire at ${input.expiresAt}.
+If you do not know this person, deny the request.
+`;
+  const html = page(
+    'Access request',
+    `<h2 style="font-size: 18px;">Access request for tenant <code>${escapeHtml(input.tenantId)}</code></h2>
+<p><strong>${escapeHtml(input.requesterEmail)}</strong> asks for access to tenant <code>${escapeHtml(input.tenantId)}</code> on redial.</p>
+<p>${button(input.approveLink, 'Approve', '#1f883d')}${button(input.denyLink, 'Deny', '#cf222e')}</p>
+<p>Approve: <a href="${escapeHtml(input.approveLink)}">${escapeHtml(input.approveLink)}</a><br>
+Deny: <a href="${escapeHtml(input.denyLink)}">${escapeHtml(input.denyLink)}</a></p>
+<p>Either link works once, and the first one used decides. They expire at ${escapeHtml(input.expiresAt)}. If you do not know this person, deny the request.</p>`,
+  );
+  return { subject: subjectLine(`Access request for tenant ${input.tenantId} from ${input.requesterEmail}`), text, html };
+}
