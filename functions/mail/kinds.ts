@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { defineKind, policies } from '../jobs/index.ts';
 
+/** A tenant id as the mail store keys it: no `#`, no spaces. */
+export const tenantIdSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'letters, digits, ".", "_", ":" and "-" only');
+
+/** A link token as mails carry it (32 random bytes, base64url). */
+const tokenArg = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'not a link token');
+
 /**
  * owner.notify: tells a tenant's owner something happened (a batch finalised). Subject to the
  * owner-notify burst cap (5 per owner per hour: over it, a deliberate, counted drop) and the
@@ -20,3 +30,39 @@ export const ownerNotifyKind = defineKind({
   }),
   description: 'Mails the tenant owner about a domain event (batch finalised)',
 });
+
+/**
+ * owner.email_confirmation: mails a pending owner address the link that confirms it. The raw token
+ * travels in the job's arguments (the outbox): the mail table keeps only its hash.
+ */
+export const emailConfirmationKind = defineKind({
+  kind: 'owner.email_confirmation',
+  queue: 'mail',
+  policy: policies['owner.email_confirmation'],
+  timeoutSeconds: 30,
+  args: z.object({
+    tenantId: tenantIdSchema,
+    /** The pending change this mail confirms; `<owner.email_confirmation.<id>@MAIL_DOMAIN>` is its Message-ID. */
+    confirmationId: z.string().regex(/^conf_[0-9a-f]{32}$/),
+    token: tokenArg,
+  }),
+  description: 'Mails a new owner address the link that confirms it',
+});
+
+/** access_request.approval_mail: asks the tenant's confirmed owner to approve or deny an access request. */
+export const approvalMailKind = defineKind({
+  kind: 'access_request.approval_mail',
+  queue: 'mail',
+  policy: policies['access_request.approval_mail'],
+  timeoutSeconds: 30,
+  args: z.object({
+    tenantId: tenantIdSchema,
+    /** The request; `<access_request.<id>@MAIL_DOMAIN>` is its Message-ID. */
+    requestId: z.string().regex(/^areq_[0-9a-f]{32}$/),
+    token: tokenArg,
+  }),
+  description: 'Asks the tenant owner to approve or deny an access request',
+});
+
+/** Every mail kind, for the composition root. */
+export const mailKinds = [ownerNotifyKind, emailConfirmationKind, approvalMailKind] as const;
