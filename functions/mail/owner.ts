@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import type { JobClient, PreparedJob, TransactItem } from '../jobs/index.ts';
+import { emailConfirmationKind } from './kinds.ts';
+import type { OwnerContact } from './store.ts';
+import type { MailStore } from './store.ts';
+import { LinkRefusedError } from './errors.ts';
+import { hashToken, looksLikeToken, newId, newToken, secureRandomBytes, TOKEN_TTL_MS } from './tokens.ts';
+import type { RandomBytes } from './tokens.ts';
+
+/** An email address as redial accepts it. */
+export const emailSchema = z.email().max(254);
+
+/** What {@link prepareOwnerEmailChange} needs. */
+export interface OwnerEmailDeps {
+  store: MailStore;
+  jobs: JobClient;
+  random?: RandomBytes;
+}
+
+/** The writes of an owner-address change, for the caller's transaction, and the job to wake after it commits. */
+export interface PreparedOwnerEmailChange {
+  /** `unchanged`: the address is the confirmed one already; `items` and `jobs` are empty. */
+  status: 'pending' | 'unchanged';
+  items: TransactItem[];
+  jobs: PreparedJob[];
+  confirmationId: string | undefined;
+}
+
+/**
+ * Prepares a change of a tenant's owner address: the address becomes *pending* (the confirmed one, if
+ * any, keeps getting notifications) with a fresh single-use token, and an owner.email_confirmation job
+ * mails it the link. Nothing is written: put `items` in your TransactWriteItems with your own change
+ * (the tenant row) and, once committed, pass `jobs` to `jobs.afterCommit`. A newer change supersedes an
+ * older pending one, whose link then stops working.
+ *
+ * @example
+ * const change = await prepareOwnerEmailChange({ store, jobs }, tenantId, body.ownerEmail, clock.now());
+ * await db.send(new TransactWriteCommand({ TransactItems: [tenantPut, ...change.items] }));
+ * await jobs.afterCommit(change.jobs);
+ */
+export async function prepareOwnerEmailChange(deps: OwnerEmailDeps, tenantId: string, email: string, now: number): Promise<PreparedOwnerEmailChange> {
+  const address = emailSchema.parse(email.trim());
+  const contact = await deps.store.getContact(tenantId);
+  if (contact?.confirmedAt && contact.email?.toLowerCase() === address.toLowerCase()) {
+    return { status: 'unchanged', items: [], jobs: [], confirmationId: undefined };
+  }
+  const random = deps.random ?? secureRandomBytes;
+  const confirmationId = newId('conf', random);
+  const { token, hash } = newToken(random);
+  const item = deps.store.pendingEmailItem({ tenantId, email: address, pendingId: confirmationId, tokenHash: hash, expiresAt: now + TOKEN_TTL_MS.emailConfirmation, now });
+  const job = deps.jobs.prepare(emailConfirmationKind, { tenantId, confirmationId, token }, { id: `owner.email_confirmation:${confirmationId}`, at: now });
+  return { status: 'pending', items: [item, job.item], jobs: [job], confirmationId };
+}
+
+/** Changes the owner address on its own (its own transaction): for callers with nothing else to write. */
+export async function changeOwnerEmail(deps: OwnerEmailDeps, tenantId: string, email: string, now: number): Promise<PreparedOwnerEmailChange> {
+  const change = await prepareOwnerEmailChange(deps, tenantId, email, now);
+  if (change.items.length) {
+    await deps.store.transact(change.items);
+    await deps.jobs.afterCommit(change.jobs);
+  }
+  return change;
+}
+
+/**
+ * Follows a confirmation link: the pending address becomes the confirmed owner address, once. A reused,
+ * expired, superseded or forged token raises {@link LinkRefusedError} and changes nothing.
+ */
+export async function confirmOwnerEmail(store: MailStore, tenantId: string, token: string, now: number): Promise<OwnerContact> {
+  if (!looksLikeToken(token)) throw new LinkRefusedError('invalid', 'this link is not valid');
+  return store.confirmEmail(tenantId, hashToken(token), now);
+}
+
+/** The owner's contact as the API shows it: never a token hash. */
+export function ownerView(tenantId: string, contact: OwnerContact | undefined, now: number) {
+  const pendingAlive = contact?.pendingEmail && contact.pendingExpiresAt && Date.parse(contact.pendingExpiresAt) > now;
+  return {
+    tenantId,
+    email: contact?.confirmedAt ? (contact.email ?? null) : null,
+    confirmedAt: contact?.confirmedAt ?? null,
+    pending: pendingAlive
+      ? { email: contact.pendingEmail!, requestedAt: contact.pendingRequestedAt ?? null, expiresAt: contact.pendingExpiresAt!, mailedAt: contact.pendingMailedAt ?? null }
+      : null,
+  };
+}
