@@ -7,6 +7,8 @@ import { signCallWebhook } from '../functions/calls/signature.ts';
 import { createJobRuntime } from '../functions/jobs/runtime.ts';
 import { queueNames, queues } from '../functions/jobs/queues.ts';
 import { watchdogKind } from '../functions/calls/kinds.ts';
+import { parseMailConfig } from '../functions/mail/config.ts';
+import { transportFor } from '../functions/mail/transport.ts';
 import { allRoutes } from '../functions/ops/system.ts';
 import type { SystemDeps } from '../functions/ops/system.ts';
 import { systemClock } from '../functions/platform/clock.ts';
@@ -92,6 +94,11 @@ async function localIntake(endpoint: string) {
   const deps: SystemDeps = {
     jobs, db: clients.dynamo, tableNames, clock: systemClock, rng: seededRng(2), logger, metrics: new MemoryMetrics(),
     calls: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: SECRET, callTimeoutSeconds: 600 },
+    // Nothing consumes the mail queue here: configured, never sends.
+    mail: (() => {
+      const config = parseMailConfig({ MAIL_DOMAIN: 'bench.redial', PUBLIC_BASE_URL: 'http://127.0.0.1:9', MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
+      return { config, transport: transportFor(config.transport, clients) };
+    })(),
   };
   const server = await startHttpServer({ port: 0, handler: createApiHandler(allRoutes(deps), logger) });
   return { deps, counter, transport, server, stop: async () => { await server.close(); transport.stop(); await Promise.all(localQueues.map((q) => q.stop())); } };

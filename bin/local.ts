@@ -19,6 +19,10 @@ const env = parseConfig(
       PORT: z.coerce.number().int().min(0).max(65535).default(3000),
       DATA_DIR: z.string().min(1).default('.data'),
       TIME_SCALE: z.coerce.number().positive().max(1000).default(1),
+      MAIL_DOMAIN: z.string().min(1).optional(),
+      MAIL_FROM: z.string().min(3).optional(),
+      SMTP_URL: z.string().url().optional(),
+      PUBLIC_BASE_URL: z.string().url().optional(),
     })
     .extend(localCallsEnv.shape),
 );
@@ -35,10 +39,12 @@ const runtime = await startLocalRuntime({
     simulatorSeed: env.SIMULATOR_SEED,
     simulatorMix: env.SIMULATOR_MIX,
   },
+  mail: { domain: env.MAIL_DOMAIN, from: env.MAIL_FROM, smtpUrl: env.SMTP_URL, publicBaseUrl: env.PUBLIC_BASE_URL },
 });
 console.log(`redial is running
   API             ${runtime.url}   (health: ${runtime.url}/healthz)
   DynamoDB Local  ${runtime.dynamo.endpoint}   pid ${runtime.dynamo.pid}, data ${flags.memory ? 'in memory' : env.DATA_DIR}
+  mail            ${runtime.smtpSink ? `SMTP sink ${runtime.smtpSink.url}, messages at ${runtime.url}/v1/ops/mail` : `SMTP ${env.SMTP_URL ?? ''}`}; Message-ID domain ${runtime.mail.domain}
   time scale      ${env.TIME_SCALE}${env.TIME_SCALE === 1 ? ' (real time)' : ` (1 s of job time passes in ${env.TIME_SCALE} s)`}
   call placer     ${runtime.simulator ? `${runtime.simulator.url}   (built-in simulator, seed ${env.SIMULATOR_SEED})` : runtime.deps.calls.placerUrl}
   call intake     ${runtime.deps.calls.callbackUrl}   secret ${env.CALL_WEBHOOK_SECRET ? '(CALL_WEBHOOK_SECRET)' : `${DEV_WEBHOOK_SECRET} (dev default)`}

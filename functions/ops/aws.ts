@@ -9,6 +9,8 @@ import { powertoolsMetrics } from '../platform/metrics.ts';
 import { systemRng } from '../platform/rng.ts';
 import { callsConfigFromEnv } from '../calls/config.ts';
 import type { CallsConfig } from '../calls/config.ts';
+import { parseMailConfig } from '../mail/config.ts';
+import { transportFor } from '../mail/transport.ts';
 import { tables } from './system.ts';
 import type { SystemDeps, TableKey, TableNames } from './system.ts';
 
@@ -27,11 +29,13 @@ export function tableNamesFromEnv(env: Record<string, string | undefined> = proc
 
 /**
  * The system on AWS, built once per Lambda cold start: the job layer with its clients (retries off), the
- * table names, the calls configuration, and this function's logger and metrics under `service`.
- * `calls` overrides what the environment says (the API passes the intake secret it read at cold start).
+ * table names, the calls configuration, the mail configuration and transport, and this function's logger
+ * and metrics under `service`. `calls` overrides what the environment says (the API passes the intake secret
+ * it read at cold start).
  */
 export function awsSystem(service: string, overrides: { calls?: Partial<CallsConfig> } = {}): { deps: SystemDeps; config: JobsAwsConfig; clients: AwsClients } {
   const { runtime, config, clients } = awsJobRuntime(service);
+  const mailConfig = parseMailConfig();
   const deps: SystemDeps = {
     jobs: runtime,
     db: clients.dynamo,
@@ -41,6 +45,7 @@ export function awsSystem(service: string, overrides: { calls?: Partial<CallsCon
     logger: createLogger(service),
     metrics: powertoolsMetrics(service),
     calls: callsConfigFromEnv(process.env, overrides.calls),
+    mail: { config: mailConfig, transport: transportFor(mailConfig.transport, clients) },
   };
   return { deps, config, clients };
 }

@@ -13,6 +13,12 @@ import { ensureTables, freePort, startDynamoDbLocal } from '../platform/local/dy
 import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import { startHttpServer } from '../platform/local/http-server.ts';
 import type { LocalHttpServer } from '../platform/local/http-server.ts';
+import { startSmtpSink } from '../platform/local/smtp-sink.ts';
+import type { SmtpSink } from '../platform/local/smtp-sink.ts';
+import { parseMailConfig } from '../mail/config.ts';
+import type { MailConfig } from '../mail/config.ts';
+import { transportFor } from '../mail/transport.ts';
+import { mailSinkRoutes } from './mail-sink-api.ts';
 import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
 import { queueNames, queues } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
@@ -46,6 +52,20 @@ export interface LocalOptions {
     simulatorSeed?: number;
     simulatorMix?: Partial<Record<SimulatedOutcome, number>> | undefined;
   };
+  /** Mail settings (MAIL_DOMAIN, MAIL_FROM, SMTP_URL, PUBLIC_BASE_URL); each has a local default. */
+  mail?: LocalMailOptions;
+}
+
+/** Mail on one machine: by default every message goes to the built-in SMTP sink. */
+export interface LocalMailOptions {
+  /** @default 'redial.local' */
+  domain?: string | undefined;
+  /** @default 'redial <no-reply@MAIL_DOMAIN>' */
+  from?: string | undefined;
+  /** A real SMTP server instead of the built-in sink. @default the sink */
+  smtpUrl?: string | undefined;
+  /** Where the links in mails point. @default this runtime's own URL */
+  publicBaseUrl?: string | undefined;
 }
 
 /** A running local stack. */
@@ -59,6 +79,9 @@ export interface LocalRuntime {
   deps: SystemDeps;
   /** The built-in call placer, unless a placer URL was given. */
   simulator: CallPlacerSimulator | undefined;
+  mail: MailConfig;
+  /** The built-in SMTP sink; undefined when SMTP_URL names another server. */
+  smtpSink: SmtpSink | undefined;
   /** Resolves when every queue is idle (nothing visible, nothing in flight). */
   idle(): Promise<void>;
   /** Stops everything this runtime started, DynamoDB Local included. */
@@ -92,7 +115,8 @@ export const localTableNames: TableNames = Object.fromEntries(Object.keys(tables
 /**
  * Starts redial on one machine: DynamoDB Local, the tables from the same definitions CDK deploys,
  * in-process queues and timers that hand SQS-shaped batches to the same worker entry points, the
- * rescuer on its period, and the API on 127.0.0.1.
+ * rescuer on its period, the SMTP sink that keeps every mail (unless `mail.smtpUrl` names a real server),
+ * and the API on 127.0.0.1.
  */
 export async function startLocalRuntime(options: LocalOptions): Promise<LocalRuntime> {
   const logger = createLogger('redial-local');
@@ -106,6 +130,9 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       dynamo.endpoint,
       Object.entries(tables).map(([key, definition]) => ({ definition, tableName: localTableNames[key as keyof TableNames] })),
     );
+    // Started before the queues, so it stops after them: a mail in flight at shutdown still finds it.
+    const smtpSink = options.mail?.smtpUrl ? undefined : await startSmtpSink();
+    if (smtpSink) stops.push(() => smtpSink.stop());
     const clock = localClock(options.dataDir, options.timeScale);
     const speed = clock.speed ?? 1;
     if (options.dataDir) {
@@ -160,7 +187,26 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       callTimeoutSeconds: options.calls?.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS,
     };
     // Signatures are stamped with the wall clock, whatever TIME_SCALE does to job time.
-    const deps: SystemDeps = { jobs, db: clients.dynamo, tableNames: localTableNames, clock, wallClock: systemClock, rng, logger, metrics, calls };
+    const mail = parseMailConfig({
+      MAIL_DOMAIN: options.mail?.domain ?? 'redial.local',
+      MAIL_FROM: options.mail?.from,
+      // Mails link back to this runtime unless PUBLIC_BASE_URL says otherwise.
+      PUBLIC_BASE_URL: options.mail?.publicBaseUrl ?? `http://127.0.0.1:${port}`,
+      MAIL_TRANSPORT: 'smtp',
+      SMTP_URL: options.mail?.smtpUrl ?? smtpSink?.url,
+    });
+    const deps: SystemDeps = {
+      jobs,
+      db: clients.dynamo,
+      tableNames: localTableNames,
+      clock,
+      wallClock: systemClock,
+      rng,
+      logger,
+      metrics,
+      calls,
+      mail: { config: mail, transport: transportFor(mail.transport, clients) },
+    };
 
     const handlers = handlersByQueue(deps);
     for (const queue of localQueues) {
@@ -176,7 +222,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     stops.push(() => clearInterval(interval));
 
     const panel = panelRoutes({ jobs: jobs.client, kinds: allKinds, periodicStatus: (kind) => jobs.store.getPeriodic(kind) });
-    const api = createApiHandler(allRoutes(deps, panel), logger);
+    const api = createApiHandler(allRoutes(deps, [...panel, ...(smtpSink ? mailSinkRoutes(smtpSink) : [])]), logger);
     const server: LocalHttpServer = await startHttpServer({ port, handler: api });
     stops.push(() => server.close());
 
@@ -189,6 +235,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       metrics,
       deps,
       simulator,
+      mail,
+      smtpSink,
       idle: async () => {
         await Promise.all(localQueues.map((q) => q.idle()));
       },

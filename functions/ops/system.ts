@@ -12,6 +12,12 @@ import { jobsTable } from '../jobs/row.ts';
 import { webhooksTable } from '../webhooks/events.ts';
 import { callsDeps, callsHandlers, callsKinds, callsRoutes, callsTable, CallsStore } from '../calls/index.ts';
 import type { CallsConfig, CallsDeps, TenantWriteHook } from '../calls/index.ts';
+import type { MailDeps, MailServices } from '../mail/context.ts';
+import { mailHandlers } from '../mail/handlers.ts';
+import { mailKinds } from '../mail/kinds.ts';
+import { mailRoutes } from '../mail/routes.ts';
+import { MailStore, mailTable } from '../mail/store.ts';
+import { secureRandomBytes } from '../mail/tokens.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import { jobRoutes } from './jobs-api.ts';
 import { probeHandler, probeKind } from './probe.ts';
@@ -22,12 +28,12 @@ import { probeHandler, probeKind } from './probe.ts';
  */
 
 /** Every table, by logical name. */
-export const tables = { jobs: jobsTable, webhooks: webhooksTable, calls: callsTable } as const satisfies Record<string, TableDefinition>;
+export const tables = { jobs: jobsTable, webhooks: webhooksTable, calls: callsTable, mail: mailTable } as const satisfies Record<string, TableDefinition>;
 export type TableKey = keyof typeof tables;
 export type TableNames = Record<TableKey, string>;
 
 /** Every job kind (data only): the rescuer prices lost attempts and enqueues periodic jobs from this list. */
-export const allKinds: readonly JobKind<never>[] = [probeKind, ...callsKinds] as unknown as JobKind<never>[];
+export const allKinds: readonly JobKind<never>[] = [probeKind, ...callsKinds, ...mailKinds] as unknown as JobKind<never>[];
 
 /** What every context's handlers and routes may draw on. */
 export interface SystemDeps {
@@ -42,6 +48,8 @@ export interface SystemDeps {
   metrics: MetricsSink;
   /** The calls context's configuration (placer, intake secret, call timeout). */
   calls: CallsConfig;
+  /** The mail context's configuration and transport (SES on AWS, SMTP locally). */
+  mail: MailServices;
 }
 
 /**
@@ -75,9 +83,22 @@ function callsDepsOf(deps: SystemDeps): CallsDeps {
   return built;
 }
 
+/** The mail context's view of the system. */
+export function mailDepsOf(deps: SystemDeps): MailDeps {
+  return {
+    ...deps.mail,
+    store: new MailStore(deps.db, deps.tableNames.mail),
+    jobs: deps.jobs.client,
+    clock: deps.clock,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    random: secureRandomBytes,
+  };
+}
+
 /** Every handler, grouped by the queue whose worker runs it. */
 export function handlersByQueue(deps: SystemDeps): Record<QueueName, JobHandler<never>[]> {
-  return { ops: [probeHandler as unknown as JobHandler<never>], calls: callsHandlers(callsDepsOf(deps)), webhooks: [], mail: [] };
+  return { ops: [probeHandler as unknown as JobHandler<never>], calls: callsHandlers(callsDepsOf(deps)), webhooks: [], mail: mailHandlers(mailDepsOf(deps)) };
 }
 
 /** Every route of the API (documented in docs/openapi.json), the OpenAPI route itself included. */
@@ -89,10 +110,14 @@ export function apiRoutes(deps: SystemDeps): Route<never, never, never>[] {
     summary: 'Liveness',
     handler: () => Promise.resolve({ status: 200, body: { status: 'ok', time: new Date(deps.clock.now()).toISOString() } }),
   });
+  // Mail's dependencies are resolved per request: listing the routes (CDK, OpenAPI) needs no configuration.
+  let mail: MailDeps | undefined;
+  const mailDeps = () => (mail ??= mailDepsOf(deps));
   const routes: Route<never, never, never>[] = [
     healthz as unknown as Route<never, never, never>,
     ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }),
     ...callsRoutes(callsDepsOf(deps)),
+    ...mailRoutes(mailDeps),
   ];
   const openapi = route({
     method: 'GET',

@@ -43,11 +43,23 @@ export function jobSummary(row: JobRow): JobSummary {
   };
 }
 
+/**
+ * Argument keys whose values are secrets: the raw token of a mail link travels in its job's arguments
+ * (the outbox; the mail table keeps only its hash), and the ops API never shows it.
+ */
+export const SECRET_ARG_KEYS: readonly string[] = ['token'];
+
+/** A job's arguments with secret values replaced by `[redacted]`. */
+export function redactArgs(args: unknown): unknown {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return args;
+  return Object.fromEntries(Object.entries(args).map(([key, value]) => [key, SECRET_ARG_KEYS.includes(key) ? '[redacted]' : value]));
+}
+
 export function jobDetail(row: JobRow): JobDetail {
   return {
     ...jobSummary(row),
     queue: row.queue,
-    args: row.args,
+    args: redactArgs(row.args),
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     finalizedAt: row.finalizedAt ?? null,

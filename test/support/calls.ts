@@ -20,6 +20,8 @@ import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
 import type { WebhookEvent } from '../../functions/webhooks/events.ts';
+import { parseMailConfig } from '../../functions/mail/config.ts';
+import { transportFor } from '../../functions/mail/transport.ts';
 import { freshTables } from './dynamo.ts';
 
 /** The intake secret tests sign with (the Standard Webhooks spec's example key). */
@@ -85,6 +87,11 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
       callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
       ...(options.noSlotSnoozeMs ? { noSlotSnoozeMs: options.noSlotSnoozeMs } : {}),
     },
+    // The mail queue has no consumer here: configured, never sends.
+    mail: (() => {
+      const config = parseMailConfig({ MAIL_DOMAIN: 'test.redial', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
+      return { config, transport: transportFor(config.transport, clients) };
+    })(),
   };
   const handlers = handlersByQueue(deps);
   if (options.workers !== false) {
