@@ -5,15 +5,32 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { RedialStack } from '../lib/redial-stack.ts';
 
 const app = new App();
-const alarmEmail: unknown = app.node.tryGetContext('alarmEmail');
-const callPlacerUrl: unknown = app.node.tryGetContext('callPlacerUrl');
-if (typeof callPlacerUrl !== 'string' || !callPlacerUrl) {
+const context = (key: string): string | undefined => {
+  const value: unknown = app.node.tryGetContext(key);
+  return typeof value === 'string' && value ? value : undefined;
+};
+const alarmEmail = context('alarmEmail');
+const callPlacerUrl = context('callPlacerUrl');
+if (!callPlacerUrl) {
   console.warn('No call placer: the calls worker will refuse to start. Deploy with -c callPlacerUrl=https://… to dial.');
 }
+const mailDomain = context('mailDomain');
 new RedialStack(app, 'Redial', {
   description: 'redial: outbound calling campaigns with one owner of retries, the job layer',
-  ...(typeof alarmEmail === 'string' && alarmEmail ? { alarmEmail } : {}),
-  ...(typeof callPlacerUrl === 'string' && callPlacerUrl ? { callPlacerUrl } : {}),
+  ...(alarmEmail ? { alarmEmail } : {}),
+  ...(callPlacerUrl ? { callPlacerUrl } : {}),
+  // cdk deploy -c mailDomain=mail.example.org [-c mailFrom=...] [-c sesIdentity=...] [-c sesConfigurationSet=...] [-c publicBaseUrl=...]
+  ...(mailDomain
+    ? {
+        mail: {
+          domain: mailDomain,
+          ...(context('mailFrom') ? { from: context('mailFrom')! } : {}),
+          ...(context('sesIdentity') ? { sesIdentity: context('sesIdentity')! } : {}),
+          ...(context('sesConfigurationSet') ? { configurationSet: context('sesConfigurationSet')! } : {}),
+          ...(context('publicBaseUrl') ? { publicBaseUrl: context('publicBaseUrl')! } : {}),
+        },
+      }
+    : {}),
 });
 // cdk-nag 3 is a policy-validation plugin (its v2 Aspect API is gone): any unacknowledged finding fails synth.
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

@@ -15,6 +15,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as ses from 'aws-cdk-lib/aws-ses';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -28,6 +29,7 @@ import { tableEnvName } from '../functions/ops/aws.ts';
 import { tables } from '../functions/ops/system.ts';
 import type { TableKey } from '../functions/ops/system.ts';
 import { METRICS_NAMESPACE } from '../functions/platform/metrics.ts';
+import { linkPaths } from '../functions/mail/links.ts';
 import { RedialFunction } from './constructs/function.ts';
 import { JobQueue } from './constructs/job-queue.ts';
 import { definedTable } from './constructs/table.ts';
@@ -72,6 +74,21 @@ export const PUBLIC_ROUTES: readonly PublicRoute[] = [
     reason:
       'Call-result intake for the AI call handler, an outside service without AWS credentials: every request must carry a Standard Webhooks signature (HMAC-SHA256 with CALL_WEBHOOK_SECRET, timestamp within 5 minutes), checked before the body is parsed; unsigned requests get 401 and change nothing.',
   },
+  {
+    method: 'GET',
+    path: linkPaths.confirmEmail,
+    reason: 'The link in the owner-address confirmation mail: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
+  },
+  {
+    method: 'GET',
+    path: linkPaths.approveAccess,
+    reason: 'The approve link in an access-request mail: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
+  },
+  {
+    method: 'GET',
+    path: linkPaths.denyAccess,
+    reason: 'The deny link in an access-request mail: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
+  },
 ];
 
 /**
@@ -83,8 +100,28 @@ export const WORKER_ENTRY_OVERRIDES: Partial<Record<QueueName, string>> = {};
 /** The entry file of a queue's worker: `functions/<queue>/lambda/worker.ts` unless overridden. */
 export const workerEntry = (queue: QueueName): string => WORKER_ENTRY_OVERRIDES[queue] ?? `functions/${queue}/lambda/worker.ts`;
 
+/** Mail on AWS: SES v2 sends, from a verified identity. */
+export interface RedialMailProps {
+  /** The right-hand side of every Message-ID (`<event id@domain>`), and the default SES identity. */
+  readonly domain: string;
+  /** The From header. @default `redial <no-reply@domain>` */
+  readonly from?: string;
+  /** The verified SES identity (a domain or an address) the mail worker may send as. @default domain */
+  readonly sesIdentity?: string;
+  /** An SES configuration set to send through (event publishing, suppression). @default - none */
+  readonly configurationSet?: string;
+  /** Where the links in mails point. @default - the HTTP API's own endpoint */
+  readonly publicBaseUrl?: string;
+}
+
 /** Properties of the {@link RedialStack}. */
 export interface RedialStackProps extends StackProps {
+  /**
+   * Mail settings. The identity must be verified in SES (and the account out of the SES sandbox to mail
+   * unverified recipients) before mail goes out.
+   * @default { domain: 'example.com' } - synthesizes, but SES will refuse to send; set it to deploy
+   */
+  readonly mail?: RedialMailProps;
   /** An address subscribed to the alarm topic. @default - no subscription; subscribe later */
   readonly alarmEmail?: string;
   /** How long every function's logs and the API access logs are kept. @default logs.RetentionDays.ONE_MONTH */
@@ -177,6 +214,7 @@ export class RedialStack extends Stack {
     const { api, stage } = this.httpApi(this.apiFunction, logRetention);
     this.api = api;
     this.callWebhookSecret = this.callsConfiguration(props);
+    this.configureMail(props.mail ?? { domain: 'example.com' }, [this.apiFunction, this.rescuerFunction, ...Object.values(this.jobQueues).map((q) => q.worker)]);
     this.alarmTopic = this.discardAlarm(props.alarmEmail);
 
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'HTTP API base URL' });
@@ -246,6 +284,31 @@ export class RedialStack extends Stack {
     worker.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
     worker.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
     return secret;
+  }
+
+  /**
+   * What functions/mail/config.ts parses at every cold start (MAIL_DOMAIN, MAIL_FROM, PUBLIC_BASE_URL,
+   * MAIL_TRANSPORT=ses, SES_CONFIGURATION_SET), and for the mail worker alone, leave to send as the one
+   * configured SES identity (and through the configured configuration set).
+   */
+  private configureMail(mail: RedialMailProps, functions: NodejsFunction[]): void {
+    for (const fn of functions) {
+      fn.addEnvironment('MAIL_DOMAIN', mail.domain);
+      if (mail.from) fn.addEnvironment('MAIL_FROM', mail.from);
+      fn.addEnvironment('MAIL_TRANSPORT', 'ses');
+      fn.addEnvironment('PUBLIC_BASE_URL', mail.publicBaseUrl ?? this.api.apiEndpoint);
+      if (mail.configurationSet) fn.addEnvironment('SES_CONFIGURATION_SET', mail.configurationSet);
+    }
+    const sender = this.jobQueues.mail.worker;
+    ses.EmailIdentity.fromEmailIdentityName(this, 'MailIdentity', mail.sesIdentity ?? mail.domain).grantSendEmail(sender);
+    if (mail.configurationSet) {
+      sender.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['ses:SendEmail', 'ses:SendRawEmail'],
+          resources: [this.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: mail.configurationSet })],
+        }),
+      );
+    }
   }
 
   /** The logical id of a construct's CloudFormation resource, as cdk-nag names it in a finding. */
