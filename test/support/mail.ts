@@ -1,0 +1,94 @@
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { ManualClock } from '../../functions/platform/clock.ts';
+import { createLogger } from '../../functions/platform/logger.ts';
+import { MemoryMetrics } from '../../functions/platform/metrics.ts';
+import { seededRng } from '../../functions/platform/rng.ts';
+import { createSmtpClient } from '../../functions/platform/smtp.ts';
+import { LocalQueue, LocalTransport } from '../../functions/platform/local/queues.ts';
+import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
+import type { SinkMessage, SinkScript, SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
+import { queueNames, queues } from '../../functions/jobs/queues.ts';
+import { createJobRuntime } from '../../functions/jobs/runtime.ts';
+import type { JobRuntime } from '../../functions/jobs/runtime.ts';
+import type { MailConfig } from '../../functions/mail/config.ts';
+import type { MailDeps } from '../../functions/mail/context.ts';
+import { mailHandlers } from '../../functions/mail/handlers.ts';
+import { ownerNotifyKind } from '../../functions/mail/kinds.ts';
+import { MailStore } from '../../functions/mail/store.ts';
+import { secureRandomBytes } from '../../functions/mail/tokens.ts';
+import { SmtpMailTransport } from '../../functions/mail/transport.ts';
+import type { MailTransport } from '../../functions/mail/transport.ts';
+import { freshTables } from './dynamo.ts';
+
+export const TEST_MAIL_DOMAIN = 'test.redial';
+
+/**
+ * The mail context on DynamoDB Local, a manual clock and the local runtime's in-process queues, sending
+ * through a real SMTP server (the sink, scriptable) unless a transport is given. `settle()` advances the
+ * clock timer by timer until nothing is left to run.
+ */
+export async function mailFixture(options: { script?: SinkScript; transport?: MailTransport; publicBaseUrl?: string; seed?: number } = {}) {
+  const sink = await startSmtpSink(options.script ? { script: options.script } : {});
+  const { clients, tableNames } = await freshTables();
+  const clock = new ManualClock();
+  const metrics = new MemoryMetrics();
+  const logger = createLogger('test');
+  const localQueues = queueNames.map(
+    (name) => new LocalQueue({ name, clock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 6 * queues[name].timeoutSeconds * 1000 }),
+  );
+  const jobs: JobRuntime = createJobRuntime({
+    db: clients.dynamo,
+    jobsTable: tableNames.jobs,
+    transport: new LocalTransport(localQueues, clock),
+    clock,
+    rng: seededRng(options.seed ?? 7),
+    logger,
+    metrics,
+  });
+  const config: MailConfig = {
+    domain: TEST_MAIL_DOMAIN,
+    from: `redial <no-reply@${TEST_MAIL_DOMAIN}>`,
+    publicBaseUrl: options.publicBaseUrl ?? 'http://127.0.0.1:9',
+    transport: { type: 'smtp', url: sink.url },
+  };
+  const store = new MailStore(clients.dynamo, tableNames.mail);
+  const transport = options.transport ?? new SmtpMailTransport(createSmtpClient({ url: sink.url, connectionTimeoutMs: 2000, greetingTimeoutMs: 2000, socketTimeoutMs: 5000 }));
+  const deps: MailDeps = { config, transport, store, jobs: jobs.client, clock, logger, metrics, random: secureRandomBytes };
+  const worker = jobs.worker('mail', mailHandlers(deps));
+  for (const queue of localQueues) if (queue.name === 'mail') queue.consume((event) => worker(event, {} as never));
+  const idle = () => Promise.all(localQueues.map((q) => q.idle()));
+
+  /** Runs every timer and message until nothing is due, up to `untilMs` ahead (default: 30 days). */
+  async function settle(untilMs = 30 * 86400_000): Promise<void> {
+    const limit = clock.now() + untilMs;
+    await idle();
+    for (let i = 0; i < 100_000; i++) {
+      const next = clock.nextTimerAt();
+      if (next === undefined || next > limit) break;
+      clock.set(Math.max(next, clock.now()));
+      await idle();
+    }
+  }
+
+  /** Enqueues an owner.notify for a batch.finalised event. */
+  const notify = (tenantId: string, eventId: string, byCode: Record<string, number> = { COMPLETED: 3, NO_PICKUP: 1 }) =>
+    jobs.client.enqueue(ownerNotifyKind, { tenantId, eventId, template: 'batch.finalised', data: { batchId: `b_${eventId}`, round: 2, maxAttempts: 3, counts: { byCode } } });
+
+  /** Commits prepared transaction items (a caller's transaction) without waking the jobs in them. */
+  const commitOnly = (items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>) =>
+    clients.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
+
+  return { sink, clients, tableNames, clock, metrics, logger, jobs, deps, store, config, settle, idle, notify, commitOnly, stop: () => sink.stop() };
+}
+
+export type MailFixture = Awaited<ReturnType<typeof mailFixture>>;
+
+/** The first link in a message's text body whose path ends as given. */
+export function linkIn(message: SinkMessage, pathEnd: string): string {
+  const links = (message.text ?? '').match(/https?:\/\/\S+/g) ?? [];
+  const link = links.find((l) => new URL(l).pathname.endsWith(pathEnd));
+  if (!link) throw new Error(`no link ending in ${pathEnd} in:\n${message.text}`);
+  return link;
+}
+
+export type { SmtpSink };
