@@ -11,18 +11,20 @@ export interface Rendered {
 }
 
 /**
- * What the calls pipeline puts in owner.notify's `data` for `batch.finalised`: the batch and its counts
- * per normalised code (the same `counts` that `GET /v1/batches/{id}` answers). Extra keys are ignored.
+ * What the calls pipeline puts in owner.notify's `data` for `batch.finalised` (its `finalSummary`, the
+ * batch.finalised event's data): the batch, its rounds, and its contacts per normalised code. Extra keys
+ * are ignored.
  */
 export const batchFinalisedData = z.object({
   batchId: z.string().min(1).max(200),
-  round: z.number().int().min(0).optional(),
+  /** Rounds used. */
+  rounds: z.number().int().min(0).optional(),
   maxAttempts: z.number().int().min(1).optional(),
+  /** Contacts in the batch (the sum of `byCode` when absent). */
+  contacts: z.number().int().min(0).optional(),
+  byCode: z.record(z.string(), z.number().int().min(0)),
+  byStatus: z.record(z.string(), z.number().int().min(0)).optional(),
   finalisedAt: z.string().optional(),
-  counts: z.object({
-    byCode: z.record(z.string(), z.number().int().min(0)),
-    byStatus: z.record(z.string(), z.number().int().min(0)).optional(),
-  }),
 });
 export type BatchFinalisedData = z.infer<typeof batchFinalisedData>;
 
@@ -57,15 +59,16 @@ const button = (href: string, label: string, color: string): string =>
 
 /** owner.notify / batch.finalised: the batch's outcome, by normalised code, most frequent first. */
 export function renderBatchFinalised(tenantId: string, data: BatchFinalisedData): Rendered {
-  const rows = Object.entries(data.counts.byCode).sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
-  const total = rows.reduce((sum, [, n]) => sum + n, 0);
-  const rounds = data.round !== undefined ? ` after ${data.round} round${data.round === 1 ? '' : 's'}` : '';
-  const budget = data.maxAttempts !== undefined ? ` of ${data.maxAttempts}` : '';
+  const rows = Object.entries(data.byCode).sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+  const total = data.contacts ?? rows.reduce((sum, [, n]) => sum + n, 0);
+  const rounds = data.rounds !== undefined ? ` after ${data.rounds} round${data.rounds === 1 ? '' : 's'}` : '';
+  const budget = data.rounds !== undefined && data.maxAttempts !== undefined ? ` of ${data.maxAttempts}` : '';
+  const contacts = `${total} contact${total === 1 ? '' : 's'}`;
   const width = Math.max(4, ...rows.map(([code]) => code.length));
-  const table = rows.length ? rows.map(([code, n]) => `  ${code.padEnd(width)}  ${n}`).join('\n') : '  (no contacts)';
+  const table = rows.length ? rows.map(([code, n]) => `  ${code.padEnd(width)}  ${n}`).join('\n') : '  (no outcomes)';
   const text = `Batch ${data.batchId} of tenant ${tenantId} is finalised${rounds}${budget}.
 
-${total} contact${total === 1 ? '' : 's'}, by outcome:
+${contacts}, by outcome:
 ${table}
 ${data.finalisedAt ? `\nFinalised at ${data.finalisedAt}.\n` : ''}
 This is an automated message from redial; replies are not read.
@@ -76,12 +79,12 @@ This is an automated message from redial; replies are not read.
   const html = page(
     `Batch ${data.batchId} finalised`,
     `<h2 style="font-size: 18px;">Batch <code>${escapeHtml(data.batchId)}</code> is finalised</h2>
-<p>Tenant <code>${escapeHtml(tenantId)}</code>${escapeHtml(rounds)}${escapeHtml(budget)}: ${total} contact${total === 1 ? '' : 's'}, by outcome:</p>
+<p>Tenant <code>${escapeHtml(tenantId)}</code>${escapeHtml(rounds)}${escapeHtml(budget)}: ${contacts}, by outcome:</p>
 <table style="border-collapse: collapse;">
-${htmlRows || '<tr><td>(no contacts)</td></tr>'}
+${htmlRows || '<tr><td>(no outcomes)</td></tr>'}
 </table>${data.finalisedAt ? `\n<p>Finalised at ${escapeHtml(data.finalisedAt)}.</p>` : ''}`,
   );
-  return { subject: subjectLine(`Batch ${data.batchId} finalised: ${total} contact${total === 1 ? '' : 's'}`), text, html };
+  return { subject: subjectLine(`Batch ${data.batchId} finalised: ${contacts}`), text, html };
 }
 
 /** owner.email_confirmation: a link that makes `email` the tenant's confirmed owner address. */

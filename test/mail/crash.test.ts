@@ -22,7 +22,7 @@ describe('send, then mark: a worker killed between the two', () => {
       tenantId: 'acme',
       eventId: 'evt_crash',
       template: 'batch.finalised',
-      data: { batchId: 'b_1', counts: { byCode: { COMPLETED: 2 } } },
+      data: { batchId: 'b_1', byCode: { COMPLETED: 2 } },
     });
     await fx.commitOnly([prepared.item]);
 

@@ -14,7 +14,7 @@ afterEach(async () => {
 
 describe('batch.finalised', () => {
   it('SummarisesByNormalisedCodeMostFrequentFirst', () => {
-    const mail = renderBatchFinalised('acme', { batchId: 'b_7', round: 2, maxAttempts: 3, counts: { byCode: { NO_PICKUP: 2, COMPLETED: 5, FAILED: 2 } } });
+    const mail = renderBatchFinalised('acme', { batchId: 'b_7', rounds: 2, maxAttempts: 3, contacts: 9, byCode: { NO_PICKUP: 2, COMPLETED: 5, FAILED: 2 } });
     expect(mail.subject).toBe('Batch b_7 finalised: 9 contacts');
     expect(mail.text).toContain('Batch b_7 of tenant acme is finalised after 2 rounds of 3.');
     const rows = mail.text.split('\n').filter((line) => /^ {2}[A-Z_]+ +\d+$/.test(line)).map((line) => line.trim().split(/ +/));
@@ -27,7 +27,7 @@ describe('batch.finalised', () => {
   });
 
   it('EscapesEveryValueInTheHtmlAndKeepsTheSubjectOnOneLine', () => {
-    const mail = renderBatchFinalised('t<1>', { batchId: 'b"\r\nBcc: x@evil', counts: { byCode: { '<script>alert(1)</script>': 1 } } });
+    const mail = renderBatchFinalised('t<1>', { batchId: 'b"\r\nBcc: x@evil', byCode: { '<script>alert(1)</script>': 1 } });
     expect(mail.html).not.toContain('<script>');
     expect(mail.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(mail.html).toContain('t&lt;1&gt;');

@@ -72,7 +72,7 @@ export async function mailFixture(options: { script?: SinkScript; transport?: Ma
 
   /** Enqueues an owner.notify for a batch.finalised event. */
   const notify = (tenantId: string, eventId: string, byCode: Record<string, number> = { COMPLETED: 3, NO_PICKUP: 1 }) =>
-    jobs.client.enqueue(ownerNotifyKind, { tenantId, eventId, template: 'batch.finalised', data: { batchId: `b_${eventId}`, round: 2, maxAttempts: 3, counts: { byCode } } });
+    jobs.client.enqueue(ownerNotifyKind, { tenantId, eventId, template: 'batch.finalised', data: { batchId: `b_${eventId}`, rounds: 2, maxAttempts: 3, byCode } });
 
   /** Commits prepared transaction items (a caller's transaction) without waking the jobs in them. */
   const commitOnly = (items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>) =>
