@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { finalSummary } from '../../functions/calls/finaliser.ts';
+import type { BatchRow } from '../../functions/calls/model.ts';
 import { iso } from '../../functions/platform/clock.ts';
 import { approvalMailKind, emailConfirmationKind, ownerNotifyKind } from '../../functions/mail/kinds.ts';
 import { changeOwnerEmail, prepareOwnerEmailChange } from '../../functions/mail/owner.ts';
@@ -40,8 +42,9 @@ describe('owner.notify', () => {
   it('SendsTheSummaryToTheConfirmedOwnerAndMarksNotifiedAtAfterTheSend', async () => {
     const f = await confirmedFixture();
     f.clock.advance(1234);
-    // The calls pipeline's finalSummary, as its finaliser enqueues it.
-    const data = { batchId: 'b_ok', rounds: 2, maxAttempts: 3, contacts: 8, byStatus: { Queued: 0, Calling: 0, Completed: 8, RetryEligible: 0 }, byCode: { COMPLETED: 7, INVALID_NUMBER: 1 } };
+    // The calls finaliser's own summary of a finalised batch: the contract, not a copy of it.
+    const batch = { batchId: 'b_ok', round: 2, maxAttempts: 3, contactCount: 8, nQueued: 0, nCalling: 0, nCompleted: 8, nRetryEligible: 0, byCode: { COMPLETED: 7, INVALID_NUMBER: 1 } };
+    const data = finalSummary(batch as unknown as BatchRow);
     await f.jobs.client.enqueue(ownerNotifyKind, { tenantId: 'acme', eventId: 'evt_ok', template: 'batch.finalised', data });
     await f.settle();
     const [mail] = f.sink.messages();
