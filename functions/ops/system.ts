@@ -13,6 +13,7 @@ import { webhooksTable } from '../webhooks/events.ts';
 import { callsDeps, callsHandlers, callsKinds, callsRoutes, callsTable, CallsStore } from '../calls/index.ts';
 import type { CallsConfig, CallsDeps, TenantWriteHook } from '../calls/index.ts';
 import type { MailDeps, MailServices } from '../mail/context.ts';
+import { prepareOwnerEmailChange } from '../mail/owner.ts';
 import { mailHandlers } from '../mail/handlers.ts';
 import { mailKinds } from '../mail/kinds.ts';
 import { mailRoutes } from '../mail/routes.ts';
@@ -56,9 +57,19 @@ export interface SystemDeps {
  * What other contexts add to a tenant's PUT transaction (mail: the owner-email confirmation). Each hook's
  * items commit with the tenant or not at all.
  */
+/**
+ * What other contexts write with a tenant's PUT, in the same transaction: mail asks a new or changed owner
+ * address to confirm itself (an owner.email_confirmation job and the pending address), or nothing when the
+ * address is the one already confirmed.
+ */
 function tenantWriteHooks(deps: SystemDeps): TenantWriteHook[] {
-  void deps;
-  return [];
+  return [
+    async ({ tenantId, ownerEmail, now }) => {
+      if (!ownerEmail) return { items: [], jobs: [] };
+      const { items, jobs } = await prepareOwnerEmailChange(mailDepsOf(deps), tenantId, ownerEmail, now);
+      return { items, jobs };
+    },
+  ];
 }
 
 const callsDepsCache = new WeakMap<SystemDeps, CallsDeps>();

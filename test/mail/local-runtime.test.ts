@@ -46,6 +46,18 @@ describe('the local runtime', () => {
       expect(again.body.reason).toBe('used');
       expect((await json(`${runtime.url}/v1/tenants/acme/owner-email`)).body).toMatchObject({ email: 'owner@acme.test', pending: null });
 
+      // The tenant API asks a new owner address to confirm itself, in the tenant's own transaction.
+      const put = await fetch(`${runtime.url}/v1/tenants/acme2`, { method: 'PUT', body: JSON.stringify({ concurrencyLimit: 2, ownerEmail: 'boss@acme2.test' }) });
+      expect(put.status).toBe(200);
+      let forBoss: { status: number; body: any } | undefined;
+      const bossDeadline = Date.now() + 15_000;
+      do {
+        await new Promise((r) => setTimeout(r, 50));
+        forBoss = await json(`${runtime.url}/v1/ops/mail?to=boss@acme2.test`);
+      } while (forBoss.body.messages.length === 0 && Date.now() < bossDeadline);
+      expect(forBoss.body.messages.map((m: any) => m.kind)).toEqual(['owner.email_confirmation']);
+      expect((await json(`${runtime.url}/v1/tenants/acme2/owner-email`)).body.pending).toMatchObject({ email: 'boss@acme2.test' });
+
       const raw = await fetch(`${runtime.url}/v1/ops/mail/${message.id}/raw`);
       expect(raw.headers.get('content-type')).toBe('message/rfc822');
       const unfolded = (await raw.text()).replace(/\r\n[ \t]+/g, ' ');
