@@ -77,17 +77,32 @@ export const PUBLIC_ROUTES: readonly PublicRoute[] = [
   {
     method: 'GET',
     path: linkPaths.confirmEmail,
-    reason: 'The link in the owner-address confirmation mail: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
+    reason: 'The link in the owner-address confirmation mail, opened: a page with a button; it changes nothing and reveals nothing but the button.',
+  },
+  {
+    method: 'POST',
+    path: linkPaths.confirmEmail,
+    reason: 'The link in the owner-address confirmation mail, used: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
   },
   {
     method: 'GET',
     path: linkPaths.approveAccess,
-    reason: 'The approve link in an access-request mail: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
+    reason: 'The approve link in an access-request mail, opened: a page with a button; it changes nothing and reveals nothing but the button.',
+  },
+  {
+    method: 'POST',
+    path: linkPaths.approveAccess,
+    reason: 'The approve link in an access-request mail, used: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
   },
   {
     method: 'GET',
     path: linkPaths.denyAccess,
-    reason: 'The deny link in an access-request mail: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
+    reason: 'The deny link in an access-request mail, opened: a page with a button; it changes nothing and reveals nothing but the button.',
+  },
+  {
+    method: 'POST',
+    path: linkPaths.denyAccess,
+    reason: 'The deny link in an access-request mail, used: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
   },
 ];
 

@@ -40,6 +40,33 @@ function linkAnswer(headers: Record<string, string>, status: number, title: stri
   return { status, body, headers: { 'cache-control': 'no-store' } };
 }
 
+/**
+ * What opening a mailed link (GET) shows: a page whose button POSTs the same URL. The GET itself changes
+ * nothing, because mail scanners (Safe Links, security gateways) fetch every link in a mail before its
+ * reader does; only the POST uses the token.
+ */
+function linkPreview(path: string, params: z.ZodType, title: string, button: string) {
+  return route({
+    method: 'GET',
+    path,
+    auth: 'none',
+    summary: `${title}: a page whose button POSTs this URL; opening it changes nothing`,
+    params,
+    query: tokenQuery,
+    responses: { 200: { description: 'a page (text/html) with the button; JSON clients get where to POST' } },
+    handler: ({ event, headers }) => {
+      const self = `${event.rawPath}?${event.rawQueryString}`;
+      if (!wantsHtml(headers)) return Promise.resolve({ status: 200, body: { action: button.toLowerCase(), method: 'POST', url: self }, headers: { 'cache-control': 'no-store' } });
+      const page =
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head>` +
+        `<body style="font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; max-width: 40rem; margin: 4rem auto; color: #1f2328;">` +
+        `<h1 style="font-size: 1.4rem;">${escapeHtml(title)}</h1>` +
+        `<form method="post" action="${escapeHtml(self)}"><button type="submit" style="font: inherit; padding: .4rem 1rem;">${escapeHtml(button)}</button></form></body></html>`;
+      return Promise.resolve({ status: 200, text: page, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } });
+    },
+  });
+}
+
 /** A refused link: 410 Gone, whatever the reason, and nothing changed. */
 function refusal(headers: Record<string, string>, error: LinkRefusedError): ApiResponse {
   return linkAnswer(headers, 410, 'This link does not work', error.message, { error: 'link_refused', reason: error.reason, message: error.message });
@@ -52,10 +79,10 @@ function refusal(headers: Record<string, string>, error: LinkRefusedError): ApiR
  */
 export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
   const confirmEmail = route({
-    method: 'GET',
+    method: 'POST',
     path: linkPaths.confirmEmail,
     auth: 'none',
-    summary: 'Confirm the pending owner address (the link in the confirmation mail; single use)',
+    summary: 'Confirm the pending owner address (the button behind the confirmation link; single use)',
     params: tenantParams,
     query: tokenQuery,
     responses: { 200: { description: 'confirmed' }, 410: { description: 'used, expired, superseded or forged: nothing changed', schema: refusalSchema } },
@@ -76,10 +103,10 @@ export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
 
   const resolve = (decision: 'approved' | 'denied', path: string) =>
     route({
-      method: 'GET',
+      method: 'POST',
       path,
       auth: 'none',
-      summary: `${decision === 'approved' ? 'Approve' : 'Deny'} an access request (a link in the approval mail; single use, the first link used decides)`,
+      summary: `${decision === 'approved' ? 'Approve' : 'Deny'} an access request (the button behind a link in the approval mail; single use, the first used decides)`,
       params: requestParams,
       query: tokenQuery,
       responses: { 200: { description: decision, schema: accessViewSchema }, 410: { description: 'used, expired or forged: nothing changed', schema: refusalSchema } },
@@ -174,7 +201,11 @@ export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
     },
   });
 
-  return [confirmEmail, resolve('approved', linkPaths.approveAccess), resolve('denied', linkPaths.denyAccess), createRequest, showRequest, showOwner, listNotices] as unknown as Route<
+  return [
+    linkPreview(linkPaths.confirmEmail, tenantParams, 'Confirm the owner address', 'Confirm'),
+    linkPreview(linkPaths.approveAccess, requestParams, 'Approve this access request', 'Approve'),
+    linkPreview(linkPaths.denyAccess, requestParams, 'Deny this access request', 'Deny'),
+    confirmEmail, resolve('approved', linkPaths.approveAccess), resolve('denied', linkPaths.denyAccess), createRequest, showRequest, showOwner, listNotices] as unknown as Route<
     never,
     never,
     never

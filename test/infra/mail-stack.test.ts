@@ -93,7 +93,11 @@ describe('mail on AWS', () => {
 
   it('ServesTheMailLinksWithoutIamAndNothingElseOfMail', () => {
     const publicPaths = PUBLIC_ROUTES.map((r) => `${r.method} ${r.path}`);
-    for (const path of Object.values(linkPaths)) expect(publicPaths).toContain(`GET ${path}`);
-    expect(publicPaths.filter((p) => p.includes('/v1/tenants/'))).toHaveLength(Object.keys(linkPaths).length);
+    // Each link: GET shows its button (changes nothing), POST uses the token.
+    for (const path of Object.values(linkPaths)) {
+      expect(publicPaths).toContain(`GET ${path}`);
+      expect(publicPaths).toContain(`POST ${path}`);
+    }
+    expect(publicPaths.filter((p) => p.includes('/v1/tenants/'))).toHaveLength(2 * Object.keys(linkPaths).length);
   });
 });

@@ -34,12 +34,36 @@ async function get(url: string, headers: Record<string, string> = {}) {
   return { status: response.status, text, body: response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : undefined };
 }
 
+/** Uses a mailed link: what its page's button does (POST the same URL). */
+async function use(url: string, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { method: 'POST', headers });
+  const text = await response.text();
+  return { status: response.status, text, body: response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : undefined };
+}
+
 async function post(url: string, body: unknown) {
   const response = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   return { status: response.status, body: (await response.json()) as any };
 }
 
 describe('the confirmation link', () => {
+  it('OpeningTheLinkChangesNothingItShowsAButtonThatPostsIt', async () => {
+    const { f } = await setup();
+    await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
+    await f.settle();
+    const link = linkIn(f.sink.messages()[0]!, '/confirm-email');
+    // A mail scanner fetches the link, as a browser would, several times.
+    for (let i = 0; i < 3; i++) {
+      const page = await get(link, { accept: 'text/html' });
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('<form method="post" action="/v1/tenants/acme/confirm-email?token=');
+    }
+    expect((await get(link)).body).toMatchObject({ method: 'POST', url: expect.stringContaining('/v1/tenants/acme/confirm-email?token=') });
+    expect((await f.store.getContact('acme'))?.confirmedAt).toBeUndefined();
+    expect((await use(link)).status).toBe(200);
+    expect((await f.store.getContact('acme'))?.confirmedAt).toBeDefined();
+  });
+
   it('ConfirmsThePendingAddressOnceAndRefusesTheSecondUse', async () => {
     const { f, url } = await setup();
     const change = await changeOwnerEmail(f.deps, 'acme', 'Owner@acme.test', f.clock.now());
@@ -53,13 +77,13 @@ describe('the confirmation link', () => {
     expect((await f.store.getContact('acme'))?.pendingMailedAt).toBeDefined();
 
     f.clock.advance(60_000);
-    const first = await get(link);
+    const first = await use(link);
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ status: 'confirmed', tenantId: 'acme', email: 'Owner@acme.test', confirmedAt: new Date(f.clock.now()).toISOString(), pending: null });
     const confirmed = await f.store.getContact('acme');
 
     f.clock.advance(60_000);
-    const second = await get(link);
+    const second = await use(link);
     expect(second.status).toBe(410);
     expect(second.body).toEqual({ error: 'link_refused', reason: 'used', message: expect.stringMatching(/used already/) });
     expect(await f.store.getContact('acme')).toEqual(confirmed);
@@ -72,7 +96,7 @@ describe('the confirmation link', () => {
     await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
     await f.settle();
     const link = linkIn(f.sink.messages()[0]!, '/confirm-email');
-    const answers = await Promise.all(Array.from({ length: 8 }, () => get(link)));
+    const answers = await Promise.all(Array.from({ length: 8 }, () => use(link)));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 410, 410, 410, 410, 410, 410, 410]);
   });
 
@@ -83,7 +107,7 @@ describe('the confirmation link', () => {
     const link = linkIn(f.sink.messages()[0]!, '/confirm-email');
     const before = await f.store.getContact('acme');
     f.clock.set(Date.parse(before!.pendingExpiresAt!));
-    const answer = await get(link);
+    const answer = await use(link);
     expect(answer.status).toBe(410);
     expect(answer.body.reason).toBe('expired');
     expect(await f.store.getContact('acme')).toEqual(before);
@@ -101,13 +125,13 @@ describe('the confirmation link', () => {
     const before = [await f.store.getContact('acme'), await f.store.getContact('globex')];
     const forged = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
     for (const bad of [forged, 'short', '', `${token}x`, "' OR 1=1 --"]) {
-      const answer = await get(`${url}/v1/tenants/acme/confirm-email?token=${encodeURIComponent(bad)}`);
+      const answer = await use(`${url}/v1/tenants/acme/confirm-email?token=${encodeURIComponent(bad)}`);
       expect(answer.status, bad).toBe(410);
       expect(answer.body.reason, bad).toBe('invalid');
     }
-    expect((await get(`${url}/v1/tenants/globex/confirm-email?token=${token}`)).status).toBe(410);
-    expect((await get(`${url}/v1/tenants/nobody/confirm-email?token=${token}`)).status).toBe(410);
-    expect((await get(`${url}/v1/tenants/acme/confirm-email`)).status).toBe(400);
+    expect((await use(`${url}/v1/tenants/globex/confirm-email?token=${token}`)).status).toBe(410);
+    expect((await use(`${url}/v1/tenants/nobody/confirm-email?token=${token}`)).status).toBe(410);
+    expect((await use(`${url}/v1/tenants/acme/confirm-email`)).status).toBe(400);
     expect([await f.store.getContact('acme'), await f.store.getContact('globex')]).toEqual(before);
   });
 
@@ -119,8 +143,8 @@ describe('the confirmation link', () => {
     await changeOwnerEmail(f.deps, 'acme', 'second@acme.test', f.clock.now());
     await f.settle();
     const [firstMail, secondMail] = f.sink.messages();
-    expect((await get(linkIn(firstMail!, '/confirm-email'))).body.reason).toBe('invalid');
-    expect((await get(linkIn(secondMail!, '/confirm-email'))).body).toMatchObject({ email: 'second@acme.test' });
+    expect((await use(linkIn(firstMail!, '/confirm-email'))).body.reason).toBe('invalid');
+    expect((await use(linkIn(secondMail!, '/confirm-email'))).body).toMatchObject({ email: 'second@acme.test' });
   });
 
   it('AnswersABrowserWithAPage', async () => {
@@ -128,10 +152,10 @@ describe('the confirmation link', () => {
     await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
     await f.settle();
     const link = linkIn(f.sink.messages()[0]!, '/confirm-email');
-    const page = await get(link, { accept: 'text/html,application/xhtml+xml' });
+    const page = await use(link, { accept: 'text/html,application/xhtml+xml' });
     expect(page.status).toBe(200);
     expect(page.text).toContain('<h1 style="font-size: 1.4rem;">Address confirmed</h1>');
-    const again = await get(link, { accept: 'text/html' });
+    const again = await use(link, { accept: 'text/html' });
     expect(again.status).toBe(410);
     expect(again.text).toContain('This link does not work');
   });
@@ -189,11 +213,11 @@ describe('access requests', () => {
     const approve = linkIn(mail!, '/approve');
     const deny = linkIn(mail!, '/deny');
 
-    const approved = await get(approve);
+    const approved = await use(approve);
     expect(approved.status).toBe(200);
     expect(approved.body).toMatchObject({ requestId: created.body.requestId, status: 'approved', resolvedAt: new Date(f.clock.now()).toISOString() });
-    expect((await get(approve)).body).toMatchObject({ error: 'link_refused', reason: 'used' });
-    expect((await get(deny)).body).toMatchObject({ error: 'link_refused', reason: 'used', message: 'this request was approved already' });
+    expect((await use(approve)).body).toMatchObject({ error: 'link_refused', reason: 'used' });
+    expect((await use(deny)).body).toMatchObject({ error: 'link_refused', reason: 'used', message: 'this request was approved already' });
     const shown = await get(`${url}/v1/tenants/acme/access-requests/${created.body.requestId}`);
     expect(shown.body).toMatchObject({ status: 'approved' });
     expect(shown.body.mailedAt).not.toBeNull();
@@ -205,7 +229,7 @@ describe('access requests', () => {
     await post(`${url}/v1/tenants/acme/access-requests`, { email: 'pat@partner.test' });
     await f.settle();
     const mail = f.sink.messages()[0]!;
-    const answers = await Promise.all([get(linkIn(mail, '/approve')), get(linkIn(mail, '/deny')), get(linkIn(mail, '/approve')), get(linkIn(mail, '/deny'))]);
+    const answers = await Promise.all([use(linkIn(mail, '/approve')), use(linkIn(mail, '/deny')), use(linkIn(mail, '/approve')), use(linkIn(mail, '/deny'))]);
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 410)).toHaveLength(3);
   });
@@ -217,9 +241,9 @@ describe('access requests', () => {
     await f.settle();
     const approve = linkIn(f.sink.messages()[0]!, '/approve');
     const forged = approve.replace(/token=.*/, `token=${'x'.repeat(43)}`);
-    expect((await get(forged)).body).toMatchObject({ reason: 'invalid' });
+    expect((await use(forged)).body).toMatchObject({ reason: 'invalid' });
     f.clock.advance(TOKEN_TTL_MS.accessRequest);
-    expect((await get(approve)).body).toMatchObject({ reason: 'expired' });
+    expect((await use(approve)).body).toMatchObject({ reason: 'expired' });
     expect((await get(`${url}/v1/tenants/acme/access-requests/${created.body.requestId}`)).body).toMatchObject({ status: 'expired', resolvedAt: null });
   });
 

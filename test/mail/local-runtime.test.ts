@@ -16,6 +16,11 @@ async function json(url: string): Promise<{ status: number; body: any }> {
   return { status: response.status, body: await response.json() };
 }
 
+async function jsonPost(url: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { method: 'POST' });
+  return { status: response.status, body: await response.json() };
+}
+
 // It starts its own DynamoDB Local (a JVM): 5 s on an idle machine, 10–30 s on a loaded 2-core one.
 const STARTS_A_JVM_MS = 120_000;
 
@@ -40,8 +45,9 @@ describe('the local runtime', () => {
 
       const link = (message.text as string).match(/http:\/\/127\.0\.0\.1:\d+\/v1\/tenants\/acme\/confirm-email\?token=[A-Za-z0-9_-]{43}/)?.[0];
       expect(link).toBeDefined();
-      expect((await json(link!)).status).toBe(200);
-      const again = await json(link!);
+      expect((await json(link!)).body).toMatchObject({ method: 'POST' }); // opening the link changes nothing
+      expect((await fetch(link!, { method: 'POST' })).status).toBe(200);
+      const again = await jsonPost(link!);
       expect(again.status).toBe(410);
       expect(again.body.reason).toBe('used');
       expect((await json(`${runtime.url}/v1/tenants/acme/owner-email`)).body).toMatchObject({ email: 'owner@acme.test', pending: null });
