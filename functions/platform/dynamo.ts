@@ -37,6 +37,13 @@ export class Expression {
     return this;
   }
 
+  /** SET attribute = if_not_exists(attribute, value): keeps a value already there. */
+  setIfNotExists(attribute: string, value: unknown): this {
+    const name = this.name(attribute);
+    this.sets.push(`${name} = if_not_exists(${name}, ${this.value(value)})`);
+    return this;
+  }
+
   /** SET attribute = attribute + n. */
   add(attribute: string, n: number): this {
     const name = this.name(attribute);
