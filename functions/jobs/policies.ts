@@ -56,6 +56,7 @@ export const periodicPolicy: Policy = { maxAttempts: 1, backoff: { type: 'none' 
  * | owner.notify, access_request.approval_mail, owner.email_confirmation | 8 | 20 s then ×3 | discarded + alert |
  * | webhook.fanout | 10 | DefaultBackoff | discarded + alert |
  * | webhook.deliver | 18 | 5 s, 5 min, 30 min, 2 h, 5 h, 10 h… | discarded; endpoint rules |
+ * | webhook.wake | 10 | DefaultBackoff | discarded + alert |
  * | calls.dial, calls.watchdog, calls.finalise | 10 | DefaultBackoff | discarded + alert |
  * | ops.probe | 10 | DefaultBackoff | discarded + alert |
  *
@@ -68,6 +69,8 @@ export const policies = {
   'owner.email_confirmation': mail,
   'webhook.fanout': standard,
   'webhook.deliver': { maxAttempts: 18, backoff: WebhookBackoff, jitter: JITTER, onExhausted: 'discard' },
+  // redial's own: wakes a parked delivery that was handed the lease while it was still running.
+  'webhook.wake': standard,
   'calls.dial': standard,
   'calls.watchdog': standard,
   'calls.finalise': standard,
