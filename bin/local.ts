@@ -23,6 +23,7 @@ const env = parseConfig(
       MAIL_FROM: z.string().min(3).optional(),
       SMTP_URL: z.string().url().optional(),
       PUBLIC_BASE_URL: z.string().url().optional(),
+      WEBHOOK_ALLOW_LOOPBACK: z.enum(['0', '1', 'false', 'true']).default('1'),
     })
     .extend(localCallsEnv.shape),
 );
@@ -40,6 +41,7 @@ const runtime = await startLocalRuntime({
     simulatorMix: env.SIMULATOR_MIX,
   },
   mail: { domain: env.MAIL_DOMAIN, from: env.MAIL_FROM, smtpUrl: env.SMTP_URL, publicBaseUrl: env.PUBLIC_BASE_URL },
+  webhookAllowLoopback: env.WEBHOOK_ALLOW_LOOPBACK === '1' || env.WEBHOOK_ALLOW_LOOPBACK === 'true',
 });
 console.log(`redial is running
   API             ${runtime.url}   (health: ${runtime.url}/healthz)

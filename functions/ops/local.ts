@@ -28,6 +28,8 @@ import { callsDefaults, DEFAULT_CALL_TIMEOUT_SECONDS } from '../calls/config.ts'
 import { DEV_WEBHOOK_SECRET } from '../calls/local/config.ts';
 import { CallPlacerSimulator } from '../calls/local/simulator.ts';
 import type { SimulatedOutcome } from '../calls/local/simulator.ts';
+import { devEventRoutes } from '../webhooks/dev-api.ts';
+import { webhooksContext } from '../webhooks/context.ts';
 import { allKinds, allRoutes, handlersByQueue, tables } from './system.ts';
 import type { SystemDeps, TableNames } from './system.ts';
 
@@ -54,6 +56,8 @@ export interface LocalOptions {
   };
   /** Mail settings (MAIL_DOMAIN, MAIL_FROM, SMTP_URL, PUBLIC_BASE_URL); each has a local default. */
   mail?: LocalMailOptions;
+  /** Let webhook receivers on 127.0.0.1 and ::1 through the SSRF guard (WEBHOOK_ALLOW_LOOPBACK). @default true */
+  webhookAllowLoopback?: boolean;
 }
 
 /** Mail on one machine: by default every message goes to the built-in SMTP sink. */
@@ -206,7 +210,9 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       metrics,
       calls,
       mail: { config: mail, transport: transportFor(mail.transport, clients) },
+      webhooks: { allowLoopback: options.webhookAllowLoopback ?? true },
     };
+    stops.push(() => webhooksContext(deps).close());
 
     const handlers = handlersByQueue(deps);
     for (const queue of localQueues) {
@@ -222,7 +228,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     stops.push(() => clearInterval(interval));
 
     const panel = panelRoutes({ jobs: jobs.client, kinds: allKinds, periodicStatus: (kind) => jobs.store.getPeriodic(kind) });
-    const api = createApiHandler(allRoutes(deps, [...panel, ...(smtpSink ? mailSinkRoutes(smtpSink) : [])]), logger);
+    const api = createApiHandler(allRoutes(deps, [...panel, ...(smtpSink ? mailSinkRoutes(smtpSink) : []), ...devEventRoutes(() => webhooksContext(deps))]), logger);
     const server: LocalHttpServer = await startHttpServer({ port, handler: api });
     stops.push(() => server.close());
 

@@ -19,6 +19,9 @@ import { mailKinds } from '../mail/kinds.ts';
 import { mailRoutes } from '../mail/routes.ts';
 import { MailStore, mailTable } from '../mail/store.ts';
 import { secureRandomBytes } from '../mail/tokens.ts';
+import { webhookRoutes } from '../webhooks/api.ts';
+import { webhookKinds, webhooksContext } from '../webhooks/context.ts';
+import type { WebhookOptions } from '../webhooks/context.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import { jobRoutes } from './jobs-api.ts';
 import { probeHandler, probeKind } from './probe.ts';
@@ -34,7 +37,7 @@ export type TableKey = keyof typeof tables;
 export type TableNames = Record<TableKey, string>;
 
 /** Every job kind (data only): the rescuer prices lost attempts and enqueues periodic jobs from this list. */
-export const allKinds: readonly JobKind<never>[] = [probeKind, ...callsKinds, ...mailKinds] as unknown as JobKind<never>[];
+export const allKinds: readonly JobKind<never>[] = [probeKind, ...callsKinds, ...mailKinds, ...webhookKinds] as unknown as JobKind<never>[];
 
 /** What every context's handlers and routes may draw on. */
 export interface SystemDeps {
@@ -51,6 +54,8 @@ export interface SystemDeps {
   calls: CallsConfig;
   /** The mail context's configuration and transport (SES on AWS, SMTP locally). */
   mail: MailServices;
+  /** Webhook delivery settings; the local runtime lets loopback receivers through. */
+  webhooks?: WebhookOptions;
 }
 
 /**
@@ -109,7 +114,7 @@ export function mailDepsOf(deps: SystemDeps): MailDeps {
 
 /** Every handler, grouped by the queue whose worker runs it. */
 export function handlersByQueue(deps: SystemDeps): Record<QueueName, JobHandler<never>[]> {
-  return { ops: [probeHandler as unknown as JobHandler<never>], calls: callsHandlers(callsDepsOf(deps)), webhooks: [], mail: mailHandlers(mailDepsOf(deps)) };
+  return { ops: [probeHandler as unknown as JobHandler<never>], calls: callsHandlers(callsDepsOf(deps)), webhooks: webhooksContext(deps).handlers, mail: mailHandlers(mailDepsOf(deps)) };
 }
 
 /** Every route of the API (documented in docs/openapi.json), the OpenAPI route itself included. */
@@ -129,6 +134,7 @@ export function apiRoutes(deps: SystemDeps): Route<never, never, never>[] {
     ...jobRoutes({ jobs: deps.jobs.client, kinds: allKinds }),
     ...callsRoutes(callsDepsOf(deps)),
     ...mailRoutes(mailDeps),
+    ...webhookRoutes(() => webhooksContext(deps)),
   ];
   const openapi = route({
     method: 'GET',

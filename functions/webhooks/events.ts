@@ -30,14 +30,24 @@ export interface WebhookEvent {
 }
 
 /**
- * The webhooks table: events, endpoints and their delivery state, single-table (pk/sk). Events are
- * `pk = EVENT#<id>, sk = EVENT`.
+ * The webhooks table: events, endpoints and their delivery state, single-table (pk/sk).
+ *
+ * | item | pk | sk |
+ * |---|---|---|
+ * | event | `EVENT#<id>` | `EVENT` |
+ * | endpoint (config, health, lease) | `ENDPOINT#<id>` | `ENDPOINT` |
+ * | a parked delivery (the wait list) | `ENDPOINT#<id>` | `WAIT#<job createdAt>#<job id>` |
+ * | a discarded delivery, for redeliver | `ENDPOINT#<id>` | `DISCARDED#<job id>` |
+ * | a tenant's endpoint (fanout reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
+ *
+ * `byWatch` is sparse: only endpoints that hold a lease or are failing carry `watch`, so the periodic
+ * sweep reads just those. Keys only: lease updates that leave `watch` alone write nothing to the index.
  */
 export const webhooksTable = {
   name: 'webhooks',
   partitionKey: 'pk',
   sortKey: 'sk',
-  indexes: [],
+  indexes: [{ name: 'byWatch', partitionKey: 'watch', sortKey: 'pk', projection: 'KEYS_ONLY' }],
   ttlAttribute: 'expiresAt',
 } as const satisfies TableDefinition;
 

@@ -50,12 +50,29 @@ export class RecordingTransport implements DispatchTransport {
   }
 }
 
+/** What a fixture is built from, for handlers that need it. */
+export interface FixtureParts {
+  jobs: JobRuntime;
+  clients: Awaited<ReturnType<typeof freshTables>>['clients'];
+  tableNames: Awaited<ReturnType<typeof freshTables>>['tableNames'];
+  clock: ManualClock;
+  logger: ReturnType<typeof createLogger>;
+  metrics: MemoryMetrics;
+}
+
 /**
  * A job-layer fixture on DynamoDB Local with a manual clock and a seeded RNG. With `transport: 'local'`
  * wake-ups go through the local runtime's in-process queues to real workers; `settle()` advances the
  * clock timer by timer until nothing is left to run.
  */
-export async function jobsFixture(options: { handlers?: JobHandler<never>[]; transport?: 'recording' | 'local'; seed?: number } = {}) {
+export async function jobsFixture(
+  options: {
+    /** The handlers the workers run; a function gets the fixture's parts first (for handlers that use the store or the job client). */
+    handlers?: JobHandler<never>[] | ((parts: FixtureParts) => JobHandler<never>[]);
+    transport?: 'recording' | 'local';
+    seed?: number;
+  } = {},
+) {
   const { clients, tableNames, counter } = await freshTables();
   const clock = new ManualClock();
   const rng = seededRng(options.seed ?? 42);
@@ -67,7 +84,7 @@ export async function jobsFixture(options: { handlers?: JobHandler<never>[]; tra
   );
   const transport = options.transport === 'local' ? new LocalTransport(localQueues, clock) : recording;
   const jobs: JobRuntime = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng, logger, metrics });
-  const handlers = options.handlers ?? [];
+  const handlers = typeof options.handlers === 'function' ? options.handlers({ jobs, clients, tableNames, clock, logger, metrics }) : (options.handlers ?? []);
   if (options.transport === 'local') {
     for (const queue of localQueues) {
       const mine = handlers.filter((h) => h.kind.queue === queue.name);
@@ -89,5 +106,5 @@ export async function jobsFixture(options: { handlers?: JobHandler<never>[]; tra
     }
   }
 
-  return { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs, localQueues, settle, idle };
+  return { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs, localQueues, transport, handlers, settle, idle };
 }

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { conflict, HttpError, notFound, route } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
+import type { WebhooksContext } from './context.ts';
+import { endpointViewSchema } from './endpoint.ts';
+import { EndpointDisabledError } from './endpoints.ts';
+import { EndpointNotFoundError, UrlRefusedError } from './errors.ts';
+import { eventTypes } from './events.ts';
+
+/** The body of `POST /v1/endpoints`. Unknown fields are refused, so a misspelt `eventType` is not silently dropped. */
+export const registerEndpointSchema = z.strictObject({
+  tenantId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only'),
+  url: z.string().min(1).max(2048),
+  eventTypes: z.array(z.enum(eventTypes)).min(1).max(eventTypes.length * 4).optional(),
+});
+
+const endpointParams = z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/, 'not an endpoint id') });
+
+/**
+ * The endpoint routes (brief §7): register, show, enable, redeliver. `context` is called on the first
+ * request, so building the routes touches nothing.
+ */
+export function webhookRoutes(context: () => WebhooksContext): Route<never, never, never>[] {
+  const register = route({
+    method: 'POST',
+    path: '/v1/endpoints',
+    auth: 'iam',
+    summary: 'Register a webhook endpoint; the signing secret is shown once, here',
+    body: registerEndpointSchema,
+    responses: {
+      201: { description: 'registered', schema: z.object({ endpointId: z.string(), secret: z.string() }) },
+      400: { description: 'invalid body, or a URL the SSRF guard refuses' },
+    },
+    handler: async ({ body }) => {
+      try {
+        return { status: 201, body: await context().endpoints.register(body) };
+      } catch (error) {
+        if (error instanceof UrlRefusedError) {
+          throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });
+        }
+        throw error;
+      }
+    },
+  });
+  const show = route({
+    method: 'GET',
+    path: '/v1/endpoints/{id}',
+    auth: 'iam',
+    summary: 'One endpoint: URL, event types, health, disabled state (never the secret)',
+    params: endpointParams,
+    responses: { 200: { description: 'the endpoint', schema: endpointViewSchema }, 404: { description: 'no such endpoint' } },
+    handler: async ({ params }) => ({ status: 200, body: await found(params.id, () => context().endpoints.get(params.id)) }),
+  });
+  const enable = route({
+    method: 'POST',
+    path: '/v1/endpoints/{id}/enable',
+    auth: 'iam',
+    summary: 'Enable an endpoint again; clears failingSince and the disable reason',
+    params: endpointParams,
+    responses: { 200: { description: 'the endpoint', schema: endpointViewSchema }, 404: { description: 'no such endpoint' } },
+    handler: async ({ params }) => ({ status: 200, body: await found(params.id, () => context().endpoints.enable(params.id)) }),
+  });
+  const redeliver = route({
+    method: 'POST',
+    path: '/v1/endpoints/{id}/redeliver',
+    auth: 'iam',
+    summary: 'Run every discarded delivery of an endpoint again',
+    params: endpointParams,
+    responses: {
+      200: { description: 'how many deliveries were requeued', schema: z.object({ requeued: z.number().int() }) },
+      404: { description: 'no such endpoint' },
+      409: { description: 'the endpoint is disabled; enable it first' },
+    },
+    handler: async ({ params }) => {
+      try {
+        return { status: 200, body: await found(params.id, () => context().endpoints.redeliver(params.id)) };
+      } catch (error) {
+        if (error instanceof EndpointDisabledError) throw conflict(error.message, { disabled: true });
+        throw error;
+      }
+    },
+  });
+  return [register, show, enable, redeliver] as unknown as Route<never, never, never>[];
+}
+
+async function found<T>(id: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof EndpointNotFoundError) throw notFound(`endpoint ${id}`);
+    throw error;
+  }
+}

@@ -1,0 +1,128 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../platform/clock.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { MetricsSink } from '../platform/metrics.ts';
+import { VettedHttpClient } from '../platform/vetted-http.ts';
+import type { Resolver } from '../platform/vetted-http.ts';
+import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
+import type { JobClient, JobHandler, JobKind } from '../jobs/index.ts';
+import { Deliveries } from './delivery.ts';
+import type { WebhookDeps, WebhookHttp } from './deps.ts';
+import { Endpoints } from './endpoints.ts';
+import { webhookFanoutKind } from './events.ts';
+import { fanout } from './fanout.ts';
+import { webhookDeliverKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { addressPolicy } from './ssrf.ts';
+import { WebhookStore } from './store.ts';
+import { sweep } from './sweep.ts';
+import type { SweepReport } from './sweep.ts';
+import { WaitList } from './waitlist.ts';
+
+/** How the webhooks context is set up; every field has a production default. */
+export interface WebhookOptions {
+  /** Let 127.0.0.1 and ::1 receivers through the SSRF guard (the local runtime only). @default false */
+  allowLoopback?: boolean;
+  /** The DNS resolver the SSRF guard vets. @default the system resolver */
+  resolve?: Resolver;
+  /** One attempt's whole exchange must finish within this. @default 10000 */
+  requestTimeoutMs?: number;
+}
+
+/** What the webhooks context takes from its host (the composition root's SystemDeps fits). */
+export interface WebhookHost {
+  jobs: { client: JobClient };
+  db: DynamoDBDocumentClient;
+  tableNames: { webhooks: string };
+  clock: Clock;
+  logger: Logger;
+  metrics: MetricsSink;
+  webhooks?: WebhookOptions;
+}
+
+/** The webhooks context, assembled. */
+export interface WebhooksContext {
+  deps: WebhookDeps;
+  endpoints: Endpoints;
+  deliveries: Deliveries;
+  waitList: WaitList;
+  /** webhook.fanout, webhook.deliver, webhook.wake and webhook.sweep, for the webhooks queue's worker. */
+  handlers: JobHandler<never>[];
+  sweep(now: number): Promise<SweepReport>;
+  /** Closes the HTTP client's pooled connections. */
+  close(): Promise<void>;
+}
+
+/** Every kind of the webhooks context (data only). */
+export const webhookKinds: readonly JobKind<never>[] = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookSweepKind] as unknown as JobKind<never>[];
+
+const contexts = new WeakMap<WebhookHost, WebhooksContext>();
+
+/** The webhooks context of a host, built once per host (per Lambda cold start, per local runtime). */
+export function webhooksContext(host: WebhookHost): WebhooksContext {
+  const known = contexts.get(host);
+  if (known) return known;
+  const context = createWebhooksContext(host);
+  contexts.set(host, context);
+  return context;
+}
+
+/**
+ * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their
+ * own); by default the guard's policy is the client's address policy, so registration and delivery
+ * apply the same ranges.
+ */
+export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { close?(): Promise<void> }): WebhooksContext {
+  const options = host.webhooks ?? {};
+  const guard = { allowLoopback: options.allowLoopback ?? false };
+  const client = http ?? new VettedHttpClient({ policy: addressPolicy(guard), ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const deps: WebhookDeps = {
+    store: new WebhookStore(host.db, host.tableNames.webhooks),
+    jobs: host.jobs.client,
+    clock: host.clock,
+    logger: host.logger,
+    metrics: host.metrics,
+    http: client,
+    guard,
+    requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+  };
+  const waitList = new WaitList(deps);
+  const deliveries = new Deliveries(deps, waitList);
+  const endpoints = new Endpoints(deps);
+
+  const handlers = [
+    handle(webhookFanoutKind, async (args, ctx) => {
+      await fanout(deps, args, ctx);
+    }),
+    handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx)),
+    handle(webhookWakeKind, async (args) => {
+      const row = await deps.store.getEndpoint(args.endpointId);
+      if (!row || row.holder !== args.jobId) return;
+      try {
+        await deps.jobs.retry(args.jobId);
+      } catch (error) {
+        // Still running: fail this run, and the job layer runs it again on its backoff.
+        if (error instanceof TransitionRefusedError && error.current?.state === 'running') throw new Error(`delivery ${args.jobId} is still running`, { cause: error });
+        // Finished, gone, or due already: nothing to wake.
+        if (error instanceof TransitionRefusedError || error instanceof JobNotFoundError) return;
+        throw error;
+      }
+    }),
+    handle(webhookSweepKind, async (_args, ctx) => {
+      const report = await sweep(deps, waitList, ctx.now());
+      if (report.disabled + report.restarted + report.released > 0) ctx.logger.info('webhook sweep', { ...report });
+    }),
+  ] as unknown as JobHandler<never>[];
+
+  return {
+    deps,
+    endpoints,
+    deliveries,
+    waitList,
+    handlers,
+    sweep: (now) => sweep(deps, waitList, now),
+    close: async () => {
+      if (client instanceof VettedHttpClient) await client.close();
+      else await http?.close?.();
+    },
+  };
+}

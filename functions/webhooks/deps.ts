@@ -1,0 +1,26 @@
+import type { Clock } from '../platform/clock.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { MetricsSink } from '../platform/metrics.ts';
+import type { ResolvedAddress, VettedRequest, VettedResponse } from '../platform/vetted-http.ts';
+import type { JobClient } from '../jobs/index.ts';
+import type { GuardOptions } from './ssrf.ts';
+import type { WebhookStore } from './store.ts';
+
+/** The HTTP client deliveries use: the vetted client of functions/platform, or a test's stand-in. */
+export interface WebhookHttp {
+  send(request: VettedRequest): Promise<VettedResponse>;
+  vet(hostname: string): Promise<ResolvedAddress>;
+}
+
+/** What the webhooks context runs on. */
+export interface WebhookDeps {
+  store: WebhookStore;
+  jobs: JobClient;
+  clock: Clock;
+  logger: Logger;
+  metrics: MetricsSink;
+  http: WebhookHttp;
+  guard: GuardOptions;
+  /** One attempt's whole exchange (resolve, connect, answer) must finish within this. */
+  requestTimeoutMs: number;
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { route } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
+import type { WebhooksContext } from './context.ts';
+import { eventTypes, prepareEvent } from './events.ts';
+
+/**
+ * A local-runtime-only route that records an event the way a domain does (the event and its
+ * webhook.fanout job in one transaction), for trying webhooks by hand before the calls pipeline emits
+ * any. Not deployed: only functions/ops/local.ts adds it.
+ */
+export function devEventRoutes(context: () => WebhooksContext): Route<never, never, never>[] {
+  const create = route({
+    method: 'POST',
+    path: '/v1/dev/events',
+    auth: 'iam',
+    summary: '(local runtime only) Record an event and fan it out to the tenant’s endpoints',
+    body: z.strictObject({
+      tenantId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/),
+      type: z.enum(eventTypes),
+      data: z.record(z.string(), z.unknown()).default({}),
+    }),
+    responses: { 201: { description: 'recorded', schema: z.object({ eventId: z.string() }) } },
+    handler: async ({ body }) => {
+      const { deps } = context();
+      const prepared = prepareEvent(deps.jobs, deps.store.tableName, body, deps.clock.now());
+      await deps.store.transact(prepared.items);
+      await deps.jobs.afterCommit(prepared.jobs);
+      return { status: 201, body: { eventId: prepared.event.id } };
+    },
+  });
+  return [create] as unknown as Route<never, never, never>[];
+}

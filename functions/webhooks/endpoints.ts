@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { iso } from '../platform/clock.ts';
+import { AddressRefusedError, HostResolutionError } from '../platform/vetted-http.ts';
+import { TransitionRefusedError } from '../jobs/index.ts';
+import type { WebhookDeps } from './deps.ts';
+import { endpointKey, endpointView } from './endpoint.ts';
+import type { EndpointRow, EndpointView } from './endpoint.ts';
+import { EndpointNotFoundError, UrlRefusedError, WebhooksError } from './errors.ts';
+import type { EventType } from './events.ts';
+import { newSecret } from './signing.ts';
+import { checkUrlShape } from './ssrf.ts';
+import type { DiscardMarker } from './store.ts';
+
+/** Redeliver was asked of a disabled endpoint: enable it first, or every delivery is discarded again. */
+export class EndpointDisabledError extends WebhooksError {
+  override readonly name = 'EndpointDisabledError';
+  readonly endpointId: string;
+  constructor(endpointId: string) {
+    super(`endpoint ${endpointId} is disabled; enable it before redelivering`);
+    this.endpointId = endpointId;
+  }
+}
+
+/** How many discarded deliveries redeliver handles at once. */
+const REDELIVER_CONCURRENCY = 8;
+
+/**
+ * Endpoint registration and the owner's actions on it: register (URL through the SSRF guard, a secret
+ * shown once), show, enable, and redeliver every discarded delivery.
+ */
+export class Endpoints {
+  private readonly deps: WebhookDeps;
+
+  constructor(deps: WebhookDeps) {
+    this.deps = deps;
+  }
+
+  /**
+   * Registers an endpoint. The URL must pass the SSRF guard now: an http(s) URL whose host resolves only
+   * to allowed addresses ({@link UrlRefusedError} otherwise; nothing is written).
+   */
+  async register(input: { tenantId: string; url: string; eventTypes?: EventType[] | undefined }): Promise<{ endpointId: string; secret: string }> {
+    const { store, http, guard, clock } = this.deps;
+    const shape = checkUrlShape(input.url, guard);
+    if (!shape.ok) throw new UrlRefusedError(shape.reason);
+    try {
+      await http.vet(shape.url.hostname);
+    } catch (error) {
+      if (error instanceof AddressRefusedError) throw new UrlRefusedError(`${error.hostname} resolves to a blocked address (${error.reason})`);
+      if (error instanceof HostResolutionError) throw new UrlRefusedError(`${error.hostname} does not resolve`);
+      throw error;
+    }
+    const endpointId = `ep_${randomUUID().replaceAll('-', '')}`;
+    const secret = newSecret();
+    const eventTypes = input.eventTypes && input.eventTypes.length > 0 ? [...new Set(input.eventTypes)] : undefined;
+    const row: EndpointRow = {
+      ...endpointKey(endpointId),
+      endpointId,
+      tenantId: input.tenantId,
+      url: shape.url.href,
+      ...(eventTypes ? { eventTypes } : {}),
+      secret,
+      createdAt: iso(clock.now()),
+      disabled: false,
+    };
+    await store.createEndpoint(row);
+    return { endpointId, secret };
+  }
+
+  async get(endpointId: string): Promise<EndpointView> {
+    const row = await this.deps.store.getEndpoint(endpointId);
+    if (!row) throw new EndpointNotFoundError(endpointId);
+    return endpointView(row);
+  }
+
+  /** Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. */
+  async enable(endpointId: string): Promise<EndpointView> {
+    return endpointView(await this.deps.store.enable(endpointId));
+  }
+
+  /**
+   * Runs every discarded delivery of an endpoint again (`jobs.client.retry`, history kept). Deliveries
+   * still pending keep their marker; finished ones lose it. Returns how many were requeued.
+   */
+  async redeliver(endpointId: string): Promise<{ requeued: number }> {
+    const { store } = this.deps;
+    const row = await store.getEndpoint(endpointId);
+    if (!row) throw new EndpointNotFoundError(endpointId);
+    if (row.disabled) throw new EndpointDisabledError(endpointId);
+    let requeued = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await store.discardMarkers(endpointId, cursor, 100);
+      for (let i = 0; i < page.markers.length; i += REDELIVER_CONCURRENCY) {
+        const done = await Promise.all(page.markers.slice(i, i + REDELIVER_CONCURRENCY).map((marker) => this.requeue(marker)));
+        requeued += done.filter(Boolean).length;
+      }
+      cursor = page.cursor;
+    } while (cursor);
+    return { requeued };
+  }
+
+  /** Requeues one marked delivery if it is discarded; drops the marker unless the job may still be discarded. */
+  private async requeue(marker: DiscardMarker): Promise<boolean> {
+    const { jobs, store } = this.deps;
+    const job = await jobs.get(marker.jobId);
+    if (job && job.state !== 'discarded' && job.state !== 'completed') return false;
+    let requeued = false;
+    if (job?.state === 'discarded') {
+      try {
+        await jobs.retry(marker.jobId);
+        requeued = true;
+      } catch (error) {
+        // Someone else (ops, a second redeliver) got there first: it is requeued all the same.
+        if (!(error instanceof TransitionRefusedError)) throw error;
+      }
+    }
+    // Conditional on the marker's time: a delivery that ran and was discarded again meanwhile keeps its new one.
+    await store.deleteMarker(marker);
+    return requeued;
+  }
+}

@@ -1,0 +1,42 @@
+/** Base of every webhooks-context error. */
+export class WebhooksError extends Error {
+  override readonly name: string = 'WebhooksError';
+}
+
+/** No endpoint has this id. */
+export class EndpointNotFoundError extends WebhooksError {
+  override readonly name = 'EndpointNotFoundError';
+  readonly endpointId: string;
+  constructor(endpointId: string, options?: { cause?: unknown }) {
+    super(`endpoint ${endpointId} not found`, options);
+    this.endpointId = endpointId;
+  }
+}
+
+/** An endpoint id was generated twice (practically impossible; refused rather than overwritten). */
+export class EndpointExistsError extends WebhooksError {
+  override readonly name = 'EndpointExistsError';
+  readonly endpointId: string;
+  constructor(endpointId: string, options?: { cause?: unknown }) {
+    super(`endpoint ${endpointId} already exists`, options);
+    this.endpointId = endpointId;
+  }
+}
+
+/** The SSRF guard refused an endpoint URL at registration; `reason` says why, for the 400 answer. */
+export class UrlRefusedError extends WebhooksError {
+  override readonly name = 'UrlRefusedError';
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`URL refused: ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/** DynamoDB left keys of a batch read unprocessed (throttling); the read is failed rather than half-done. */
+export class IncompleteReadError extends WebhooksError {
+  override readonly name = 'IncompleteReadError';
+  constructor(unprocessed: number) {
+    super(`${unprocessed} keys left unprocessed by BatchGetItem`);
+  }
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { defineKind, periodicPolicy, policies } from '../jobs/index.ts';
+
+/**
+ * The webhooks context's job kinds, as data (webhook.fanout is declared with the events, in events.ts,
+ * because domains enqueue it inside their own transactions).
+ */
+
+/** Event and endpoint ids, in the characters a job id may hold (they become part of one). */
+const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/);
+
+/** webhook.deliver: one event to one endpoint, signed, once per attempt; 18 attempts over ≈ 5.3 days. */
+export const webhookDeliverKind = defineKind({
+  kind: 'webhook.deliver',
+  queue: 'webhooks',
+  policy: policies['webhook.deliver'],
+  // A request may take up to the request timeout (10 s by default); the rest is a few store round trips.
+  timeoutSeconds: 30,
+  args: z.object({ eventId: id, endpointId: id }),
+  description: 'Delivers one event to one endpoint (Standard Webhooks), one delivery per endpoint at a time',
+});
+
+/**
+ * webhook.wake: runs a parked delivery that was handed its endpoint's lease while it was still running
+ * (so `jobs.client.retry` could not wake it). It tries again, on its policy, until that delivery has
+ * gone to sleep and can be woken, or no longer holds the lease.
+ */
+export const webhookWakeKind = defineKind({
+  kind: 'webhook.wake',
+  queue: 'webhooks',
+  policy: policies['webhook.wake'],
+  timeoutSeconds: 10,
+  args: z.object({ endpointId: id, jobId: z.string().min(1).max(200) }),
+  description: 'Wakes a parked delivery that was handed the lease while it was still running',
+});
+
+/** How often the sweep runs. */
+export const SWEEP_EVERY_SECONDS = 300;
+
+/**
+ * webhook.sweep (periodic): disables endpoints failing for five days even when no delivery runs, and
+ * restarts a wait list whose lease holder vanished (crashed, cancelled) once its lease has expired.
+ */
+export const webhookSweepKind = defineKind({
+  kind: 'webhook.sweep',
+  queue: 'webhooks',
+  policy: periodicPolicy,
+  timeoutSeconds: 50,
+  periodic: { everySeconds: SWEEP_EVERY_SECONDS },
+  args: z.object({}),
+  description: 'Applies the 5-day rule to failing endpoints and restarts stalled wait lists',
+});

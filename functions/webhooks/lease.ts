@@ -1,0 +1,178 @@
+import { schedule } from '../jobs/index.ts';
+import type { Policy } from '../jobs/index.ts';
+import type { DeliveryResult } from './classify.ts';
+import { DisabledReason } from './endpoint.ts';
+import type { EndpointRow } from './endpoint.ts';
+
+/**
+ * One delivery per endpoint in flight, and one probe while it fails: the pure decisions. The store
+ * (store.ts) makes them conditional writes; the delivery (delivery.ts) runs them.
+ *
+ * ```
+ *   lease free ──► take it ──► send ──► 2xx ──► pass it to the oldest waiting delivery, at once
+ *   lease taken ─► park in the wait list, snooze long (no attempt spent); the holder wakes you
+ *   failure ─────► still young, next retry within a cooldown: keep the lease, retry on your own schedule
+ *             └──► otherwise: pass it to the oldest waiting delivery, armed for one cooldown from now;
+ *                  it probes then, with its own attempt, while you wait out your backoff
+ * ```
+ */
+
+/** How long a failing endpoint rests between probes (the seed's cooldown). */
+export const COOLDOWN_MS = 5 * 60_000;
+/** How long a lease lasts past the time its holder means to use it; a crashed holder lets go after this. */
+export const LEASE_MS = 5 * 60_000;
+/** How long a parked delivery sleeps if nobody wakes it (a backstop: the lease holder and the sweep wake it). */
+export const PARK_MS = 6 * 3600_000;
+/** Continuous failure, counted from failingSince, that disables an endpoint. */
+export const DISABLE_AFTER_MS = 5 * 86400_000;
+
+/** The lease and health of an endpoint, in epoch ms. */
+export interface LeaseState {
+  disabled: boolean;
+  failingSince?: number;
+  nextProbeAt?: number;
+  holder?: string;
+  busyUntil?: number;
+}
+
+const ms = (iso: string | undefined): number | undefined => (iso === undefined ? undefined : Date.parse(iso));
+
+export const leaseStateOf = (row: EndpointRow): LeaseState => ({
+  disabled: row.disabled,
+  ...(row.failingSince ? { failingSince: ms(row.failingSince)! } : {}),
+  ...(row.nextProbeAt ? { nextProbeAt: ms(row.nextProbeAt)! } : {}),
+  ...(row.holder ? { holder: row.holder } : {}),
+  ...(row.busyUntil ? { busyUntil: ms(row.busyUntil)! } : {}),
+});
+
+/** Whose the lease is, seen from one delivery. An expired lease is free, except to its own holder. */
+export function leaseOf(state: LeaseState, jobId: string, now: number): 'mine' | 'free' | 'taken' {
+  if (state.holder === jobId) return 'mine';
+  if (state.holder === undefined || state.busyUntil === undefined || state.busyUntil < now) return 'free';
+  return 'taken';
+}
+
+/** What a delivery may do when it runs. */
+export type Admission =
+  /** The endpoint is disabled: discard. */
+  | { type: 'disabled' }
+  /** Another delivery holds the lease: park and wait to be woken. */
+  | { type: 'park' }
+  /** The lease is (or will be) yours, but the failing endpoint rests until `until`: snooze till then, holding it. */
+  | { type: 'wait'; until: number; acquire: boolean }
+  /** Send now (taking the lease first when `acquire`). */
+  | { type: 'send'; acquire: boolean };
+
+/** Decides what a delivery does with the endpoint as it finds it. */
+export function admit(state: LeaseState, jobId: string, now: number): Admission {
+  if (state.disabled) return { type: 'disabled' };
+  const lease = leaseOf(state, jobId, now);
+  if (lease === 'taken') return { type: 'park' };
+  const acquire = lease === 'free';
+  if (state.failingSince !== undefined && state.nextProbeAt !== undefined && now < state.nextProbeAt) {
+    return { type: 'wait', until: state.nextProbeAt, acquire };
+  }
+  return { type: 'send', acquire };
+}
+
+/** What the job layer is told. */
+export type JobOutcome =
+  | { type: 'complete' }
+  | { type: 'snooze'; until: number; reason: string }
+  | { type: 'retry'; error: string }
+  | { type: 'discard'; reason: 'gone' | 'http_4xx' | 'ssrf_blocked' | 'endpoint_disabled'; message: string };
+
+/** What happens to the endpoint. */
+export interface EndpointChange {
+  /** `healthy` clears failingSince; `failing` sets it unless it is set. */
+  health: 'healthy' | 'failing';
+  /** When the endpoint may be tried next; `null` removes the rest. */
+  nextProbeAt: number | null;
+  disable?: DisabledReason;
+  lease:
+    /** Keep the lease until `busyUntil` (a probe retrying within the cooldown, or a Retry-After). */
+    | { type: 'keep'; busyUntil: number }
+    /** Pass it to the oldest waiting delivery (armed: it waits until `armedUntil` to probe), or let it go. */
+    | { type: 'pass'; armedUntil: number | null };
+}
+
+/** The whole decision after an attempt. */
+export interface Step {
+  job: JobOutcome;
+  endpoint: EndpointChange;
+}
+
+/** The attempt being decided on. */
+export interface AttemptContext {
+  now: number;
+  /** 1-based. */
+  attempt: number;
+  maxAttempts: number;
+  /** The delivery kind's policy: its schedule says when this delivery would try again. */
+  policy: Policy;
+}
+
+/**
+ * Decides what an attempt's result means for the job and for the endpoint (brief §5, and
+ * docs/deviations.md item 3: while an endpoint fails, one delivery probes it and the others wait).
+ *
+ * A failure keeps the lease with the failing delivery while the endpoint's failure is younger than a
+ * cooldown and this delivery's own next attempt is due within a cooldown (the seed's 5 s and 5 min
+ * retries of a blip). Past that, the probe role passes to the oldest waiting delivery, which probes one
+ * cooldown later with its own attempt. So a dead endpoint sees about one request per cooldown, and is
+ * found again within one cooldown of coming back.
+ */
+export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: AttemptContext): Step {
+  const { now } = ctx;
+  const overdue = state.failingSince !== undefined && now - state.failingSince >= DISABLE_AFTER_MS;
+  const disabledNow: Step = {
+    job: { type: 'discard', reason: 'endpoint_disabled', message: `endpoint failing since ${new Date(state.failingSince ?? now).toISOString()}: disabled after 5 days` },
+    endpoint: { health: 'failing', nextProbeAt: null, disable: DisabledReason.failing, lease: { type: 'pass', armedUntil: null } },
+  };
+  switch (result.type) {
+    case 'delivered':
+      return { job: { type: 'complete' }, endpoint: { health: 'healthy', nextProbeAt: null, lease: { type: 'pass', armedUntil: null } } };
+    case 'throttled':
+      if (overdue) return disabledNow;
+      return {
+        job: { type: 'snooze', until: result.until, reason: `HTTP ${result.status} Retry-After ${result.retryAfter.slice(0, 64)}` },
+        endpoint: { health: 'failing', nextProbeAt: result.until, lease: { type: 'keep', busyUntil: result.until + LEASE_MS } },
+      };
+    case 'failed': {
+      if (overdue) return disabledNow;
+      const next = ctx.attempt < ctx.maxAttempts ? schedule(ctx.policy)[ctx.attempt - 1] : undefined;
+      const young = now - (state.failingSince ?? now) < COOLDOWN_MS;
+      if (next && young && next.delayMs <= COOLDOWN_MS) {
+        return {
+          job: { type: 'retry', error: result.error },
+          endpoint: { health: 'failing', nextProbeAt: now + next.minMs, lease: { type: 'keep', busyUntil: now + next.maxMs + LEASE_MS } },
+        };
+      }
+      return {
+        job: { type: 'retry', error: result.error },
+        endpoint: { health: 'failing', nextProbeAt: now + COOLDOWN_MS, lease: { type: 'pass', armedUntil: now + COOLDOWN_MS } },
+      };
+    }
+    case 'gone':
+      return {
+        job: { type: 'discard', reason: 'gone', message: 'HTTP 410 Gone: endpoint disabled' },
+        endpoint: { health: 'failing', nextProbeAt: null, disable: DisabledReason.gone, lease: { type: 'pass', armedUntil: null } },
+      };
+    case 'rejected':
+      return {
+        job: { type: 'discard', reason: 'http_4xx', message: `HTTP ${result.status}` },
+        endpoint: { health: 'failing', nextProbeAt: null, ...(overdue ? { disable: DisabledReason.failing } : {}), lease: { type: 'pass', armedUntil: null } },
+      };
+    case 'blocked':
+      return {
+        job: { type: 'discard', reason: 'ssrf_blocked', message: result.error },
+        endpoint: { health: 'failing', nextProbeAt: null, ...(overdue ? { disable: DisabledReason.failing } : {}), lease: { type: 'pass', armedUntil: null } },
+      };
+    default:
+      return assertNever(result);
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import type { WebhookEvent } from './events.ts';
+
+/**
+ * Standard Webhooks (standardwebhooks.com) signing, through the `standardwebhooks` package. Every attempt
+ * of a delivery carries the event id as `webhook-id` (receivers dedupe on it) and its own time as
+ * `webhook-timestamp`; the body is `{type, timestamp, data}`, the same bytes on every attempt.
+ */
+
+/** A new signing secret: `whsec_` and 32 random bytes, base64 (the format the package reads). */
+export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+/** The body of an event, as sent. */
+export const eventBody = (event: WebhookEvent): string => JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
+
+/** Headers and body of one attempt, signed at `attemptAt` (epoch ms). */
+export function signedRequest(secret: string, event: WebhookEvent, attemptAt: number): { headers: Record<string, string>; body: string } {
+  const body = eventBody(event);
+  // The package signs whole seconds; the header carries the same second.
+  const timestamp = new Date(Math.floor(attemptAt / 1000) * 1000);
+  const signature = new Webhook(secret).sign(event.id, timestamp, body);
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'redial-webhooks/0.1',
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp.getTime() / 1000),
+      'webhook-signature': signature,
+    },
+  };
+}

@@ -1,0 +1,370 @@
+import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { iso } from '../platform/clock.ts';
+import { conditionFailure, decodeCursor, encodeCursor, Expression, transactionCancelled } from '../platform/dynamo.ts';
+import { EndpointExistsError, EndpointNotFoundError, IncompleteReadError } from './errors.ts';
+import { discardMarkerKey, endpointKey, tenantEndpointKey } from './endpoint.ts';
+import type { DisabledReason, EndpointRow } from './endpoint.ts';
+import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
+import type { WebhookEvent } from './events.ts';
+import type { TransactItem } from '../jobs/index.ts';
+import type { EndpointChange } from './lease.ts';
+
+/** The value of `watch` on an endpoint the sweep should look at. */
+const WATCHED = 'endpoint';
+
+/** A parked delivery, as the wait list holds it. */
+export interface WaitEntry {
+  pk: string;
+  sk: string;
+  jobId: string;
+  parkedAt: string;
+}
+
+/** A delivery that was discarded, or started its last attempt, kept for redeliver. */
+export interface DiscardMarker {
+  pk: string;
+  sk: string;
+  jobId: string;
+  reason: string;
+  at: string;
+}
+
+/** What happens to the lease in {@link WebhookStore.settle}. */
+export type LeaseMove =
+  | { type: 'keep'; busyUntil: number }
+  | { type: 'pass'; to: string; busyUntil: number }
+  | { type: 'release' };
+
+/** Condition fragments, named. */
+const is = {
+  endpoint: (e: Expression) => `attribute_exists(${e.name('pk')})`,
+  enabled: (e: Expression) => `${e.name('disabled')} = ${e.value(false)}`,
+  heldBy: (e: Expression, jobId: string) => `${e.name('holder')} = ${e.value(jobId)}`,
+  /** Nobody holds the lease, or the holder let it expire. (`when` adds the parentheses; DynamoDB refuses redundant ones.) */
+  free: (e: Expression, now: number) => `attribute_not_exists(${e.name('holder')}) OR ${e.name('busyUntil')} < ${e.value(iso(now))}`,
+};
+
+/**
+ * The webhooks context's DynamoDB store: endpoints, their lease and wait list, events, and discard
+ * markers. Every lease change is a conditional write on the endpoint item; a refused one is reported as a
+ * value (`undefined`, `'not_holder'`) because losing a race for the lease is an ordinary outcome here.
+ */
+export class WebhookStore {
+  readonly tableName: string;
+  private readonly db: DynamoDBDocumentClient;
+
+  constructor(db: DynamoDBDocumentClient, tableName: string) {
+    this.db = db;
+    this.tableName = tableName;
+  }
+
+  // ─── Endpoints ──────────────────────────────────────────────────────────────────────────────────────
+
+  /** Creates an endpoint and its tenant's index entry together. */
+  async createEndpoint(row: EndpointRow): Promise<void> {
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: this.tableName, Item: row, ConditionExpression: 'attribute_not_exists(pk)' } },
+            { Put: { TableName: this.tableName, Item: { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId } } },
+          ],
+        }),
+      );
+    } catch (error) {
+      const cancelled = transactionCancelled(error);
+      if (cancelled.cancelled && cancelled.reasons[0] === 'ConditionalCheckFailed') throw new EndpointExistsError(row.endpointId, { cause: error });
+      throw error;
+    }
+  }
+
+  async getEndpoint(id: string): Promise<EndpointRow | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: endpointKey(id), ConsistentRead: true }));
+    return result.Item as EndpointRow | undefined;
+  }
+
+  /** Every endpoint of a tenant, read consistently. */
+  async tenantEndpoints(tenantId: string): Promise<EndpointRow[]> {
+    const ids: string[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': `TENANT#${tenantId}`, ':prefix': 'ENDPOINT#' },
+          ConsistentRead: true,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    const rows: EndpointRow[] = [];
+    for (let i = 0; i < ids.length; i += 100) {
+      const keys = ids.slice(i, i + 100).map(endpointKey);
+      rows.push(...((await this.batchGet(keys)) as unknown as EndpointRow[]));
+    }
+    return rows;
+  }
+
+  /** enable: the endpoint takes deliveries again, with a clean record (no failingSince). */
+  async enable(id: string): Promise<EndpointRow> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).set('disabled', false).remove('disabledReason', 'disabledAt', 'failingSince', 'nextProbeAt');
+    const row = await this.update(id, e);
+    if (!row) throw new EndpointNotFoundError(id);
+    return row;
+  }
+
+  /**
+   * disable: stop deliveries. With `failingSince`, only if the endpoint is still failing since then (the
+   * sweep must not disable an endpoint that recovered after it looked). Returns undefined if refused.
+   */
+  async disable(id: string, reason: DisabledReason, now: number, failingSince?: string): Promise<EndpointRow | undefined> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.enabled(e));
+    if (failingSince !== undefined) e.when(`${e.name('failingSince')} = ${e.value(failingSince)}`);
+    e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', WATCHED);
+    return this.update(id, e);
+  }
+
+  // ─── Delivery ───────────────────────────────────────────────────────────────────────────────────────
+
+  /** One consistent read of what a delivery needs: its endpoint, its event, and whether it is parked. */
+  async readForDelivery(endpointId: string, eventId: string, wait: { pk: string; sk: string }): Promise<{ endpoint?: EndpointRow; event?: WebhookEvent; parked: boolean }> {
+    const items = await this.batchGet([endpointKey(endpointId), eventKey(eventId), wait]);
+    const endpoint = items.find((i) => i['sk'] === 'ENDPOINT') as EndpointRow | undefined;
+    const event = items.find((i) => i['sk'] === 'EVENT') as (WebhookEvent & Record<string, unknown>) | undefined;
+    return { ...(endpoint ? { endpoint } : {}), ...(event ? { event } : {}), parked: items.some((i) => i['sk'] === wait.sk) };
+  }
+
+  /**
+   * acquire: take the lease for `jobId` until `busyUntil`, if it is free, expired or already this job's
+   * and the endpoint is enabled. Returns the endpoint as it now is, or undefined if refused.
+   */
+  async acquire(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.enabled(e)).when(`${is.free(e, now)} OR ${is.heldBy(e, jobId)}`);
+    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
+    return this.update(endpointId, e);
+  }
+
+  /**
+   * acquire for someone else: take a free or expired lease on behalf of a parked delivery (the holder's
+   * last look at the wait list, and the sweep). Disabled endpoints too: their waiters must run to be
+   * discarded. Returns undefined if the lease is not free.
+   */
+  async acquireFor(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.free(e, now));
+    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
+    return this.update(endpointId, e);
+  }
+
+  /**
+   * settle: the holder records what its attempt meant for the endpoint and moves the lease, in one
+   * conditional write (`holder = me`). Returns 'not_holder' if it no longer holds the lease; the caller
+   * then records the health part alone ({@link recordHealth}).
+   */
+  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number): Promise<'ok' | 'not_holder'> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.heldBy(e, holder));
+    if (change) applyHealth(e, change, now);
+    switch (move.type) {
+      case 'keep':
+        e.set('busyUntil', iso(move.busyUntil));
+        break;
+      case 'pass':
+        e.set('holder', move.to).set('busyUntil', iso(move.busyUntil));
+        break;
+      case 'release':
+        e.remove('holder', 'busyUntil');
+        // A healthy or disabled endpoint with nobody waiting needs no sweep; a failing one does (5-day rule).
+        if (change && (change.health !== 'failing' || change.disable)) e.remove('watch');
+        break;
+      default:
+        assertNever(move);
+    }
+    return (await this.update(endpointId, e)) ? 'ok' : 'not_holder';
+  }
+
+  /** The health part of an attempt, recorded by a delivery that no longer holds the lease. */
+  async recordHealth(endpointId: string, change: EndpointChange, now: number): Promise<void> {
+    const e = new Expression();
+    e.when(is.endpoint(e));
+    applyHealth(e, { ...change, nextProbeAt: null }, now, { keepNextProbe: true });
+    if (change.health === 'failing') e.set('watch', WATCHED);
+    if (!e.build().UpdateExpression) return;
+    await this.update(endpointId, e);
+  }
+
+  /** releaseExpired: the sweep lets go of a lease its holder let expire (nobody waits). */
+  async releaseExpired(endpointId: string, holder: string, busyUntil: string): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.heldBy(e, holder)).when(`${e.name('busyUntil')} = ${e.value(busyUntil)}`).remove('holder', 'busyUntil');
+    return (await this.update(endpointId, e)) !== undefined;
+  }
+
+  /** unwatch: an idle endpoint that is healthy (or disabled) leaves the sweep's index. */
+  async unwatch(endpointId: string): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.endpoint(e))
+      .when(`attribute_not_exists(${e.name('holder')})`)
+      .when(`attribute_not_exists(${e.name('failingSince')}) OR ${e.name('disabled')} = ${e.value(true)}`)
+      .remove('watch');
+    return (await this.update(endpointId, e)) !== undefined;
+  }
+
+  /** The oldest parked deliveries of an endpoint. */
+  async waitListHead(endpointId: string, limit: number): Promise<WaitEntry[]> {
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#' },
+        ConsistentRead: true,
+        Limit: limit,
+      }),
+    );
+    return (result.Items ?? []) as WaitEntry[];
+  }
+
+  /** park: put a delivery in its endpoint's wait list (idempotent). */
+  async park(key: { pk: string; sk: string }, jobId: string, now: number): Promise<void> {
+    await this.db.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...key, jobId, parkedAt: iso(now), expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS },
+      }),
+    );
+  }
+
+  /** unpark: take a delivery out of the wait list (idempotent). */
+  async unpark(key: { pk: string; sk: string }): Promise<void> {
+    await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: key }));
+  }
+
+  // ─── Discard markers (redeliver) ────────────────────────────────────────────────────────────────────
+
+  async markDiscarded(endpointId: string, jobId: string, reason: string, now: number): Promise<void> {
+    await this.db.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...discardMarkerKey(endpointId, jobId), jobId, reason, at: iso(now), expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS },
+      }),
+    );
+  }
+
+  async discardMarkers(endpointId: string, cursor?: string, limit = 100): Promise<{ markers: DiscardMarker[]; cursor?: string }> {
+    const startKey = decodeCursor(cursor);
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'DISCARDED#' },
+        ConsistentRead: true,
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    const next = encodeCursor(result.LastEvaluatedKey);
+    return { markers: (result.Items ?? []) as DiscardMarker[], ...(next ? { cursor: next } : {}) };
+  }
+
+  /** Deletes a marker unless it was written again since it was read (`at` changed): a re-discard keeps its own. */
+  async deleteMarker(marker: DiscardMarker): Promise<boolean> {
+    try {
+      await this.db.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk: marker.pk, sk: marker.sk },
+          ConditionExpression: '#at = :at',
+          ExpressionAttributeNames: { '#at': 'at' },
+          ExpressionAttributeValues: { ':at': marker.at },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (conditionFailure(error).failed) return false;
+      throw error;
+    }
+  }
+
+  // ─── Events ─────────────────────────────────────────────────────────────────────────────────────────
+
+  /** Commits an event with its fanout job (and whatever else the caller adds) in one transaction. */
+  async transact(items: TransactItem[]): Promise<void> {
+    await this.db.send(new TransactWriteCommand({ TransactItems: items }));
+  }
+
+  async getEvent(id: string): Promise<WebhookEvent | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: eventKey(id), ConsistentRead: true }));
+    return result.Item as WebhookEvent | undefined;
+  }
+
+  // ─── Sweep ──────────────────────────────────────────────────────────────────────────────────────────
+
+  /** Ids of the endpoints in the sparse `byWatch` index (leased or failing), a page at a time. */
+  async watched(cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
+    const startKey = decodeCursor(cursor);
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: webhooksTable.indexes[0].name,
+        KeyConditionExpression: '#watch = :watch',
+        ExpressionAttributeNames: { '#watch': 'watch' },
+        ExpressionAttributeValues: { ':watch': WATCHED },
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    const next = encodeCursor(result.LastEvaluatedKey);
+    const endpointIds = (result.Items ?? []).map((i) => (i['pk'] as string).slice('ENDPOINT#'.length));
+    return { endpointIds, ...(next ? { cursor: next } : {}) };
+  }
+
+  // ─── Plumbing ───────────────────────────────────────────────────────────────────────────────────────
+
+  /** A conditional update that returns the item as it now is, or undefined when the condition failed. */
+  private async update(endpointId: string, e: Expression): Promise<EndpointRow | undefined> {
+    try {
+      const result = await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ...e.build(), ReturnValues: 'ALL_NEW' }));
+      return result.Attributes as EndpointRow;
+    } catch (error) {
+      if (conditionFailure(error).failed) return undefined;
+      throw error;
+    }
+  }
+
+  /** A consistent BatchGetItem of up to 100 keys. A key DynamoDB left unprocessed fails the read. */
+  private async batchGet(keys: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
+    const result = await this.db.send(new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }));
+    const unprocessed = result.UnprocessedKeys?.[this.tableName]?.Keys?.length ?? 0;
+    if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
+    return result.Responses?.[this.tableName] ?? [];
+  }
+}
+
+function applyHealth(e: Expression, change: EndpointChange, now: number, options: { keepNextProbe?: boolean } = {}): void {
+  switch (change.health) {
+    case 'healthy':
+      e.remove('failingSince');
+      break;
+    case 'failing':
+      e.setIfNotExists('failingSince', iso(now));
+      break;
+    default:
+      assertNever(change.health);
+  }
+  if (!options.keepNextProbe) {
+    if (change.nextProbeAt === null) e.remove('nextProbeAt');
+    else e.set('nextProbeAt', iso(change.nextProbeAt));
+  }
+  if (change.disable) e.set('disabled', true).set('disabledReason', change.disable).set('disabledAt', iso(now));
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
+}

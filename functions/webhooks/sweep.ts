@@ -1,0 +1,70 @@
+import type { WebhookDeps } from './deps.ts';
+import { DISABLED_METRIC } from './delivery.ts';
+import { DisabledReason } from './endpoint.ts';
+import { DISABLE_AFTER_MS, LEASE_MS, leaseOf, leaseStateOf } from './lease.ts';
+import type { WaitList } from './waitlist.ts';
+
+/** What one sweep did. */
+export interface SweepReport {
+  looked: number;
+  disabled: number;
+  restarted: number;
+  released: number;
+}
+
+/**
+ * The webhook.sweep pass, over the endpoints in the sparse `byWatch` index (those holding a lease or
+ * failing):
+ *
+ * 1. the 5-day rule: an endpoint failing since five days or more is disabled, even if no delivery runs
+ *    to notice (a probe notices it too, at its next attempt);
+ * 2. a stalled wait list: a free or expired lease with deliveries parked behind it (its holder crashed,
+ *    was cancelled, or its wake-up was lost) is given to the oldest of them, which runs now;
+ * 3. tidying: an expired lease nobody waits for is released, and an idle healthy (or disabled) endpoint
+ *    leaves the index.
+ */
+export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number): Promise<SweepReport> {
+  const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0 };
+  let cursor: string | undefined;
+  do {
+    const page = await deps.store.watched(cursor);
+    for (const endpointId of page.endpointIds) {
+      report.looked++;
+      await sweepEndpoint(deps, waitList, endpointId, now, report);
+    }
+    cursor = page.cursor;
+  } while (cursor);
+  return report;
+}
+
+async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: string, now: number, report: SweepReport): Promise<void> {
+  const { store } = deps;
+  let row = await store.getEndpoint(endpointId);
+  if (!row) return;
+  if (!row.disabled && row.failingSince && now - Date.parse(row.failingSince) >= DISABLE_AFTER_MS) {
+    const disabled = await store.disable(endpointId, DisabledReason.failing, now, row.failingSince);
+    if (disabled) {
+      row = disabled;
+      report.disabled++;
+      deps.metrics.count(DISABLED_METRIC, { reason: DisabledReason.failing });
+      deps.logger.warn('endpoint disabled: failing for 5 days', { endpointId, failingSince: disabled.failingSince });
+    }
+  }
+  const state = leaseStateOf(row);
+  // A live holder passes the lease on itself.
+  if (leaseOf(state, '', now) !== 'free') return;
+  const heads = await store.waitListHead(endpointId, 3);
+  const head = heads[0];
+  if (head) {
+    const probeAt = !row.disabled && state.failingSince !== undefined && state.nextProbeAt !== undefined && state.nextProbeAt > now ? state.nextProbeAt : now;
+    const busyUntil = probeAt + LEASE_MS;
+    if (await store.acquireFor(endpointId, head.jobId, now, busyUntil)) {
+      report.restarted++;
+      deps.logger.warn('stalled wait list restarted', { endpointId, jobId: head.jobId, previousHolder: row.holder });
+      await waitList.wakeOrSkip(endpointId, heads, busyUntil, now);
+    }
+    return;
+  }
+  if (row.holder && row.busyUntil && (await store.releaseExpired(endpointId, row.holder, row.busyUntil))) report.released++;
+  if (!row.failingSince || row.disabled) await store.unwatch(endpointId);
+}

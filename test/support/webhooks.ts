@@ -1,0 +1,166 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { vi } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import type { Resolver } from '../../functions/platform/vetted-http.ts';
+import type { JobRow } from '../../functions/jobs/index.ts';
+import { createWebhooksContext } from '../../functions/webhooks/context.ts';
+import type { WebhooksContext } from '../../functions/webhooks/context.ts';
+import { EventType, prepareEvent } from '../../functions/webhooks/events.ts';
+import type { WebhookEvent } from '../../functions/webhooks/events.ts';
+import { jobsFixture } from './jobs.ts';
+
+/** One request a receiver got. */
+export interface Received {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Real time it arrived (performance.now()). */
+  at: number;
+}
+
+/** What a receiver answers: a status, headers, a body; `hang` never answers. */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
+
+/**
+ * A real HTTP server on 127.0.0.1 that answers from a script (one answer per request, the last one
+ * repeating) and records every request, the most it ever had in flight at once included.
+ */
+export class Receiver {
+  readonly requests: Received[] = [];
+  maxInFlight = 0;
+  private inFlight = 0;
+  private readonly server: Server;
+  private script: Answer[];
+  private answer: ((request: Received, index: number) => Answer) | undefined;
+
+  private constructor(script: Answer[]) {
+    this.script = script;
+    this.server = createServer((req, res) => this.handle(req, res));
+  }
+
+  static async start(script: Answer[] = [{ status: 200 }]): Promise<Receiver> {
+    const receiver = new Receiver(script);
+    await new Promise<void>((resolve) => receiver.server.listen(0, '127.0.0.1', resolve));
+    return receiver;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  url(path = '/hook'): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  /** Answers from now on with `script` (or a function of the request). */
+  reply(script: Answer[] | ((request: Received, index: number) => Answer)): void {
+    if (typeof script === 'function') this.answer = script;
+    else {
+      this.answer = undefined;
+      this.script = script;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
+      const received: Received = { method: req.method ?? '', path: req.url ?? '', headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now() };
+      const index = this.requests.length;
+      this.requests.push(received);
+      const answer = this.answer ? this.answer(received, index) : (this.script[Math.min(index, this.script.length - 1)] ?? { status: 200 });
+      if (answer === 'hang') {
+        res.on('close', () => this.inFlight--);
+        return;
+      }
+      const send = () => {
+        this.inFlight--;
+        res.writeHead(answer.status, answer.headers ?? {});
+        res.end(answer.body ?? '');
+      };
+      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      else send();
+    });
+  }
+}
+
+/**
+ * Verifies a received request with the `standardwebhooks` verifier, judging its timestamp against `now`
+ * (the test's manual clock) instead of the wall clock the package reads.
+ */
+export function verify(secret: string, request: Received, now: number): unknown {
+  const spy = vi.spyOn(Date, 'now').mockReturnValue(now);
+  try {
+    return new Webhook(secret).verify(request.body, request.headers);
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+/**
+ * The webhooks context on the job-layer fixture (DynamoDB Local, manual clock, seeded RNG), with loopback
+ * receivers allowed unless said otherwise.
+ */
+export async function webhooksFixture(options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number } = {}) {
+  let context: WebhooksContext | undefined;
+  const fx = await jobsFixture({
+    transport: options.transport ?? 'recording',
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    handlers: (parts) => {
+      context = createWebhooksContext({
+        jobs: parts.jobs,
+        db: parts.clients.dynamo,
+        tableNames: { webhooks: parts.tableNames.webhooks },
+        clock: parts.clock,
+        logger: parts.logger,
+        metrics: parts.metrics,
+        webhooks: {
+          allowLoopback: options.allowLoopback ?? true,
+          ...(options.resolve ? { resolve: options.resolve } : {}),
+          requestTimeoutMs: options.requestTimeoutMs ?? 2_000,
+        },
+      });
+      return context.handlers;
+    },
+  });
+  const ctx = context!;
+  const executor = fx.jobs.executor(fx.handlers);
+
+  /** Records an event as a domain does (event + fanout job in one transaction) and returns it. */
+  async function recordEvent(tenantId: string, type: EventType = EventType.callCompleted, data: Record<string, unknown> = { n: 1 }): Promise<WebhookEvent> {
+    const prepared = prepareEvent(fx.jobs.client, fx.tableNames.webhooks, { tenantId, type, data }, fx.clock.now());
+    await ctx.deps.store.transact(prepared.items);
+    await fx.jobs.client.afterCommit(prepared.jobs);
+    return prepared.event;
+  }
+
+  /** Runs a job's current wake-up through the executor (recording transport). */
+  async function run(jobId: string) {
+    const row = await fx.jobs.store.mustGet(jobId);
+    return executor.execute({ jobId, seq: row.seq }, 'webhooks');
+  }
+
+  /** Moves the clock to a job's due time and runs it. */
+  async function runWhenDue(jobId: string) {
+    const row = await fx.jobs.store.mustGet(jobId);
+    const due = Date.parse(row.scheduledAt);
+    if (due > fx.clock.now()) fx.clock.set(due);
+    return executor.execute({ jobId, seq: row.seq }, 'webhooks');
+  }
+
+  const job = (id: string): Promise<JobRow> => fx.jobs.store.mustGet(id);
+
+  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, close: () => ctx.close() };
+}
