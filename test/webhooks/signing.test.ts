@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { Receiver, verify, webhooksFixture } from '../support/webhooks.ts';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+describe('signed delivery (Standard Webhooks)', () => {
+  it('EveryAttemptVerifiesWithTheSameWebhookIdAndItsOwnTimestamp', async () => {
+    const receiver = await Receiver.start([{ status: 500 }, { status: 500 }, { status: 200 }]);
+    const fx = await webhooksFixture();
+    closers.push(() => receiver.close(), fx.close);
+    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const event = await fx.recordEvent('t1', 'call.completed', { callId: 'c-1', code: 'COMPLETED' });
+    expect((await fx.run(`webhook.fanout:${event.id}`)).result).toBe('completed');
+    const id = deliveryJobId(event.id, endpointId);
+
+    const times: number[] = [];
+    for (const expected of ['retryable', 'retryable', 'completed']) {
+      const result = await fx.runWhenDue(id);
+      times.push(fx.clock.now());
+      expect(result.result).toBe(expected);
+    }
+
+    expect(receiver.requests).toHaveLength(3);
+    const payloads = receiver.requests.map((request, i) => verify(secret, request, times[i]!));
+    for (const payload of payloads) expect(payload).toEqual({ type: 'call.completed', timestamp: event.timestamp, data: { callId: 'c-1', code: 'COMPLETED' } });
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([event.id]));
+    const stamps = receiver.requests.map((r) => Number(r.headers['webhook-timestamp']));
+    expect(new Set(stamps).size).toBe(3);
+    expect(stamps).toEqual(times.map((t) => Math.floor(t / 1000)));
+    // The retries came on the seed's schedule: 5 s, then 5 min (±10 %).
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(4_500);
+    expect(times[1]! - times[0]!).toBeLessThanOrEqual(5_500);
+    expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(270_000);
+    expect(times[2]! - times[1]!).toBeLessThanOrEqual(330_000);
+    const row = await fx.job(id);
+    expect(row.attempts.map((a) => a.outcome)).toEqual(['retryable', 'retryable', 'completed']);
+    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBeNull();
+  });
+
+  it('ASignatureMadeWithAnotherSecretOrATamperedBodyDoesNotVerify', async () => {
+    const receiver = await Receiver.start();
+    const fx = await webhooksFixture();
+    closers.push(() => receiver.close(), fx.close);
+    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const other = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url('/other') });
+    const event = await fx.recordEvent('t1');
+    await fx.run(`webhook.fanout:${event.id}`);
+    await fx.run(deliveryJobId(event.id, endpointId));
+    const request = receiver.requests.find((r) => r.path === '/hook')!;
+    expect(() => verify(secret, request, fx.clock.now())).not.toThrow();
+    expect(() => verify(other.secret, request, fx.clock.now())).toThrow(/signature/i);
+    expect(() => verify(secret, { ...request, body: request.body.replace('"n":1', '"n":2') }, fx.clock.now())).toThrow(/signature/i);
+    expect(() => verify(secret, request, fx.clock.now() + 10 * 60_000)).toThrow(/too old/i);
+  });
+});
