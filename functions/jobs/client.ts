@@ -118,6 +118,17 @@ export class JobClient {
     return row;
   }
 
+  /**
+   * Runs a waiting job now: what a domain uses to hand work on (a webhook delivery given its endpoint's
+   * lease). Unlike {@link retry}, a discarded or cancelled job is refused ({@link TransitionRefusedError}),
+   * never revived.
+   */
+  async wake(id: string): Promise<JobRow> {
+    const row = await this.store.wake(id, this.clock.now());
+    await this.afterCommit([{ id, item: {}, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
+    return row;
+  }
+
   /** Cancels a pending or running job. */
   cancel(id: string): Promise<JobRow> {
     return this.store.cancel(id, this.clock.now());

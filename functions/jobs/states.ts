@@ -67,6 +67,8 @@ export const transitions = {
     from: [JobState.discarded, JobState.cancelled, JobState.retryable, JobState.snoozed, JobState.scheduled],
     to: [JobState.available],
   },
+  /** A domain runs a waiting job now (a webhook delivery handed its endpoint's lease); never a finished one. */
+  wake: { from: [JobState.retryable, JobState.snoozed, JobState.scheduled], to: [JobState.available] },
 } as const satisfies Record<string, { from: readonly JobState[]; to: readonly JobState[] }>;
 
 export type TransitionName = keyof typeof transitions;

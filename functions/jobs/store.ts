@@ -262,10 +262,10 @@ export class JobStore {
    * retryNow: ops run a discarded, cancelled or waiting job at once. History is kept; a job whose
    * attempts ran out is given one more (River's JobRetry).
    */
-  async retryNow(id: string, now: number): Promise<JobRow> {
+  async retryNow(id: string, now: number, name: 'retryNow' | 'wake' = 'retryNow'): Promise<JobRow> {
     const current = await this.mustGet(id);
     const e = new Expression();
-    e.when(is.from(e, 'retryNow'))
+    e.when(is.from(e, name))
       .when(is.currentSeq(e, current.seq))
       .set('state', JobState.available)
       .set('scheduledAt', iso(now))
@@ -274,7 +274,12 @@ export class JobStore {
       .set('updatedAt', iso(now))
       .set('stateOrder', stateOrder(now, id))
       .remove('discardReason', 'finalizedAt', 'expiresAt', 'cancelRequestedAt', 'lastDispatchAt');
-    return this.write(id, e, 'retryNow');
+    return this.write(id, e, name);
+  }
+
+  /** wake: a waiting (scheduled, retryable, snoozed) job runs at once; a finished one is refused, never revived. */
+  wake(id: string, now: number): Promise<JobRow> {
+    return this.retryNow(id, now, 'wake');
   }
 
   /** Records that the rescuer re-sent a wake-up, so the next pass leaves it alone for a while. */

@@ -56,6 +56,8 @@ function run(store: JobStore, name: TransitionName, row: JobRow): Promise<JobRow
       return store.cancel(row.id, NOW);
     case 'retryNow':
       return store.retryNow(row.id, NOW);
+    case 'wake':
+      return store.wake(row.id, NOW);
   }
 }
 
