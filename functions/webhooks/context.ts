@@ -98,7 +98,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
       const row = await deps.store.getEndpoint(args.endpointId);
       if (!row || row.holder !== args.jobId) return;
       try {
-        await deps.jobs.retry(args.jobId);
+        await deps.jobs.wake(args.jobId);
       } catch (error) {
         // Still running: fail this run, and the job layer runs it again on its backoff.
         if (error instanceof TransitionRefusedError && error.current?.state === 'running') throw new Error(`delivery ${args.jobId} is still running`, { cause: error });

@@ -61,6 +61,7 @@ export class Deliveries {
     const at = ctx.now();
     const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: policies['webhook.deliver'] });
     await unparked;
+    if (step.rejoin) await store.park(wait, ctx.id, at, step.rejoin.notBefore);
     await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads, at);
     this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
     if (step.endpoint.disable) {

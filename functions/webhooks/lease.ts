@@ -12,8 +12,9 @@ import type { EndpointRow } from './endpoint.ts';
  *   lease free ──► take it ──► send ──► 2xx ──► pass it to the oldest waiting delivery, at once
  *   lease taken ─► park in the wait list, snooze long (no attempt spent); the holder wakes you
  *   failure ─────► still young, next retry within a cooldown: keep the lease, retry on your own schedule
- *             └──► otherwise: pass it to the oldest waiting delivery, armed for one cooldown from now;
- *                  it probes then, with its own attempt, while you wait out your backoff
+ *             └──► otherwise: pass it to the oldest waiting delivery that is due, armed for one cooldown
+ *                  from now; it probes then, with its own attempt. You rejoin the list, not to probe
+ *                  again before your own backoff ends, but released with everyone on the first success
  * ```
  */
 
@@ -100,6 +101,11 @@ export interface EndpointChange {
 export interface Step {
   job: JobOutcome;
   endpoint: EndpointChange;
+  /**
+   * A probe that failed and passed the role on rejoins the wait list, marked not to probe again before
+   * its own next attempt is due; a success releases it with the others instead of leaving it to its backoff.
+   */
+  rejoin?: { notBefore: number };
 }
 
 /** The attempt being decided on. */
@@ -151,6 +157,7 @@ export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: Att
       return {
         job: { type: 'retry', error: result.error },
         endpoint: { health: 'failing', nextProbeAt: now + COOLDOWN_MS, lease: { type: 'pass', armedUntil: now + COOLDOWN_MS } },
+        ...(next ? { rejoin: { notBefore: now + next.minMs } } : {}),
       };
     }
     case 'gone':

@@ -103,8 +103,9 @@ const LOOPBACK_EXCEPTIONS = ['127.0.0.1', '::1'];
  * vetAddress('10.1.2.3', { allowLoopback: false }); // { allowed: false, reason: 'private', ... }
  */
 export function vetAddress(address: string, options: GuardOptions): AddressVerdict {
-  if (!ipaddr.isValid(address)) return { allowed: false, reason: BlockReason.reserved, detail: `${address} is not an IP address` };
-  let ip = ipaddr.parse(address);
+  const text = canonicalV6(address);
+  if (!ipaddr.isValid(text)) return { allowed: false, reason: BlockReason.reserved, detail: `${address} is not an IP address` };
+  let ip = ipaddr.parse(text);
   if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).match(mappedV6)) ip = (ip as ipaddr.IPv6).toIPv4Address();
   const canonical = ip.toString();
   if (options.allowLoopback && LOOPBACK_EXCEPTIONS.includes(canonical)) return { allowed: true };
@@ -121,6 +122,20 @@ export function vetAddress(address: string, options: GuardOptions): AddressVerdi
   if (!v6.match(globalUnicastV6)) return { allowed: false, reason: BlockReason.reserved, detail: `${canonical} is outside global unicast 2000::/3` };
   if (v6.range() !== 'unicast') return { allowed: false, reason: BlockReason.reserved, detail: `${canonical} is special-purpose (${v6.range()})` };
   return { allowed: true };
+}
+
+/**
+ * IPv6 text in the WHATWG URL serializer's canonical form. ipaddr.js reads the dotted IPv4-compatible
+ * form (`::127.0.0.1`, which is how getaddrinfo prints ::/96) as IPv4-mapped; canonical hex (`::7f00:1`)
+ * keeps the two apart. IPv4 text is returned as it is.
+ */
+function canonicalV6(address: string): string {
+  if (!address.includes(':')) return address;
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address;
+  }
 }
 
 /** The guard as the vetted client's address policy: `undefined` approves, a string says why not. */

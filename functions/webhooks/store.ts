@@ -19,6 +19,11 @@ export interface WaitEntry {
   sk: string;
   jobId: string;
   parkedAt: string;
+  /**
+   * Set for a delivery that failed as the probe and waits out its own backoff: it may not be woken to
+   * probe before this time, but a success releases it with the others.
+   */
+  notBefore?: string;
 }
 
 /** A delivery that was discarded, or started its last attempt, kept for redeliver. */
@@ -231,19 +236,54 @@ export class WebhookStore {
     return (result.Items ?? []) as WaitEntry[];
   }
 
-  /** park: put a delivery in its endpoint's wait list (idempotent). */
-  async park(key: { pk: string; sk: string }, jobId: string, now: number): Promise<void> {
+  /**
+   * The oldest parked deliveries that may probe at `at` (no `notBefore`, or one at or before it), read
+   * page by page until `limit` are found. Only a failing endpoint's probe hand-off needs this filter.
+   */
+  async eligibleHead(endpointId: string, at: number, limit: number): Promise<WaitEntry[]> {
+    const found: WaitEntry[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          FilterExpression: 'attribute_not_exists(notBefore) OR notBefore <= :at',
+          ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#', ':at': iso(at) },
+          ConsistentRead: true,
+          Limit: 100,
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      found.push(...((page.Items ?? []) as WaitEntry[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && found.length < limit);
+    return found.slice(0, limit);
+  }
+
+  /**
+   * park: put a delivery in its endpoint's wait list (idempotent; a second park replaces the first).
+   * `notBefore`: it is waiting out its own backoff after failing as the probe.
+   */
+  async park(key: { pk: string; sk: string }, jobId: string, now: number, notBefore?: number): Promise<void> {
     await this.db.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: { ...key, jobId, parkedAt: iso(now), expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS },
+        Item: {
+          pk: key.pk,
+          sk: key.sk,
+          jobId,
+          parkedAt: iso(now),
+          ...(notBefore !== undefined ? { notBefore: iso(notBefore) } : {}),
+          expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS,
+        },
       }),
     );
   }
 
   /** unpark: take a delivery out of the wait list (idempotent). */
   async unpark(key: { pk: string; sk: string }): Promise<void> {
-    await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: key }));
+    await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: key.pk, sk: key.sk } }));
   }
 
   // ─── Discard markers (redeliver) ────────────────────────────────────────────────────────────────────

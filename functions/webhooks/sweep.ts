@@ -53,10 +53,12 @@ async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: 
   const state = leaseStateOf(row);
   // A live holder passes the lease on itself.
   if (leaseOf(state, '', now) !== 'free') return;
-  const heads = await store.waitListHead(endpointId, 3);
+  const failing = !row.disabled && state.failingSince !== undefined;
+  const probeAt = failing && state.nextProbeAt !== undefined && state.nextProbeAt > now ? state.nextProbeAt : now;
+  // A failing endpoint's next probe must be a delivery whose own schedule allows it; otherwise the oldest.
+  const heads = failing ? await store.eligibleHead(endpointId, probeAt, 3) : await store.waitListHead(endpointId, 3);
   const head = heads[0];
   if (head) {
-    const probeAt = !row.disabled && state.failingSince !== undefined && state.nextProbeAt !== undefined && state.nextProbeAt > now ? state.nextProbeAt : now;
     const busyUntil = probeAt + LEASE_MS;
     if (await store.acquireFor(endpointId, head.jobId, now, busyUntil)) {
       report.restarted++;
@@ -66,5 +68,5 @@ async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: 
     return;
   }
   if (row.holder && row.busyUntil && (await store.releaseExpired(endpointId, row.holder, row.busyUntil))) report.released++;
-  if (!row.failingSince || row.disabled) await store.unwatch(endpointId);
+  if ((!row.failingSince || row.disabled) && (await store.waitListHead(endpointId, 1)).length === 0) await store.unwatch(endpointId);
 }

@@ -7,13 +7,13 @@ import type { WaitEntry } from './store.ts';
 
 /**
  * Handing the lease on: the holder (or the sweep, for a lease whose holder vanished) gives it to the
- * oldest parked delivery and runs that delivery's job now (`jobs.client.retry`). One conditional write
+ * oldest parked delivery and runs that delivery's job now (`jobs.client.wake`). One conditional write
  * on the endpoint moves the lease; the woken delivery takes itself out of the list when it runs.
  *
  * ```
  *  holder H                       endpoint item                 wait list          parked W
  *    │ settle: holder=W if H  ───► holder W, busyUntil            WAIT#…W              │ (snoozed)
- *    │ retry(W) ──────────────────────────────────────────────────────────────────────► available
+ *    │ wake(W) ───────────────────────────────────────────────────────────────────────► available
  *    │                                                                                  │ runs: holder = W
  *    │                                                            delete WAIT#…W ◄──── │ sends
  * ```
@@ -39,7 +39,9 @@ export class WaitList {
       return;
     }
     const busyUntil = (lease.armedUntil ?? now) + LEASE_MS;
-    const others = candidates.filter((c) => c.jobId !== holder);
+    // A failure arms the next probe: only a delivery whose own schedule lets it try by then may take it.
+    const pool = lease.armedUntil === null ? candidates : await store.eligibleHead(endpointId, lease.armedUntil, 4);
+    const others = pool.filter((c) => c.jobId !== holder);
     const next = others[0];
     if (next) {
       if ((await store.settle(endpointId, holder, change, { type: 'pass', to: next.jobId, busyUntil }, now)) === 'not_holder') {
@@ -53,7 +55,7 @@ export class WaitList {
       if (change) await store.recordHealth(endpointId, change, now);
       return;
     }
-    const late = (await store.waitListHead(endpointId, 3)).filter((c) => c.jobId !== holder);
+    const late = (lease.armedUntil === null ? await store.waitListHead(endpointId, 3) : await store.eligibleHead(endpointId, lease.armedUntil, 3)).filter((c) => c.jobId !== holder);
     if (late[0] && (await store.acquireFor(endpointId, late[0].jobId, now, busyUntil))) await this.wakeOrSkip(endpointId, late, busyUntil, now);
   }
 
@@ -83,7 +85,7 @@ export class WaitList {
    */
   async wake(entry: Pick<WaitEntry, 'jobId'>, endpointId: string): Promise<'woken' | 'busy' | 'stale'> {
     try {
-      await this.deps.jobs.retry(entry.jobId);
+      await this.deps.jobs.wake(entry.jobId);
       return 'woken';
     } catch (error) {
       if (error instanceof JobNotFoundError) return 'stale';

@@ -162,5 +162,24 @@ export async function webhooksFixture(options: { transport?: 'recording' | 'loca
 
   const job = (id: string): Promise<JobRow> => fx.jobs.store.mustGet(id);
 
-  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, close: () => ctx.close() };
+  /**
+   * With the recording transport: runs every pending job that is due, all at once, again and again,
+   * moving the clock to the next due time when none is, until nothing is due within `horizonMs`.
+   */
+  async function drain(horizonMs = 60_000): Promise<void> {
+    const limit = fx.clock.now() + horizonMs;
+    for (let round = 0; round < 1000; round++) {
+      const pending = (await Promise.all((['available', 'scheduled', 'retryable', 'snoozed'] as const).map((state) => fx.jobs.client.list({ state, limit: 200 })))).flatMap((p) => p.jobs);
+      const due = pending.filter((r) => Date.parse(r.scheduledAt) <= fx.clock.now());
+      if (due.length > 0) {
+        await Promise.all(due.map((r) => executor.execute({ jobId: r.id, seq: r.seq }, 'webhooks')));
+        continue;
+      }
+      const next = Math.min(...pending.map((r) => Date.parse(r.scheduledAt)));
+      if (!Number.isFinite(next) || next > limit) return;
+      fx.clock.set(next);
+    }
+  }
+
+  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, drain, close: () => ctx.close() };
 }

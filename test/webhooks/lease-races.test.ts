@@ -1,0 +1,157 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { LEASE_MS } from '../../functions/webhooks/lease.ts';
+import type { EndpointChange } from '../../functions/webhooks/lease.ts';
+import { Receiver, webhooksFixture } from '../support/webhooks.ts';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const close of closers.splice(0)) await close();
+});
+
+const healthy: EndpointChange = { health: 'healthy', nextProbeAt: null, lease: { type: 'pass', armedUntil: null } };
+
+/** An endpoint with a receiver, and `n` events fanned out to it (deliveries enqueued, none run). */
+async function setup(n: number) {
+  const receiver = await Receiver.start([{ status: 200 }]);
+  const fx = await webhooksFixture();
+  closers.push(() => receiver.close(), fx.close);
+  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    // A millisecond apart, so the wait list (ordered by enqueue time) is in this order.
+    fx.clock.advance(1);
+    const event = await fx.recordEvent('t', 'call.completed', { i });
+    await fx.run(`webhook.fanout:${event.id}`);
+    ids.push(deliveryJobId(event.id, endpointId));
+  }
+  const store = fx.webhooks.deps.store;
+  /** Gives the lease to `jobId` as if it had taken it. */
+  const hold = async (jobId: string) => {
+    const now = fx.clock.now();
+    expect(await store.acquire(endpointId, jobId, now, now + LEASE_MS)).toBeDefined();
+  };
+  return { receiver, fx, endpointId, ids, store, hold };
+}
+
+describe('the lease and the wait list under races', () => {
+  it('AParkerWhoseHolderLetsGoBetweenItsReadAndItsEntry_SeesTheLeaseFreeOnItsSecondLookAndSends', async () => {
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(2);
+    const [holder, parker] = ids as [string, string];
+    await hold(holder);
+    // The holder finishes right after the parker read "busy" and before its wait-list entry is written:
+    // the holder's own look at the list finds nobody.
+    const park = store.park.bind(store);
+    vi.spyOn(store, 'park').mockImplementationOnce(async (...args) => {
+      await fx.webhooks.waitList.finish(endpointId, holder, healthy, [], fx.clock.now());
+      return park(...args);
+    });
+    expect((await fx.run(parker)).result).toBe('completed');
+    expect(receiver.requests).toHaveLength(1);
+    expect(await store.waitListHead(endpointId, 5)).toEqual([]);
+  });
+
+  it('AHolderThatLetsGoAfterTheParkersSecondLook_FindsItOnItsOwnLastLookAndWakesIt', async () => {
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(2);
+    const [holder, parker] = ids as [string, string];
+    await hold(holder);
+    expect((await fx.run(parker)).result).toBe('snoozed');
+    expect((await fx.job(parker)).attempt).toBe(0);
+    // The holder had read the list before the parker joined it (an empty prefetch): its last look after
+    // letting go finds the parker, gives it the lease and wakes it.
+    await fx.webhooks.waitList.finish(endpointId, holder, healthy, [], fx.clock.now());
+    expect((await store.getEndpoint(endpointId))?.holder).toBe(parker);
+    expect((await fx.job(parker)).state).toBe('available');
+    expect((await fx.run(parker)).result).toBe('completed');
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('AParkerHandedTheLeaseWhileStillRunning_IsWokenOnceItSleeps_ByAWebhookWakeJob', async () => {
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(2);
+    const [holder, parker] = ids as [string, string];
+    await hold(holder);
+    // The parker's second look still sees the holder; the holder then lets go and hands it the lease
+    // while it is running (about to snooze), so jobs.client.retry cannot wake it yet.
+    const get = store.getEndpoint.bind(store);
+    vi.spyOn(store, 'getEndpoint').mockImplementationOnce(async (id) => {
+      const seen = await get(id);
+      await fx.webhooks.waitList.finish(endpointId, holder, healthy, [], fx.clock.now());
+      return seen;
+    });
+    expect((await fx.run(parker)).result).toBe('snoozed');
+    expect((await store.getEndpoint(endpointId))?.holder).toBe(parker);
+    const wakes = await fx.jobs.client.list({ kind: 'webhook.wake' });
+    expect(wakes.jobs).toHaveLength(1);
+    expect((await fx.run(wakes.jobs[0]!.id)).result).toBe('completed');
+    expect((await fx.job(parker)).state).toBe('available');
+    expect((await fx.run(parker)).result).toBe('completed');
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('AHolderThatVanished_StrandsNothing_TheSweepGivesItsExpiredLeaseToTheOldestWaiter', async () => {
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(3);
+    await hold('webhook.deliver:crashed');
+    for (const id of ids) expect((await fx.run(id)).result).toBe('snoozed');
+    // Before the lease expires the sweep leaves it alone.
+    expect((await fx.webhooks.sweep(fx.clock.now())).restarted).toBe(0);
+    fx.clock.advance(LEASE_MS + 1);
+    expect(await fx.webhooks.sweep(fx.clock.now())).toMatchObject({ restarted: 1 });
+    // The oldest waiter was woken; each one, done, wakes the next.
+    for (const id of ids) {
+      expect((await fx.job(id)).state, id).toBe('available');
+      expect((await fx.run(id)).result).toBe('completed');
+    }
+    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toHaveLength(3);
+    expect(receiver.maxInFlight).toBe(1);
+    const endpoint = await store.getEndpoint(endpointId);
+    expect(endpoint?.holder).toBeUndefined();
+    // Idle and healthy: the next sweep drops it from its index.
+    await fx.webhooks.sweep(fx.clock.now());
+    expect((await store.watched()).endpointIds).not.toContain(endpointId);
+  });
+
+  it('ADeliveryCancelledByOpsWhileParked_IsSkippedWhenItsTurnComes_AndTheNextOneIsWoken', async () => {
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(3);
+    const [holder, cancelled, next] = ids as [string, string, string];
+    await hold(holder);
+    expect((await fx.run(cancelled)).result).toBe('snoozed');
+    expect((await fx.run(next)).result).toBe('snoozed');
+    await fx.jobs.client.cancel(cancelled);
+    await fx.webhooks.waitList.finish(endpointId, holder, healthy, await store.waitListHead(endpointId, 3), fx.clock.now());
+    expect((await store.getEndpoint(endpointId))?.holder).toBe(next);
+    expect((await store.waitListHead(endpointId, 5)).map((e) => e.jobId)).toEqual([next]);
+    expect((await fx.run(next)).result).toBe('completed');
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('TenDuplicateWakeUpsOfOneDelivery_SendItOnce', async () => {
+    const { receiver, fx, ids } = await setup(1);
+    const row = await fx.job(ids[0]!);
+    const results = await Promise.all(Array.from({ length: 10 }, () => fx.executor.execute({ jobId: row.id, seq: row.seq }, 'webhooks')));
+    expect(results.filter((r) => r.result === 'completed')).toHaveLength(1);
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('TwentyDeliveriesFirstRunningAtOnceOnAnIdleEndpoint_OneSends_TheOthersWaitWithoutSpendingAnAttempt', async () => {
+    const { receiver, fx, endpointId, ids } = await setup(20);
+    const rows = await Promise.all(ids.map((id) => fx.job(id)));
+    const results = await Promise.all(rows.map((r) => fx.executor.execute({ jobId: r.id, seq: r.seq }, 'webhooks')));
+    // Some may go one after another (one finishes, the lease is free, a later reader takes it), never two at once.
+    const completed = results.filter((r) => r.result === 'completed').length;
+    expect(completed).toBeGreaterThanOrEqual(1);
+    expect(results.filter((r) => r.result === 'snoozed')).toHaveLength(20 - completed);
+    expect(receiver.requests).toHaveLength(completed);
+    expect(receiver.maxInFlight).toBe(1);
+    const after = await Promise.all(ids.map((id) => fx.job(id)));
+    expect(after.filter((r) => r.state === 'snoozed').every((r) => r.attempt === 0)).toBe(true);
+    // Whoever lost a race for the free lease parked, or snoozed a second to look again: none is lost,
+    // and within a minute (no 6 h backstop) every one has been delivered, once.
+    await fx.drain(60_000);
+    const done = await Promise.all(ids.map((id) => fx.job(id)));
+    expect(done.every((r) => r.state === 'completed' && r.attempt === 1)).toBe(true);
+    expect(receiver.requests).toHaveLength(20);
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(20);
+    expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
+  });
+});

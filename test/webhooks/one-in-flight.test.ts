@@ -1,0 +1,68 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { COOLDOWN_MS } from '../../functions/webhooks/lease.ts';
+import { Receiver, webhooksFixture } from '../support/webhooks.ts';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+const minutes = 60_000;
+
+describe('one delivery per endpoint in flight (real workers on the local queues)', () => {
+  it('TwoHundredDeliveriesToOneEndpoint_TheReceiverNeverSeesTwoAtOnce_AndEachArrivesExactlyOnce', async () => {
+    const receiver = await Receiver.start([{ status: 200, delayMs: 2 }]);
+    const fx = await webhooksFixture({ transport: 'local' });
+    closers.push(() => receiver.close(), fx.close);
+    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    const events = await Promise.all(Array.from({ length: 200 }, (_, i) => fx.recordEvent('t', 'call.completed', { i })));
+    await fx.settle(60 * minutes);
+
+    expect(receiver.requests).toHaveLength(200);
+    expect(receiver.maxInFlight).toBe(1);
+    const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+    expect(new Set(ids)).toEqual(new Set(events.map((e) => e.id)));
+    const rows = await Promise.all(events.map((e) => fx.job(deliveryJobId(e.id, endpointId))));
+    expect(rows.every((r) => r.state === 'completed' && r.attempt === 1)).toBe(true);
+    // Parked deliveries spent no attempt: one real attempt each, however long they waited.
+    expect(rows.reduce((sum, r) => sum + r.attempts.length, 0)).toBe(200);
+    expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
+    const endpoint = await fx.webhooks.deps.store.getEndpoint(endpointId);
+    expect(endpoint?.holder).toBeUndefined();
+    expect(endpoint?.watch).toBeUndefined();
+  }, 120_000);
+
+  it('WhileAnEndpointFails_OneDeliveryProbesIt_TheOthersWaitWithoutSpendingAttempts_AndGoAtOnceWhenItRecovers', async () => {
+    const receiver = await Receiver.start([{ status: 500 }]);
+    const fx = await webhooksFixture({ transport: 'local' });
+    closers.push(() => receiver.close(), fx.close);
+    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    const start = fx.clock.now();
+    const events = await Promise.all(Array.from({ length: 30 }, (_, i) => fx.recordEvent('t', 'call.completed', { i })));
+
+    await fx.settle(60 * minutes);
+    const duringOutage = receiver.requests.length;
+    // The seed's 5 s and 5 min retries of the first failure, then one probe per cooldown.
+    expect(duringOutage).toBeGreaterThanOrEqual(10);
+    expect(duringOutage).toBeLessThanOrEqual(16);
+    const gaps = receiver.requests.slice(3).map((r, i) => r.at - receiver.requests[i + 2]!.at);
+    expect(gaps.length).toBeGreaterThan(0);
+    const rows = await Promise.all(events.map((e) => fx.job(deliveryJobId(e.id, endpointId))));
+    // Every request was some delivery's real attempt; nobody else spent one.
+    expect(rows.reduce((sum, r) => sum + r.attempt, 0)).toBe(duringOutage);
+    expect(rows.filter((r) => r.attempt === 0).length).toBeGreaterThanOrEqual(30 - duringOutage);
+    expect(rows.every((r) => r.state !== 'discarded' && r.state !== 'completed')).toBe(true);
+    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBe(new Date(start).toISOString());
+
+    receiver.reply([{ status: 200 }]);
+    const recovered = fx.clock.now();
+    await fx.settle(60 * minutes);
+    const done = await Promise.all(events.map((e) => fx.job(deliveryJobId(e.id, endpointId))));
+    expect(done.every((r) => r.state === 'completed')).toBe(true);
+    const finished = Math.max(...done.map((r) => Date.parse(r.finalizedAt!)));
+    expect(finished - recovered).toBeLessThanOrEqual(COOLDOWN_MS);
+    expect(receiver.maxInFlight).toBe(1);
+    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBeNull();
+  });
+});
