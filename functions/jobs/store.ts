@@ -262,10 +262,10 @@ export class JobStore {
    * retryNow: ops run a discarded, cancelled or waiting job at once. History is kept; a job whose
    * attempts ran out is given one more (River's JobRetry).
    */
-  async retryNow(id: string, now: number, name: 'retryNow' | 'wake' = 'retryNow'): Promise<JobRow> {
+  async retryNow(id: string, now: number): Promise<JobRow> {
     const current = await this.mustGet(id);
     const e = new Expression();
-    e.when(is.from(e, name))
+    e.when(is.from(e, 'retryNow'))
       .when(is.currentSeq(e, current.seq))
       .set('state', JobState.available)
       .set('scheduledAt', iso(now))
@@ -274,12 +274,24 @@ export class JobStore {
       .set('updatedAt', iso(now))
       .set('stateOrder', stateOrder(now, id))
       .remove('discardReason', 'finalizedAt', 'expiresAt', 'cancelRequestedAt', 'lastDispatchAt');
-    return this.write(id, e, name);
+    return this.write(id, e, 'retryNow');
   }
 
-  /** wake: a waiting (scheduled, retryable, snoozed) job runs at once; a finished one is refused, never revived. */
-  wake(id: string, now: number): Promise<JobRow> {
-    return this.retryNow(id, now, 'wake');
+  /**
+   * wake: a waiting (scheduled, retryable, snoozed) job runs at once; a finished or running one is
+   * refused, never revived. One write, no read: a waiting job has attempts left, so unlike retryNow
+   * there is no budget to extend, and a domain's cancel request stands.
+   */
+  async wake(id: string, now: number): Promise<JobRow> {
+    const e = new Expression();
+    e.when(is.from(e, 'wake'))
+      .set('state', JobState.available)
+      .set('scheduledAt', iso(now))
+      .add('seq', 1)
+      .set('updatedAt', iso(now))
+      .set('stateOrder', stateOrder(now, id))
+      .remove('lastDispatchAt');
+    return this.write(id, e, 'wake');
   }
 
   /** Records that the rescuer re-sent a wake-up, so the next pass leaves it alone for a while. */
