@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiHandler } from '../../functions/platform/http.ts';
+import { startHttpServer } from '../../functions/platform/local/http-server.ts';
+import type { LocalHttpServer } from '../../functions/platform/local/http-server.ts';
+import type { Resolver } from '../../functions/platform/vetted-http.ts';
+import { webhookRoutes } from '../../functions/webhooks/api.ts';
+import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { Receiver, webhooksFixture } from '../support/webhooks.ts';
+
+let fx: Awaited<ReturnType<typeof webhooksFixture>>;
+let server: LocalHttpServer;
+let receiver: Receiver;
+const resolve: Resolver = async (host) => {
+  if (host === 'hooks.example.com') return [{ address: '93.184.216.34', family: 4 }];
+  if (host === 'internal.example.com') return [{ address: '10.0.0.7', family: 4 }];
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+};
+
+beforeAll(async () => {
+  fx = await webhooksFixture({ resolve });
+  receiver = await Receiver.start();
+  server = await startHttpServer({ port: 0, handler: createApiHandler(webhookRoutes(() => fx.webhooks), fx.logger) });
+});
+afterAll(async () => {
+  await server.close();
+  await receiver.close();
+  await fx.close();
+});
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+describe('the endpoint API (brief §7)', () => {
+  it('POST /v1/endpoints registers an endpoint and shows its whsec_ secret of 32 random bytes once', async () => {
+    const created = await call('POST', '/v1/endpoints', { tenantId: 'api', url: 'https://hooks.example.com/in', eventTypes: ['call.completed'] });
+    expect(created.status).toBe(201);
+    expect(created.body['endpointId']).toMatch(/^ep_[a-f0-9]{32}$/);
+    const secret = created.body['secret'] as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+
+    const shown = await call('GET', `/v1/endpoints/${String(created.body['endpointId'])}`);
+    expect(shown).toEqual({
+      status: 200,
+      body: { endpointId: created.body['endpointId'], url: 'https://hooks.example.com/in', eventTypes: ['call.completed'], failingSince: null, disabled: false, disabledReason: null },
+    });
+    expect(JSON.stringify(shown.body)).not.toContain(secret.slice(6, 20));
+    const again = await call('POST', '/v1/endpoints', { tenantId: 'api', url: 'https://hooks.example.com/in' });
+    expect(again.body['secret']).not.toBe(secret);
+  });
+
+  it('refuses bad input with 400 and field paths, and writes nothing', async () => {
+    const bad = await call('POST', '/v1/endpoints', { tenantId: '', url: 42, eventTypes: ['call.completed', 'nope'], extra: true });
+    expect(bad.status).toBe(400);
+    const paths = (bad.body['issues'] as { path: string }[]).map((i) => i.path);
+    expect(paths).toEqual(expect.arrayContaining(['body.tenantId', 'body.url', 'body.eventTypes.1', 'body']));
+    expect((await call('POST', '/v1/endpoints', '{not json')).status).toBe(400);
+    expect((await call('POST', '/v1/endpoints', { tenantId: 'bad tenant!', url: 'https://hooks.example.com/' })).status).toBe(400);
+    expect(await fx.webhooks.deps.store.tenantEndpoints('')).toEqual([]);
+  });
+
+  it('refuses URLs the SSRF guard blocks with 400 on body.url, and writes nothing', async () => {
+    // This fixture lets 127.0.0.1 through (the local runtime's setting); nothing else on loopback passes.
+    for (const url of ['http://127.0.0.2/x', 'http://2130706434/', 'http://0x0a000001/', 'http://169.254.169.254/latest', 'https://internal.example.com/in', 'https://nowhere.example.com/', 'ftp://hooks.example.com/', 'https://u:p@hooks.example.com/']) {
+      const refused = await call('POST', '/v1/endpoints', { tenantId: 'ssrf-api', url });
+      expect(refused.status, url).toBe(400);
+      expect((refused.body['issues'] as { path: string; message: string }[])[0]?.path, url).toBe('body.url');
+    }
+    expect(await fx.webhooks.deps.store.tenantEndpoints('ssrf-api')).toEqual([]);
+  });
+
+  it('answers 404 for an unknown endpoint and 400 for a malformed id', async () => {
+    expect((await call('GET', `/v1/endpoints/ep_${'0'.repeat(32)}`)).status).toBe(404);
+    expect((await call('POST', `/v1/endpoints/ep_${'0'.repeat(32)}/enable`)).status).toBe(404);
+    expect((await call('POST', `/v1/endpoints/ep_${'0'.repeat(32)}/redeliver`)).status).toBe(404);
+    const malformed = await call('GET', '/v1/endpoints/../jobs');
+    expect([400, 404]).toContain(malformed.status);
+    expect((await call('GET', '/v1/endpoints/not-an-id')).status).toBe(400);
+  });
+
+  it('enable and redeliver: 409 while disabled, then every discarded delivery requeued', async () => {
+    receiver.reply([{ status: 410 }]);
+    const created = await call('POST', '/v1/endpoints', { tenantId: 'redeliver', url: receiver.url() });
+    const endpointId = created.body['endpointId'] as string;
+    const event = await fx.recordEvent('redeliver');
+    await fx.run(`webhook.fanout:${event.id}`);
+    expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('discarded');
+    expect((await call('GET', `/v1/endpoints/${endpointId}`)).body).toMatchObject({ disabled: true, disabledReason: 'gone' });
+
+    const conflict = await call('POST', `/v1/endpoints/${endpointId}/redeliver`);
+    expect(conflict.status).toBe(409);
+    receiver.reply([{ status: 200 }]);
+    expect(await call('POST', `/v1/endpoints/${endpointId}/enable`)).toMatchObject({ status: 200, body: { disabled: false, disabledReason: null, failingSince: null } });
+    expect(await call('POST', `/v1/endpoints/${endpointId}/redeliver`)).toEqual({ status: 200, body: { requeued: 1 } });
+    expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('completed');
+  });
+});

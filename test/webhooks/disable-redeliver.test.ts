@@ -1,0 +1,146 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { EndpointDisabledError } from '../../functions/webhooks/endpoints.ts';
+import { DISABLE_AFTER_MS } from '../../functions/webhooks/lease.ts';
+import { Receiver, webhooksFixture } from '../support/webhooks.ts';
+import type { Answer } from '../support/webhooks.ts';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+const minutes = 60_000;
+
+/** An endpoint answering `answer`, and `n` events fanned out to it, a millisecond apart. */
+async function setup(answer: Answer, n: number) {
+  const receiver = await Receiver.start([answer]);
+  const fx = await webhooksFixture();
+  closers.push(() => receiver.close(), fx.close);
+  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+  const ids: string[] = [];
+  const eventIds: string[] = [];
+  for (let i = 0; i < n; i++) {
+    fx.clock.advance(1);
+    const event = await fx.recordEvent('t', 'call.completed', { i });
+    await fx.run(`webhook.fanout:${event.id}`);
+    ids.push(deliveryJobId(event.id, endpointId));
+    eventIds.push(event.id);
+  }
+  return { receiver, fx, endpointId, ids, eventIds };
+}
+
+describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
+  it('AnEndpointStillFailingFiveDaysAfterFailingSince_IsDisabledByItsProbe_AndEveryWaitingDeliveryIsDiscarded', async () => {
+    const { receiver, fx, endpointId, ids } = await setup({ status: 500 }, 4);
+    const [probe, ...waiting] = ids as [string, ...string[]];
+    const failingFrom = fx.clock.now();
+    expect((await fx.run(probe)).result).toBe('retryable');
+    for (const id of waiting) expect((await fx.run(id)).result).toBe('snoozed');
+    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBe(new Date(failingFrom).toISOString());
+
+    // Just short of five days the probe's failure is an ordinary failure.
+    fx.clock.set(failingFrom + DISABLE_AFTER_MS - minutes);
+    expect((await fx.runWhenDue(probe)).result).toBe('retryable');
+    expect((await fx.webhooks.endpoints.get(endpointId)).disabled).toBe(false);
+
+    // The probe role has passed to the oldest waiting delivery, armed for one cooldown later: its failure
+    // comes after the five days are up.
+    await fx.drain(10 * minutes);
+    const endpoint = await fx.webhooks.endpoints.get(endpointId);
+    expect(endpoint).toMatchObject({ disabled: true, disabledReason: 'failing', failingSince: new Date(failingFrom).toISOString() });
+    const rows = await Promise.all(ids.map((id) => fx.job(id)));
+    expect(rows.map((r) => [r.state, r.discardReason])).toEqual(ids.map(() => ['discarded', 'endpoint_disabled']));
+    // Three requests in five days: the first delivery twice, then the next probe, past the limit. The
+    // other two never reached the endpoint.
+    expect(receiver.requests).toHaveLength(3);
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(2);
+    expect(rows.filter((r) => r.attempts.some((a) => a.outcome === 'retryable'))).toHaveLength(1);
+    expect(fx.metrics.total('WebhookEndpointDisabled', { reason: 'failing' })).toBe(1);
+    expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
+  });
+
+  it('TheSweepDisablesAnEndpointFailingForFiveDays_EvenWhenNoDeliveryRuns', async () => {
+    const { fx, endpointId, ids } = await setup({ status: 400 }, 1);
+    const failingFrom = fx.clock.now();
+    expect((await fx.run(ids[0]!)).result).toBe('discarded');
+    fx.clock.set(failingFrom + DISABLE_AFTER_MS - minutes);
+    expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(0);
+    expect((await fx.webhooks.endpoints.get(endpointId)).disabled).toBe(false);
+    fx.clock.set(failingFrom + DISABLE_AFTER_MS);
+    expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(1);
+    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+  });
+
+  it('TheSweepKindRunsAsAPeriodicJob_EnqueuedByTheRescuer', async () => {
+    const { fx, endpointId, ids } = await setup({ status: 400 }, 1);
+    await fx.run(ids[0]!);
+    fx.clock.advance(DISABLE_AFTER_MS);
+    const report = await fx.jobs.rescuer(fx.handlers.map((h) => h.kind), 60_000).run();
+    expect(report.periodic).toBe(1);
+    const sweeps = await fx.jobs.client.list({ kind: 'webhook.sweep' });
+    expect(sweeps.jobs).toHaveLength(1);
+    expect((await fx.run(sweeps.jobs[0]!.id)).result).toBe('completed');
+    expect((await fx.webhooks.endpoints.get(endpointId)).disabled).toBe(true);
+  });
+
+  it('A410DisablesTheEndpoint_DiscardsItsWaitingDeliveriesWithoutSendingThem_AndNewEventsAreNotFannedOutToIt', async () => {
+    const { receiver, fx, endpointId, ids } = await setup({ status: 410 }, 3);
+    const [gone, ...waiting] = ids as [string, ...string[]];
+    await fx.webhooks.deps.store.acquire(endpointId, gone, fx.clock.now(), fx.clock.now() + 60_000);
+    for (const id of waiting) expect((await fx.run(id)).result).toBe('snoozed');
+    expect((await fx.run(gone)).result).toBe('discarded');
+    expect((await fx.job(gone)).discardReason).toBe('gone');
+    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'gone' });
+    await fx.drain(minutes);
+    // Each waiting delivery ran once more, to be discarded, and sent nothing.
+    for (const id of waiting) expect(await fx.job(id)).toMatchObject({ state: 'discarded', discardReason: 'endpoint_disabled', attempt: 1 });
+    expect(receiver.requests).toHaveLength(1);
+    expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
+
+    const later = await fx.recordEvent('t');
+    await fx.run(`webhook.fanout:${later.id}`);
+    await expect(fx.job(deliveryJobId(later.id, endpointId))).rejects.toThrow(/not found/);
+  });
+
+  it('EnableThenRedeliver_BringsEveryDiscardedDeliveryBack_AndEachArrivesOnce', async () => {
+    const { receiver, fx, endpointId, ids } = await setup({ status: 410 }, 3);
+    const [first, ...rest] = ids as [string, ...string[]];
+    expect((await fx.run(first)).result).toBe('discarded');
+    for (const id of rest) expect((await fx.run(id)).result).toBe('discarded');
+    expect((await Promise.all(ids.map((id) => fx.job(id)))).map((r) => r.discardReason)).toEqual(['gone', 'endpoint_disabled', 'endpoint_disabled']);
+
+    await expect(fx.webhooks.endpoints.redeliver(endpointId)).rejects.toBeInstanceOf(EndpointDisabledError);
+    receiver.reply([{ status: 200 }]);
+    expect(await fx.webhooks.endpoints.enable(endpointId)).toMatchObject({ disabled: false, disabledReason: null, failingSince: null });
+    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 3 });
+    await fx.drain(minutes);
+    const rows = await Promise.all(ids.map((id) => fx.job(id)));
+    expect(rows.every((r) => r.state === 'completed')).toBe(true);
+    const delivered = receiver.requests.filter((_, i) => i >= 1).map((r) => r.headers['webhook-id']);
+    expect(delivered.sort()).toEqual(rows.map((r) => (r.args as { eventId: string }).eventId).sort());
+    // Nothing is left to redeliver.
+    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 0 });
+  });
+
+  it('RedeliverFindsADeliveryWhoseAttemptsRanOut_AndLeavesOneThatSucceededOnItsLastAttempt', async () => {
+    const { receiver, fx, endpointId, ids } = await setup({ status: 500 }, 2);
+    // Both deliveries have used 17 of their 18 attempts (as if five days of probes had failed).
+    for (const id of ids) {
+      await fx.clients.dynamo.send(new UpdateCommand({ TableName: fx.tableNames.jobs, Key: { id }, UpdateExpression: 'SET attempt = :a', ExpressionAttributeValues: { ':a': 17 } }));
+    }
+    const [exhausted, lucky] = ids as [string, string];
+    expect((await fx.run(exhausted)).result).toBe('discarded');
+    expect(await fx.job(exhausted)).toMatchObject({ discardReason: 'exhausted', attempt: 18 });
+    receiver.reply([{ status: 200 }]);
+    // The next probe is the other delivery, one cooldown later, on its last attempt.
+    await fx.drain(10 * minutes);
+    expect(await fx.job(lucky)).toMatchObject({ state: 'completed', attempt: 18 });
+
+    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 1 });
+    await fx.drain(minutes);
+    expect(await fx.job(exhausted)).toMatchObject({ state: 'completed', attempt: 19 });
+    expect(receiver.requests.filter((r) => r.headers['webhook-id'] === receiver.requests[0]!.headers['webhook-id'])).toHaveLength(2);
+  });
+});
