@@ -182,6 +182,10 @@ export class RedialStack extends Stack {
       Object.entries(tables).map(([key, definition]) => [key, definedTable(this, `${pascal(key)}Table`, definition)]),
     ) as Record<TableKey, dynamodb.TableV2>;
 
+    // Egress: the webhooks worker (webhook.deliver) sends to customer URLs on the internet, so no worker
+    // runs in a VPC; Lambda's own internet egress carries it. What keeps deliveries off private, link-local
+    // and metadata addresses is the SSRF guard in functions/webhooks (resolve, vet, connect to the vetted
+    // address), not the network. In a VPC it would need a NAT gateway, and the guard would matter more.
     this.jobQueues = Object.fromEntries(
       queueNames.map((name) => {
         const queue = new JobQueue(this, `${pascal(name)}Jobs`, { queueName: name, spec: queues[name], entry: entry(workerEntry(name)), logRetention });

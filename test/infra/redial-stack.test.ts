@@ -11,7 +11,7 @@ import { callsConfigFromEnv, requireDialling } from '../../functions/calls/confi
 import { jobsAwsConfig } from '../../functions/jobs/aws.ts';
 import { queueNames, queues } from '../../functions/jobs/queues.ts';
 import { tableNamesFromEnv } from '../../functions/ops/aws.ts';
-import { allRoutes, tables } from '../../functions/ops/system.ts';
+import { allKinds, allRoutes, tables } from '../../functions/ops/system.ts';
 import type { SystemDeps, TableKey } from '../../functions/ops/system.ts';
 import { parseConfig } from '../../functions/platform/config.ts';
 import { createTableInput } from '../../functions/platform/tables.ts';
@@ -344,5 +344,23 @@ describe('cdk-nag (AwsSolutions)', () => {
     // The JobQueue's own queue is acknowledged (SQS3) and fixed (SQS4): only the plain queue is reported.
     const paths = new AwsSolutionsChecks().validateScope(bare).violations.flatMap((v) => v.violatingResources.map((r) => r.constructPath));
     expect(paths.filter((p) => p?.includes('Jobs/Queue'))).toEqual([]);
+  });
+});
+
+describe('webhooks', () => {
+  it('deliver from a worker outside any VPC: customer URLs are on the internet, the SSRF guard keeps private ranges out', () => {
+    const worker = resources[idOf(stack.jobQueues.webhooks.worker)];
+    expect(worker?.Type).toBe('AWS::Lambda::Function');
+    expect(worker?.Properties).not.toHaveProperty('VpcConfig');
+    expect(ofType('AWS::EC2::VPC')).toEqual([]);
+    // Every webhooks kind's timeout fits in the worker's, so a run is never cut short by Lambda first.
+    for (const kind of allKinds.filter((k) => k.queue === 'webhooks')) expect(kind.timeoutSeconds, kind.kind).toBeLessThanOrEqual(worker?.Properties['Timeout'] as number);
+  });
+
+  it('keep the sparse byWatch index keys-only, so lease updates write nothing to it', () => {
+    const table = resources[idOf(stack.tables.webhooks)];
+    expect(table?.Properties['GlobalSecondaryIndexes']).toEqual([
+      { IndexName: 'byWatch', KeySchema: [{ AttributeName: 'watch', KeyType: 'HASH' }, { AttributeName: 'pk', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
+    ]);
   });
 });
