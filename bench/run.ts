@@ -4,6 +4,7 @@ import { cpus } from 'node:os';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
 import { benchCalls } from './calls.ts';
 import { benchJobs } from './jobs.ts';
+import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
 const only = process.argv[2];
@@ -19,6 +20,11 @@ try {
     console.log('\n## calls intake');
     const result = await benchCalls(dynamo.endpoint);
     for (const line of result.lines) console.log(`  ${line}`);
+  }
+  if (!only || only === 'webhooks') {
+    console.log('\n## webhooks');
+    for (const line of (await benchDeadEndpoint(dynamo.endpoint)).lines) console.log(`  ${line}`);
+    for (const line of (await benchBacklog(dynamo.endpoint)).lines) console.log(`  ${line}`);
   }
 } finally {
   await dynamo.stop();

@@ -1,0 +1,313 @@
+// Webhook delivery benchmarks: a dead endpoint (what it is spared) and a backlog (what one-in-flight costs).
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createAwsClients, localCredentials, RequestCounter } from '../functions/platform/aws.ts';
+import { iso, systemClock } from '../functions/platform/clock.ts';
+import type { TimerClock } from '../functions/platform/clock.ts';
+import { createLogger } from '../functions/platform/logger.ts';
+import { MemoryMetrics } from '../functions/platform/metrics.ts';
+import { seededRng } from '../functions/platform/rng.ts';
+import { LocalQueue, LocalTransport } from '../functions/platform/local/queues.ts';
+import { policies, schedule } from '../functions/jobs/index.ts';
+import type { JobRow } from '../functions/jobs/index.ts';
+import { queues } from '../functions/jobs/queues.ts';
+import { createJobRuntime } from '../functions/jobs/runtime.ts';
+import { JobStore } from '../functions/jobs/store.ts';
+import { createWebhooksContext } from '../functions/webhooks/context.ts';
+import { deliveryJobId } from '../functions/webhooks/endpoint.ts';
+import { EVENT_RETENTION_SECONDS, eventKey, prepareEvent } from '../functions/webhooks/events.ts';
+import { webhookDeliverKind } from '../functions/webhooks/kinds.ts';
+import { COOLDOWN_MS } from '../functions/webhooks/lease.ts';
+import { benchTables, fmt, percentile } from './support.ts';
+
+const minute = 60_000;
+const hour = 60 * minute;
+
+/**
+ * Real time while anything runs; a jump to the next timer when nothing does. Work (DynamoDB, HTTP,
+ * queue hops) takes the real time it takes, and an hour of waiting for backoffs costs nothing.
+ */
+class SkipIdleClock implements TimerClock {
+  private offset = 0;
+  private timers: { at: number; seq: number; fn: () => void }[] = [];
+  private seq = 0;
+  private real: NodeJS.Timeout | undefined;
+
+  now(): number {
+    return Date.now() + this.offset;
+  }
+
+  setTimer(atMs: number, fn: () => void): () => void {
+    const timer = { at: atMs, seq: this.seq++, fn };
+    this.timers.push(timer);
+    this.arm();
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+      this.arm();
+    };
+  }
+
+  /** Moves time to the earliest timer and fires what is due. */
+  jump(): number | undefined {
+    const next = this.nextAt();
+    if (next === undefined) return undefined;
+    if (next > this.now()) this.offset += next - this.now();
+    this.fireDue();
+    return next;
+  }
+
+  nextAt(): number | undefined {
+    return this.timers.reduce<number | undefined>((min, t) => (min === undefined || t.at < min ? t.at : min), undefined);
+  }
+
+  stop(): void {
+    clearTimeout(this.real);
+    this.timers = [];
+  }
+
+  private fireDue(): void {
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= this.now()).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((t) => t !== due);
+      due.fn();
+    }
+    this.arm();
+  }
+
+  private arm(): void {
+    clearTimeout(this.real);
+    const next = this.nextAt();
+    if (next === undefined) return;
+    this.real = setTimeout(() => this.fireDue(), Math.max(0, Math.min(next - this.now(), 2 ** 31 - 1)));
+  }
+}
+
+/** A receiver on 127.0.0.1 that answers with `answer()` after `delayMs`, and records when and what it got. */
+async function receiver(answer: () => number, delayMs: number, clock: TimerClock) {
+  const requests: { at: number; webhookId: string }[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const server: Server = createServer((req, res) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    requests.push({ at: clock.now(), webhookId: String(req.headers['webhook-id']) });
+    req.resume();
+    const status = answer();
+    setTimeout(() => {
+      inFlight--;
+      res.writeHead(status).end();
+    }, delayMs);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    requests,
+    maxInFlight: () => maxInFlight,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The webhooks queue, its worker and the webhooks context on a clock, with separate request counters per table. */
+async function webhookSystem(endpoint: string, clock: TimerClock) {
+  const { clients, tableNames } = await benchTables(endpoint);
+  const jobCounter = new RequestCounter();
+  const hookCounter = new RequestCounter();
+  const jobClients = createAwsClients({ region: 'local', endpoints: { dynamodb: endpoint }, credentials: localCredentials, requestCounter: jobCounter });
+  const hookClients = createAwsClients({ region: 'local', endpoints: { dynamodb: endpoint }, credentials: localCredentials, requestCounter: hookCounter });
+  const spec = queues.webhooks;
+  const queue = new LocalQueue({ name: 'webhooks', clock, batchSize: spec.batchSize, maxConcurrency: spec.maxConcurrency, visibilityMs: 6 * spec.timeoutSeconds * 1000 });
+  const transport = new LocalTransport([queue], clock);
+  const logger = createLogger('bench');
+  const metrics = new MemoryMetrics();
+  const jobs = createJobRuntime({ db: jobClients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng: seededRng(7), logger, metrics });
+  const webhooks = createWebhooksContext({ jobs, db: hookClients.dynamo, tableNames, clock, logger, metrics, webhooks: { allowLoopback: true } });
+  const worker = jobs.worker('webhooks', webhooks.handlers);
+  return { clients, tableNames, jobCounter, hookCounter, queue, transport, jobs, webhooks, start: () => queue.consume((event) => worker(event, {} as never)) };
+}
+
+/** Every delivery job row of an endpoint's events, read through the uncounted client. */
+async function deliveryRows(sys: Awaited<ReturnType<typeof webhookSystem>>, eventIds: string[], endpointId: string): Promise<JobRow[]> {
+  const store = new JobStore(sys.clients.dynamo, sys.tableNames.jobs);
+  const rows: JobRow[] = [];
+  for (let i = 0; i < eventIds.length; i += 50) rows.push(...(await Promise.all(eventIds.slice(i, i + 50).map((id) => store.mustGet(deliveryJobId(id, endpointId))))));
+  return rows;
+}
+
+/** Resolves once `count()` reaches `target` and the queue is idle, checking every 100 ms (real time). */
+async function until(queue: LocalQueue, count: () => number, target: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (count() < target && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  await queue.idle();
+}
+
+export interface DeadEndpointResult {
+  lines: string[];
+  requestsDuringOutage: number;
+  perMessageRequests: number;
+  recoveryToLastMs: number;
+  discarded: number;
+}
+
+/**
+ * 1,000 events to an endpoint that answers 503 for one hour, then 200. Counts requests during the outage
+ * and the time from recovery to the last delivery; the per-message retry count (Svix, Convoy) is computed
+ * from the same delivery creation times and the deliver kind's schedule.
+ */
+export async function benchDeadEndpoint(endpoint: string, n = 1000, outageMs = hour): Promise<DeadEndpointResult> {
+  const clock = new SkipIdleClock();
+  const sys = await webhookSystem(endpoint, clock);
+  let down = true;
+  const hook = await receiver(() => (down ? 503 : 200), 0, clock);
+  const { endpointId } = await sys.webhooks.endpoints.register({ tenantId: 'bench', url: hook.url });
+  const started = clock.now();
+  sys.start();
+  const eventIds: string[] = [];
+  for (let i = 0; i < n; i += 8) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(8, n - i) }, async (_, j) => {
+        const prepared = prepareEvent(sys.jobs.client, sys.tableNames.webhooks, { tenantId: 'bench', type: 'call.completed', data: { i: i + j } }, clock.now());
+        await sys.webhooks.deps.store.transact(prepared.items);
+        await sys.jobs.client.afterCommit(prepared.jobs);
+        return prepared.event.id;
+      }),
+    );
+    eventIds.push(...batch);
+  }
+  const recoveredAt = started + outageMs;
+  // Run until the outage is over: real time while work runs, a jump to the next timer when none does.
+  for (;;) {
+    await sys.queue.idle();
+    const next = clock.nextAt();
+    if (next === undefined || next >= recoveredAt) break;
+    clock.jump();
+  }
+  // Nothing is due before the recovery time, so turning the endpoint on now is turning it on then.
+  const duringOutage = hook.requests.length;
+  down = false;
+  const horizon = recoveredAt + 12 * hour;
+  const answered = () => new Set(hook.requests.slice(duringOutage).map((r) => r.webhookId)).size;
+  while (answered() < n) {
+    await sys.queue.idle();
+    if (answered() >= n) break;
+    const next = clock.nextAt();
+    if (next === undefined || next > horizon) break;
+    clock.jump();
+  }
+  await sys.queue.idle();
+  const rows = await deliveryRows(sys, eventIds, endpointId);
+  const lastDelivered = Math.max(...rows.map((r) => Date.parse(r.finalizedAt ?? iso(horizon))));
+  const discarded = rows.filter((r) => r.state === 'discarded').length;
+  const undelivered = rows.filter((r) => r.state !== 'completed').length;
+
+  // Per-message retry: each message on its own schedule, from its own creation time.
+  const offsets = [0, ...schedule(policies['webhook.deliver']).map((r) => r.cumulativeMs)];
+  let perMessage = 0;
+  let perMessageLast = 0;
+  for (const row of rows) {
+    const created = Date.parse(row.createdAt);
+    perMessage += offsets.filter((o) => created + o < recoveredAt).length;
+    perMessageLast = Math.max(perMessageLast, created + (offsets.find((o) => created + o >= recoveredAt) ?? Infinity));
+  }
+  clock.stop();
+  await sys.queue.stop();
+  await hook.close();
+  await sys.webhooks.close();
+
+  const recoveryToLastMs = lastDelivered - recoveredAt;
+  const lines = [
+    `dead endpoint             ${n} events, endpoint answers 503 for ${fmt(outageMs / minute)} min (skip-idle clock), then 200`,
+    `  requests during outage  ${duringOutage} (probe: one delivery at a time, one cooldown of ${fmt(COOLDOWN_MS / minute)} min apart once failing)`,
+    `  per-message retry       ${fmt(perMessage)} requests (each message on 5 s, 5 min, 30 min, 2 h… from its creation: Svix/Convoy)`,
+    `  ratio                   ${fmt(perMessage / Math.max(1, duringOutage), 0)}× fewer requests to the dead endpoint`,
+    `  recovery → last         ${fmt(recoveryToLastMs / 1000, 1)} s to deliver all ${n} (one cooldown = ${fmt(COOLDOWN_MS / 1000)} s); per-message retry: ${fmt((perMessageLast - recoveredAt) / minute)} min`,
+    `  discarded               ${discarded}; undelivered ${undelivered}; most requests at once ${hook.maxInFlight()}`,
+  ];
+  return { lines, requestsDuringOutage: duringOutage, perMessageRequests: perMessage, recoveryToLastMs, discarded };
+}
+
+export interface BacklogResult {
+  lines: string[];
+  drainMs: number;
+  ratio: number;
+  webhookWritesPerDelivery: number;
+  jobWritesPerDelivery: number;
+}
+
+const WRITE_OPS = ['DynamoDB.PutItem', 'DynamoDB.UpdateItem', 'DynamoDB.DeleteItem', 'DynamoDB.TransactWriteItems', 'DynamoDB.BatchWriteItem'];
+const perOp = (counter: RequestCounter, n: number, ops?: string[]) =>
+  Object.entries(counter.toJSON())
+    .filter(([op]) => !ops || ops.includes(op))
+    .map(([op, count]) => `${op.replace('DynamoDB.', '')} ${fmt(count / n, 2)}`)
+    .join(', ');
+const writes = (counter: RequestCounter) => Object.entries(counter.toJSON()).reduce((sum, [op, count]) => sum + (WRITE_OPS.includes(op) ? count : 0), 0);
+
+/**
+ * 1,000 deliveries to one endpoint that answers in 50 ms, on the real clock: drain time against
+ * 1,000 × 50 ms, and store writes per delivery, the webhooks table's apart from the job layer's.
+ */
+export async function benchBacklog(endpoint: string, n = 1000, answerMs = 50): Promise<BacklogResult> {
+  const clock = systemClock;
+  const sys = await webhookSystem(endpoint, clock);
+  const hook = await receiver(() => 200, answerMs, clock);
+  const { endpointId } = await sys.webhooks.endpoints.register({ tenantId: 'bench', url: hook.url });
+  // The backlog: n events and their deliveries, written before any worker runs.
+  const eventIds: string[] = [];
+  for (let i = 0; i < n; i += 16) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(16, n - i) }, async (_, j) => {
+        const id = `evt_bench${String(i + j).padStart(6, '0')}`;
+        const now = clock.now();
+        await sys.clients.dynamo.send(
+          new PutCommand({
+            TableName: sys.tableNames.webhooks,
+            Item: { ...eventKey(id), id, tenantId: 'bench', type: 'call.completed', timestamp: iso(now), data: { i: i + j }, expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS },
+          }),
+        );
+        await sys.jobs.client.enqueue(webhookDeliverKind, { eventId: id, endpointId }, { id: deliveryJobId(id, endpointId) });
+        return id;
+      }),
+    );
+    eventIds.push(...batch);
+  }
+  sys.jobCounter.reset();
+  sys.hookCounter.reset();
+  const started = performance.now();
+  sys.start();
+  await until(sys.queue, () => hook.requests.length, n, 20 * minute);
+  // The last completions land just after the last answer.
+  await new Promise((r) => setTimeout(r, 500));
+  await sys.queue.idle();
+  const rows = await deliveryRows(sys, eventIds, endpointId);
+  const completed = rows.filter((r) => r.state === 'completed').length;
+  const firstAt = Math.min(...hook.requests.map((r) => r.at));
+  const lastAt = Math.max(...hook.requests.map((r) => r.at));
+  const gaps = hook.requests
+    .map((r) => r.at)
+    .sort((a, b) => a - b)
+    .slice(1)
+    .map((at, i, all) => at - (i === 0 ? firstAt : all[i - 1]!));
+  await sys.queue.stop();
+  const hookWrites = writes(sys.hookCounter) / n;
+  const jobWrites = writes(sys.jobCounter) / n;
+  const wall = lastAt + answerMs - firstAt;
+  const total = (performance.now() - started) / 1000;
+  await hook.close();
+  await sys.webhooks.close();
+  const ideal = n * answerMs;
+  const lines = [
+    `backlog                   ${n} deliveries to one endpoint answering in ${answerMs} ms, real clock`,
+    `  drain                   ${fmt(wall / 1000, 1)} s from first request to last answer (${fmt(total, 1)} s from worker start); ideal ${fmt(ideal / 1000)} s → ${fmt(wall / ideal, 2)}×`,
+    `  between requests        p50 ${fmt(percentile(gaps, 50))} ms, p90 ${fmt(percentile(gaps, 90))} ms (the endpoint's ${answerMs} ms + the hand-off)`,
+    `  delivered               ${completed}/${n}; ${hook.requests.length} requests; most at once ${hook.maxInFlight()}`,
+    `  webhooks-table writes   ${fmt(hookWrites, 2)} per delivery (${perOp(sys.hookCounter, n, WRITE_OPS)})`,
+    `  job-layer writes        ${fmt(jobWrites, 2)} per delivery (${perOp(sys.jobCounter, n, WRITE_OPS)})`,
+    `  reads per delivery      webhooks ${perOp(sys.hookCounter, n, ['DynamoDB.GetItem', 'DynamoDB.BatchGetItem', 'DynamoDB.Query'])}; jobs ${perOp(sys.jobCounter, n, ['DynamoDB.GetItem', 'DynamoDB.Query'])}`,
+  ];
+  return { lines, drainMs: wall, ratio: wall / ideal, webhookWritesPerDelivery: hookWrites, jobWritesPerDelivery: jobWrites };
+}
