@@ -8,7 +8,10 @@ import type { WebhookEvent } from './events.ts';
  * `webhook-timestamp`; the body is `{type, timestamp, data}`, the same bytes on every attempt.
  */
 
-/** A new signing secret: `whsec_` and 32 random bytes, base64 (the format the package reads). */
+/**
+ * A new signing secret: `whsec_` and 32 random bytes, base64 (the format the package reads). From the
+ * operating system's CSPRNG on purpose, not the injected (seedable) RNG: a secret must not be predictable.
+ */
 export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
 /** The body of an event, as sent. */
