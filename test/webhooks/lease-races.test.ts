@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { leaseMs } from '../../functions/jobs/queues.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
 import type { EndpointChange } from '../../functions/webhooks/lease.ts';
@@ -109,6 +110,25 @@ describe('the lease and the wait list under races', () => {
     // Idle and healthy: the next sweep drops it from its index.
     await fx.webhooks.sweep(fx.clock.now());
     expect((await store.watched()).endpointIds).not.toContain(endpointId);
+  });
+
+  it('AHolderWhoseWorkerDiedMidDelivery_IsRunAgainByTheRescuer_StillHoldsTheLease_AndPassesItOn', async () => {
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(2);
+    const [crashed, parked] = ids as [string, string];
+    // A worker claimed the delivery and took the endpoint's lease, then died before recording anything.
+    const row = await fx.job(crashed);
+    await fx.jobs.store.claim(crashed, row.seq, fx.clock.now(), leaseMs('webhooks'));
+    await hold(crashed);
+    expect((await fx.run(parked)).result).toBe('snoozed');
+    fx.clock.advance(leaseMs('webhooks') + 1);
+    expect((await fx.jobs.rescuer(fx.handlers.map((h) => h.kind), 60_000).run()).expired).toBe(1);
+    expect(await fx.job(crashed)).toMatchObject({ state: 'retryable', attempts: [{ outcome: 'lost' }] });
+    // Its retry finds the lease still its own, delivers, and hands the lease to the parked delivery.
+    expect((await fx.runWhenDue(crashed)).result).toBe('completed');
+    expect((await store.getEndpoint(endpointId))?.holder).toBe(parked);
+    expect((await fx.run(parked)).result).toBe('completed');
+    expect(receiver.requests).toHaveLength(2);
+    expect(receiver.maxInFlight).toBe(1);
   });
 
   it('ADeliveryCancelledByOpsWhileParked_IsSkippedWhenItsTurnComes_AndTheNextOneIsWoken', async () => {
