@@ -307,7 +307,7 @@ export async function benchBacklog(endpoint: string, n = 1000, answerMs = 50): P
     `  delivered               ${completed}/${n}; ${hook.requests.length} requests; most at once ${hook.maxInFlight()}`,
     `  webhooks-table writes   ${fmt(hookWrites, 2)} per delivery (${perOp(sys.hookCounter, n, WRITE_OPS)})`,
     `  job-layer writes        ${fmt(jobWrites, 2)} per delivery (${perOp(sys.jobCounter, n, WRITE_OPS)})`,
-    `  reads per delivery      webhooks ${perOp(sys.hookCounter, n, ['DynamoDB.GetItem', 'DynamoDB.BatchGetItem', 'DynamoDB.Query'])}; jobs ${perOp(sys.jobCounter, n, ['DynamoDB.GetItem', 'DynamoDB.Query'])}`,
+    `  reads per delivery      webhooks ${perOp(sys.hookCounter, n, ['DynamoDB.GetItem', 'DynamoDB.BatchGetItem', 'DynamoDB.Query']) || 'none'}; jobs ${perOp(sys.jobCounter, n, ['DynamoDB.GetItem', 'DynamoDB.Query']) || 'none'}`,
   ];
   return { lines, drainMs: wall, ratio: wall / ideal, webhookWritesPerDelivery: hookWrites, jobWritesPerDelivery: jobWrites };
 }
