@@ -34,6 +34,8 @@ export interface WebhookHost {
   db: DynamoDBDocumentClient;
   tableNames: { webhooks: string };
   clock: Clock;
+  /** The outside world's time where it differs from `clock` (a scaled local clock): receivers check webhook-timestamp against it. */
+  wallClock?: Clock;
   logger: Logger;
   metrics: MetricsSink;
   webhooks?: WebhookOptions;
@@ -79,6 +81,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     store: new WebhookStore(host.db, host.tableNames.webhooks),
     jobs: host.jobs.client,
     clock: host.clock,
+    wallClock: host.wallClock ?? host.clock,
     logger: host.logger,
     metrics: host.metrics,
     http: client,

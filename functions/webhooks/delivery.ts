@@ -142,7 +142,7 @@ export class Deliveries {
     const { http, guard, requestTimeoutMs } = this.deps;
     const shape = checkUrlShape(endpoint.url, guard);
     if (!shape.ok) return { type: 'blocked', error: shape.reason };
-    const { headers, body } = signedRequest(endpoint.secret, event, ctx.now());
+    const { headers, body } = signedRequest(endpoint.secret, event, this.deps.wallClock.now());
     try {
       const response = await http.send({ url: endpoint.url, method: 'POST', headers, body, timeoutMs: requestTimeoutMs, signal: ctx.signal });
       return classifyResponse(response.status, response.headers['retry-after'], ctx.now());

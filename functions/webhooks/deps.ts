@@ -17,6 +17,11 @@ export interface WebhookDeps {
   store: WebhookStore;
   jobs: JobClient;
   clock: Clock;
+  /**
+   * The clock `webhook-timestamp` is stamped with: the wall clock, since receivers check it against
+   * theirs (Standard Webhooks allows 5 min). The same as `clock` except under a scaled local clock.
+   */
+  wallClock: Clock;
   logger: Logger;
   metrics: MetricsSink;
   http: WebhookHttp;

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import type { Clock } from '../../functions/platform/clock.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
 import { createWebhooksContext } from '../../functions/webhooks/context.ts';
@@ -113,7 +114,9 @@ export function verify(secret: string, request: Received, now: number): unknown 
  * The webhooks context on the job-layer fixture (DynamoDB Local, manual clock, seeded RNG), with loopback
  * receivers allowed unless said otherwise.
  */
-export async function webhooksFixture(options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number } = {}) {
+export async function webhooksFixture(
+  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number; wallClock?: Clock } = {},
+) {
   let context: WebhooksContext | undefined;
   const fx = await jobsFixture({
     transport: options.transport ?? 'recording',
@@ -124,6 +127,7 @@ export async function webhooksFixture(options: { transport?: 'recording' | 'loca
         db: parts.clients.dynamo,
         tableNames: { webhooks: parts.tableNames.webhooks },
         clock: parts.clock,
+        ...(options.wallClock ? { wallClock: options.wallClock } : {}),
         logger: parts.logger,
         metrics: parts.metrics,
         webhooks: {

@@ -41,6 +41,22 @@ describe('signed delivery (Standard Webhooks)', () => {
     expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBeNull();
   });
 
+  it('UnderAScaledLocalClock_TheTimestampIsTheWallClocks_SoAReceiverChecksItAgainstItsOwn', async () => {
+    const receiver = await Receiver.start();
+    const wall = { now: () => Date.parse('2026-01-05T09:00:00.000Z') - 3 * 3600_000 };
+    const fx = await webhooksFixture({ wallClock: wall });
+    closers.push(() => receiver.close(), fx.close);
+    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const event = await fx.recordEvent('t1');
+    await fx.run(`webhook.fanout:${event.id}`);
+    expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('completed');
+    const request = receiver.requests[0]!;
+    expect(Number(request.headers['webhook-timestamp'])).toBe(wall.now() / 1000);
+    expect(() => verify(secret, request, wall.now())).not.toThrow();
+    // Against the job clock (three hours ahead here) the same message is refused as too old.
+    expect(() => verify(secret, request, fx.clock.now())).toThrow(/too old/i);
+  });
+
   it('ASignatureMadeWithAnotherSecretOrATamperedBodyDoesNotVerify', async () => {
     const receiver = await Receiver.start();
     const fx = await webhooksFixture();
