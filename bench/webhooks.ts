@@ -128,7 +128,14 @@ async function webhookSystem(endpoint: string, clock: TimerClock) {
   const jobs = createJobRuntime({ db: jobClients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng: seededRng(7), logger, metrics });
   const webhooks = createWebhooksContext({ jobs, db: hookClients.dynamo, tableNames, clock, logger, metrics, webhooks: { allowLoopback: true } });
   const worker = jobs.worker('webhooks', webhooks.handlers);
-  return { clients, tableNames, jobCounter, hookCounter, queue, transport, jobs, webhooks, start: () => queue.consume((event) => worker(event, {} as never)) };
+  /** Stops the queue and the transport's schedule timers (a parked delivery's 6 h wake-up), closes every client. */
+  const stop = async () => {
+    await queue.stop();
+    transport.stop();
+    await webhooks.close();
+    for (const c of [clients, jobClients, hookClients]) c.dynamo.destroy();
+  };
+  return { clients, tableNames, jobCounter, hookCounter, queue, transport, jobs, webhooks, stop, start: () => queue.consume((event) => worker(event, {} as never)) };
 }
 
 /** Every delivery job row of an endpoint's events, read through the uncounted client. */
@@ -215,9 +222,8 @@ export async function benchDeadEndpoint(endpoint: string, n = 1000, outageMs = h
     perMessageLast = Math.max(perMessageLast, created + (offsets.find((o) => created + o >= recoveredAt) ?? Infinity));
   }
   clock.stop();
-  await sys.queue.stop();
+  await sys.stop();
   await hook.close();
-  await sys.webhooks.close();
 
   const recoveryToLastMs = lastDelivered - recoveredAt;
   const lines = [
@@ -292,13 +298,12 @@ export async function benchBacklog(endpoint: string, n = 1000, answerMs = 50): P
     .sort((a, b) => a - b)
     .slice(1)
     .map((at, i, all) => at - (i === 0 ? firstAt : all[i - 1]!));
-  await sys.queue.stop();
+  await sys.stop();
   const hookWrites = writes(sys.hookCounter) / n;
   const jobWrites = writes(sys.jobCounter) / n;
   const wall = lastAt + answerMs - firstAt;
   const total = (performance.now() - started) / 1000;
   await hook.close();
-  await sys.webhooks.close();
   const ideal = n * answerMs;
   const lines = [
     `backlog                   ${n} deliveries to one endpoint answering in ${answerMs} ms, real clock`,
