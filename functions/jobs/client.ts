@@ -6,6 +6,7 @@ import { DuplicateJobError, InvalidJobArgsError } from './errors.ts';
 import type { JobKind } from './kinds.ts';
 import { describeError } from './outcomes.ts';
 import type { JobRow } from './row.ts';
+import type { JobState } from './states.ts';
 import type { JobStore, ListQuery, TransactItem } from './store.ts';
 
 /** When and under which id to enqueue. A caller-chosen id makes the enqueue idempotent. */
@@ -109,6 +110,11 @@ export class JobClient {
 
   list(query: ListQuery): Promise<{ jobs: JobRow[]; cursor?: string }> {
     return this.store.list(query);
+  }
+
+  /** Jobs per state, optionally of one kind. */
+  count(kind?: string): Promise<Record<JobState, number>> {
+    return this.store.count(kind);
   }
 
   /** Runs a discarded, cancelled or waiting job now, keeping its history. */

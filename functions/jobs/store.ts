@@ -321,6 +321,36 @@ export class JobStore {
   }
 
   /**
+   * How many jobs are in each state, optionally of one kind. Reads every row of the index (as a count,
+   * no items returned): cheap locally, and on AWS proportional to the jobs kept (TTL bounds them).
+   */
+  async count(kind?: string): Promise<Record<JobState, number>> {
+    const counts = Object.fromEntries(allStates.map((s) => [s, 0])) as Record<JobState, number>;
+    await Promise.all(
+      allStates.map(async (state) => {
+        let startKey: Record<string, unknown> | undefined;
+        do {
+          const result = await this.db.send(
+            new QueryCommand({
+              TableName: this.tableName,
+              IndexName: jobsTable.indexes[0].name,
+              KeyConditionExpression: '#state = :state',
+              ...(kind ? { FilterExpression: '#kind = :kind' } : {}),
+              ExpressionAttributeNames: { '#state': 'state', ...(kind ? { '#kind': 'kind' } : {}) },
+              ExpressionAttributeValues: { ':state': state, ...(kind ? { ':kind': kind } : {}) },
+              Select: 'COUNT',
+              ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+            }),
+          );
+          counts[state] += result.Count ?? 0;
+          startKey = result.LastEvaluatedKey;
+        } while (startKey);
+      }),
+    );
+    return counts;
+  }
+
+  /**
    * Jobs by state (newest first) and kind. Without a state, every state is read and merged (no cursor).
    */
   async list(query: ListQuery): Promise<{ jobs: JobRow[]; cursor?: string }> {

@@ -97,6 +97,15 @@ export function jobRoutes(deps: { jobs: JobClient; kinds: readonly JobKind<never
       return { status: 201, body: { jobId: id } };
     },
   });
+  const counts = route({
+    method: 'GET',
+    path: '/v1/ops/job-counts',
+    auth: 'iam',
+    summary: 'How many jobs are in each state, optionally of one kind',
+    query: z.object({ kind: z.string().max(100).optional() }),
+    responses: { 200: { description: 'counts per state', schema: z.object({ kind: z.string().nullable(), counts: z.record(z.string(), z.number().int()) }) } },
+    handler: async ({ query }) => ({ status: 200, body: { kind: query.kind ?? null, counts: await jobs.count(query.kind) } }),
+  });
   const policyTable = route({
     method: 'GET',
     path: '/v1/ops/policies',
@@ -116,5 +125,5 @@ export function jobRoutes(deps: { jobs: JobClient; kinds: readonly JobKind<never
       },
     }),
   });
-  return [list, show, retry, cancel, probe, policyTable] as unknown as Route<never, never, never>[];
+  return [list, counts, show, retry, cancel, probe, policyTable] as unknown as Route<never, never, never>[];
 }
