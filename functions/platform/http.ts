@@ -86,6 +86,22 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return { statusCode: status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
 }
 
+/**
+ * Path parameters as the route sees them: percent-decoded (`webhook.deliver%3Aevt_1` → `webhook.deliver:evt_1`).
+ * The router matches the raw path; a malformed escape is left as it is and fails the route's schema.
+ */
+function decodeParams(params: APIGatewayProxyEventV2['pathParameters']): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(params ?? {})) {
+    try {
+      out[key] = value === undefined ? undefined : decodeURIComponent(value);
+    } catch {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
 function lowerHeaders(headers: APIGatewayProxyEventV2['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers ?? {})) if (v !== undefined) out[k.toLowerCase()] = v;
@@ -103,7 +119,7 @@ function adapt(definition: Route<unknown, unknown, unknown>, logger: Logger) {
       const headers = lowerHeaders(event.headers);
       if (definition.guard) await definition.guard({ headers, rawBody });
 
-      const params = definition.params ? definition.params.safeParse(event.pathParameters ?? {}) : { success: true as const, data: {} };
+      const params = definition.params ? definition.params.safeParse(decodeParams(event.pathParameters)) : { success: true as const, data: {} };
       if (!params.success) throw invalid('path', params.error);
       const query = definition.query ? definition.query.safeParse(event.queryStringParameters ?? {}) : { success: true as const, data: {} };
       if (!query.success) throw invalid('query', query.error);
