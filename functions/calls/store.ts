@@ -1,5 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
@@ -107,6 +107,23 @@ export class CallsStore {
   async getContact(batchId: string, contactNumber: string): Promise<ContactRow | undefined> {
     const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: contactKey(batchId, contactNumber), ConsistentRead: true }));
     return result.Item as ContactRow | undefined;
+  }
+
+  /**
+   * Every batch, newest first, up to `limit`: a Scan of the table, for the local ops panel (on AWS a
+   * tenant's batches would want an index; nothing deployed calls this).
+   */
+  async listBatches(limit = 100): Promise<BatchRow[]> {
+    const rows: BatchRow[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new ScanCommand({ TableName: this.tableName, FilterExpression: 'sk = :batch', ExpressionAttributeValues: { ':batch': 'BATCH' }, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
+      );
+      rows.push(...((page.Items ?? []) as BatchRow[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return rows.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
   }
 
   /** One page of a round's dial list (immutable once written). */

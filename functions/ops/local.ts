@@ -5,6 +5,7 @@ import { createAwsClients, localCredentials } from '../platform/aws.ts';
 import { ScaledClock, systemClock } from '../platform/clock.ts';
 import type { TimerClock } from '../platform/clock.ts';
 import { createApiHandler } from '../platform/http.ts';
+import type { Route } from '../platform/http.ts';
 import { createLogger } from '../platform/logger.ts';
 import { MemoryMetrics } from '../platform/metrics.ts';
 import { seededRng, systemRng } from '../platform/rng.ts';
@@ -30,7 +31,7 @@ import { CallPlacerSimulator } from '../calls/local/simulator.ts';
 import type { SimulatedOutcome } from '../calls/local/simulator.ts';
 import { devEventRoutes } from '../webhooks/dev-api.ts';
 import { webhooksContext } from '../webhooks/context.ts';
-import { allKinds, allRoutes, handlersByQueue, tables } from './system.ts';
+import { allKinds, allRoutes, callsDepsOf, handlersByQueue, tables } from './system.ts';
 import type { SystemDeps, TableNames } from './system.ts';
 
 /** How to run redial on one machine. */
@@ -54,6 +55,8 @@ export interface LocalOptions {
     simulatorSeed?: number;
     simulatorMix?: Partial<Record<SimulatedOutcome, number>> | undefined;
   };
+  /** Routes served beside the API and the panel (the demo's customer endpoints). */
+  extraRoutes?: readonly Route<never, never, never>[];
   /** Mail settings (MAIL_DOMAIN, MAIL_FROM, SMTP_URL, PUBLIC_BASE_URL); each has a local default. */
   mail?: LocalMailOptions;
   /** Let webhook receivers on 127.0.0.1 and ::1 through the SSRF guard (WEBHOOK_ALLOW_LOOPBACK). @default true */
@@ -227,8 +230,16 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     }, options.rescueIntervalMs ?? 5_000);
     stops.push(() => clearInterval(interval));
 
-    const panel = panelRoutes({ jobs: jobs.client, kinds: allKinds, periodicStatus: (kind) => jobs.store.getPeriodic(kind) });
-    const api = createApiHandler(allRoutes(deps, [...panel, ...(smtpSink ? mailSinkRoutes(smtpSink) : []), ...devEventRoutes(() => webhooksContext(deps))]), logger);
+    const panel = panelRoutes({
+      jobs: jobs.client,
+      kinds: allKinds,
+      periodicStatus: (kind) => jobs.store.getPeriodic(kind),
+      calls: callsDepsOf(deps).store,
+      webhooks: () => webhooksContext(deps),
+      sink: smtpSink,
+    });
+    const extra = [...panel, ...(smtpSink ? mailSinkRoutes(smtpSink) : []), ...devEventRoutes(() => webhooksContext(deps)), ...(options.extraRoutes ?? [])];
+    const api = createApiHandler(allRoutes(deps, extra), logger);
     const server: LocalHttpServer = await startHttpServer({ port, handler: api });
     stops.push(() => server.close());
 

@@ -80,7 +80,7 @@ function tenantWriteHooks(deps: SystemDeps): TenantWriteHook[] {
 const callsDepsCache = new WeakMap<SystemDeps, CallsDeps>();
 
 /** The calls context's deps, built once per system so its handlers and routes share one batch cache. */
-function callsDepsOf(deps: SystemDeps): CallsDeps {
+export function callsDepsOf(deps: SystemDeps): CallsDeps {
   let built = callsDepsCache.get(deps);
   if (!built) {
     built = callsDeps({

@@ -1,4 +1,4 @@
-import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
 import { conditionFailure, decodeCursor, encodeCursor, Expression, transactionCancelled } from '../platform/dynamo.ts';
@@ -87,6 +87,20 @@ export class WebhookStore {
   async getEndpoint(id: string): Promise<EndpointRow | undefined> {
     const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: endpointKey(id), ConsistentRead: true }));
     return result.Item as EndpointRow | undefined;
+  }
+
+  /** Every endpoint, up to `limit`: a Scan of the table, for the local ops panel (nothing deployed calls it). */
+  async listEndpoints(limit = 100): Promise<EndpointRow[]> {
+    const rows: EndpointRow[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new ScanCommand({ TableName: this.tableName, FilterExpression: 'sk = :endpoint', ExpressionAttributeValues: { ':endpoint': 'ENDPOINT' }, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
+      );
+      rows.push(...((page.Items ?? []) as EndpointRow[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
   }
 
   /** Every endpoint of a tenant, read consistently. */

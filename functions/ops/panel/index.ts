@@ -3,7 +3,11 @@ import type { Route } from '../../platform/http.ts';
 import { allStates } from '../../jobs/index.ts';
 import type { JobClient, JobKind, PeriodicStatus } from '../../jobs/index.ts';
 import { html } from './html.ts';
+import type { SmtpSink } from '../../platform/local/smtp-sink.ts';
+import type { CallsStore } from '../../calls/store.ts';
+import type { WebhooksContext } from '../../webhooks/context.ts';
 import { jobPages } from './jobs-pages.ts';
+import { pipelinePages } from './pipeline-pages.ts';
 import { htmlResponse, page } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
@@ -11,12 +15,18 @@ export interface PanelDeps {
   jobs: JobClient;
   kinds: readonly JobKind<never>[];
   periodicStatus(kind: string): Promise<PeriodicStatus | undefined>;
+  calls: CallsStore;
+  webhooks: () => WebhooksContext;
+  sink: SmtpSink | undefined;
 }
 
 const SECTIONS: readonly PanelSection[] = [
   { path: '/panel', title: 'Overview' },
+  { path: '/panel/batches', title: 'Batches' },
   { path: '/panel/jobs', title: 'Jobs' },
   { path: '/panel/jobs?state=discarded', title: 'Discarded' },
+  { path: '/panel/endpoints', title: 'Endpoints' },
+  { path: '/panel/mail', title: 'Mail' },
   { path: '/panel/periodic', title: 'Periodic' },
   { path: '/panel/policies', title: 'Policies' },
 ];
@@ -32,12 +42,12 @@ export function panelRoutes(deps: PanelDeps): Route<never, never, never>[] {
     auth: 'none',
     summary: 'Panel: overview',
     handler: async () => {
-      const counts = await Promise.all(allStates.map(async (state) => ({ state, count: (await deps.jobs.list({ state, limit: 200 })).jobs.length })));
+      const counts = await deps.jobs.count();
       const body = html`<h2>Jobs by state</h2>
 <table><thead><tr><th scope="col">State</th><th scope="col">Jobs</th></tr></thead>
-<tbody>${counts.map(({ state, count }) => html`<tr><td class="state state-${state}"><a href="/panel/jobs?state=${state}">${state}</a></td><td class="num">${count === 200 ? '200+' : count}</td></tr>`)}</tbody></table>`;
+<tbody>${allStates.map((state) => html`<tr><td class="state state-${state}"><a href="/panel/jobs?state=${state}">${state}</a></td><td class="num">${counts[state]}</td></tr>`)}</tbody></table>`;
       return htmlResponse(page('Overview', SECTIONS, body, { refreshSeconds: 5 }));
     },
   });
-  return [overview as unknown as Route<never, never, never>, ...jobPages({ ...deps, sections: SECTIONS })];
+  return [overview as unknown as Route<never, never, never>, ...jobPages({ ...deps, sections: SECTIONS }), ...pipelinePages({ ...deps, sections: SECTIONS })];
 }

@@ -9,6 +9,7 @@ const STYLE = raw(`
   header .brand { font-weight: 700; font-size: 1.1rem; text-decoration: none; }
   nav ul { list-style: none; display: flex; gap: 1rem; margin: 0; padding: 0; flex-wrap: wrap; }
   main { padding: 1rem; max-width: 80rem; }
+  h1 { overflow-wrap: anywhere; }
   table { border-collapse: collapse; width: 100%; margin: .5rem 0 1.5rem; font-size: .92rem; }
   th, td { border: 1px solid #c9d1d9; padding: .3rem .5rem; text-align: left; vertical-align: top; }
   th { background: #eef2f6; }
