@@ -3,7 +3,11 @@
 import { Command } from 'commander';
 import { z } from 'zod';
 import { parseConfig } from '../functions/platform/config.ts';
+import { join } from 'node:path';
 import { startLocalRuntime } from '../functions/ops/local.ts';
+import { DEMO_TIME_SCALE, runDemo } from '../functions/ops/demo/campaign.ts';
+import { DemoApi } from '../functions/ops/demo/client.ts';
+import { DemoReceivers } from '../functions/ops/demo/receivers.ts';
 import { DEV_WEBHOOK_SECRET, localCallsEnv } from '../functions/calls/local/config.ts';
 
 const program = new Command('redial-local')
@@ -18,7 +22,7 @@ const env = parseConfig(
     .object({
       PORT: z.coerce.number().int().min(0).max(65535).default(3000),
       DATA_DIR: z.string().min(1).default('.data'),
-      TIME_SCALE: z.coerce.number().positive().max(1000).default(1),
+      TIME_SCALE: z.coerce.number().positive().max(1000).optional(),
       MAIL_DOMAIN: z.string().min(1).optional(),
       MAIL_FROM: z.string().min(3).optional(),
       SMTP_URL: z.string().url().optional(),
@@ -27,12 +31,17 @@ const env = parseConfig(
     })
     .extend(localCallsEnv.shape),
 );
-process.env['LOG_LEVEL'] ??= 'WARN';
+// Warnings go to the terminal, except while the demo prints its progress there.
+process.env['LOG_LEVEL'] ??= flags.demo ? 'ERROR' : 'WARN';
 
+// The demo runs in scaled time (about a minute for some 40 minutes of campaign) unless TIME_SCALE says otherwise.
+const timeScale = env.TIME_SCALE ?? (flags.demo ? DEMO_TIME_SCALE : 1);
+const receivers = flags.demo ? new DemoReceivers() : undefined;
 const runtime = await startLocalRuntime({
   port: env.PORT,
   dataDir: flags.memory ? undefined : env.DATA_DIR,
-  timeScale: env.TIME_SCALE,
+  timeScale,
+  ...(receivers ? { extraRoutes: receivers.routes() } : {}),
   calls: {
     placerUrl: env.CALL_PLACER_URL,
     webhookSecret: env.CALL_WEBHOOK_SECRET,
@@ -47,11 +56,25 @@ console.log(`redial is running
   API             ${runtime.url}   (health: ${runtime.url}/healthz)
   DynamoDB Local  ${runtime.dynamo.endpoint}   pid ${runtime.dynamo.pid}, data ${flags.memory ? 'in memory' : env.DATA_DIR}
   mail            ${runtime.smtpSink ? `SMTP sink ${runtime.smtpSink.url}, messages at ${runtime.url}/v1/ops/mail` : `SMTP ${env.SMTP_URL ?? ''}`}; Message-ID domain ${runtime.mail.domain}
-  time scale      ${env.TIME_SCALE}${env.TIME_SCALE === 1 ? ' (real time)' : ` (1 s of job time passes in ${env.TIME_SCALE} s)`}
+  time scale      ${timeScale === 1 ? '1 (real time)' : `${timeScale}: time is scaled, 1 s of job time passes in ${timeScale} s (${+(1 / timeScale).toFixed(1)}× real time)${env.TIME_SCALE === undefined ? '; TIME_SCALE=1 for real time' : ''}`}
   call placer     ${runtime.simulator ? `${runtime.simulator.url}   (built-in simulator, seed ${env.SIMULATOR_SEED})` : runtime.deps.calls.placerUrl}
   call intake     ${runtime.deps.calls.callbackUrl}   secret ${env.CALL_WEBHOOK_SECRET ? '(CALL_WEBHOOK_SECRET)' : `${DEV_WEBHOOK_SECRET} (dev default)`}
+  ops panel       ${runtime.url}/panel
   ops CLI         npm run ops -- jobs list --api ${runtime.url}
 Press Ctrl-C to stop.`);
+
+if (receivers) {
+  console.log('\ndemo campaign: a tenant, four customer endpoints and a batch of 40 contacts, through the public API');
+  runDemo({
+    api: new DemoApi(runtime.url),
+    receivers,
+    stateFile: flags.memory ? undefined : join(env.DATA_DIR, 'demo.json'),
+    print: (line) => console.log(line),
+  }).then(
+    () => console.log(`\nthe demo is done; redial keeps serving. Open ${runtime.url}/panel to find and fix what failed.`),
+    (error: unknown) => console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`),
+  );
+}
 
 let stopping = false;
 const shutdown = (signal: string) => {

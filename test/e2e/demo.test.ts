@@ -1,0 +1,116 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { alive } from '../support/local-process.ts';
+
+/** `npm start`, exactly as the README says (a fresh data folder and a free port are the only settings). */
+function npmStart(dataDir: string) {
+  const child = spawn('npm', ['start'], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const waitFor = async (pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = pattern.exec(output);
+      if (match) return match;
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no ${pattern} in the output:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  return { child, exited, output: () => output, waitFor };
+}
+
+async function api(url: string): Promise<any> {
+  const response = await fetch(url, { headers: { accept: 'application/json' } });
+  expect(response.status, url).toBe(200);
+  return response.json();
+}
+
+/** DynamoDB Local's parent is the runtime; both must be gone after a stop. */
+const runtimeOf = (dynamoPid: number) => Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(dynamoPid)], { encoding: 'utf8' }).trim());
+
+async function stopped(npm: ReturnType<typeof npmStart>, pids: number[]): Promise<void> {
+  npm.child.kill('SIGTERM');
+  await npm.exited;
+  const deadline = Date.now() + 20_000;
+  while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(pids.filter(alive)).toEqual([]);
+}
+
+describe('the newcomer path: npm start with its demo, and the panel', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'redial-demo-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('RunsTheDemoShowsTheGoneEndpointsDiscardedDeliveryInThePanelRedeliversItAndItsSummaryAgreesWithTheApi', { timeout: 240_000 }, async () => {
+    const npm = npmStart(dataDir);
+    const url = (await npm.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+)/, 60_000))[1]!;
+    const dynamoPid = Number((await npm.waitFor(/DynamoDB Local\s+\S+\s+pid (\d+)/, 5_000))[1]);
+    const pids = [dynamoPid, runtimeOf(dynamoPid)];
+    expect(npm.output()).toMatch(/time is scaled, 1 s of job time passes in 0\.025 s/);
+    try {
+      const goneId = (await npm.waitFor(/POST \/v1\/endpoints → (ep_[0-9a-f]{32}) \(gone/, 60_000))[1]!;
+
+      // The panel, in a real browser, while the demo runs.
+      const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu'] });
+      try {
+        const page = await browser.newPage();
+        await page.goto(`${url}/panel/endpoints`);
+        await page.getByRole('link', { name: goneId }).click();
+        await expect.poll(async () => (await page.reload(), page.getByRole('cell', { name: 'gone', exact: true }).count()), { timeout: 60_000, interval: 500 }).toBeGreaterThan(0);
+        expect(await page.getByText(/yes: gone/).isVisible()).toBe(true);
+        const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'gone', exact: true }) }).first();
+        const jobId = (await row.getByRole('link').first().textContent())!.trim();
+        expect(jobId).toMatch(/^webhook\.deliver:evt_[0-9a-f]+:ep_/);
+        expect((await api(`${url}/v1/ops/jobs/${encodeURIComponent(jobId)}`)).attempt).toBe(1);
+
+        await page.getByRole('button', { name: /Enable and redeliver/ }).click();
+        await page.goto(`${url}/panel/jobs/${encodeURIComponent(jobId)}`);
+        // It ran again: a second attempt in its history (the endpoint still answers 410, so it is discarded again).
+        await expect.poll(async () => (await page.reload(), page.locator('h2:has-text("Attempt history") + table tbody tr').count()), { timeout: 60_000, interval: 500 }).toBe(2);
+        expect(await page.getByText(/discard reason gone/).isVisible()).toBe(true);
+        mkdirSync('test-artifacts', { recursive: true });
+        await page.screenshot({ path: 'test-artifacts/panel-redelivered.png', fullPage: true });
+        expect((await api(`${url}/v1/ops/jobs/${encodeURIComponent(jobId)}`)).attempts.map((a: any) => a.outcome)).toEqual(['discarded', 'discarded']);
+      } finally {
+        await browser.close();
+      }
+
+      // The demo's final summary agrees with the API.
+      const summary = JSON.parse((await npm.waitFor(/summary JSON: (\{.*\})\n/, 180_000))[1]!);
+      const batch = await api(`${url}/v1/batches/${summary.batchId}`);
+      expect(batch.status).toBe('Finalised');
+      expect({ status: batch.status, rounds: batch.round, contactsByCode: batch.counts.byCode }).toEqual({
+        status: summary.status,
+        rounds: summary.rounds,
+        contactsByCode: summary.contactsByCode,
+      });
+      expect(Object.values(batch.counts.byCode as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(40);
+      expect((await api(`${url}/v1/ops/job-counts?kind=webhook.deliver`)).counts).toEqual(summary.deliveries);
+      expect(summary.deliveries.completed).toBeGreaterThan(0);
+    } finally {
+      await stopped(npm, pids);
+    }
+    expect(npm.output()).toContain('stopped; nothing left running');
+
+    // A second start resumes from the data folder: same batch, nothing run twice.
+    const saved = JSON.parse(readFileSync(join(dataDir, 'demo.json'), 'utf8'));
+    const again = npmStart(dataDir);
+    const againUrl = (await again.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+)/, 60_000))[1]!;
+    const againDynamo = Number((await again.waitFor(/DynamoDB Local\s+\S+\s+pid (\d+)/, 5_000))[1]);
+    const againPids = [againDynamo, runtimeOf(againDynamo)];
+    try {
+      await again.waitFor(new RegExp(`demo: ran before \\(batch ${saved.batchId}`), 60_000);
+      await again.waitFor(/summary JSON:/, 30_000);
+      expect(again.output()).not.toContain('POST /v1/batches');
+      expect((await api(`${againUrl}/v1/batches/${saved.batchId}`)).status).toBe('Finalised');
+      expect((await api(`${againUrl}/v1/ops/job-counts?kind=calls.finalise`)).counts.completed).toBe(3);
+    } finally {
+      await stopped(again, againPids);
+    }
+  });
+});
