@@ -70,17 +70,12 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
     if (!config.placerUrl || !config.callbackUrl) throw new Error('calls.dial needs CALL_PLACER_URL and CALL_WEBHOOK_URL');
     const batch = await deps.store.getBatch(args.batchId);
     if (!isDialling(batch, args.round)) return;
-    const placements: Promise<void>[] = [];
-    try {
-      await dialRun(deps, batch, ctx, (contactNumber, dialled) => placements.push(place(deps, dialled, contactNumber, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx)));
-    } finally {
-      // Every placer request of this run is answered (or timed out) before the run ends.
-      await Promise.all(placements);
-    }
+    // Each call is placed before the next contact is dialled, so the placer sees the list's order.
+    await dialRun(deps, batch, ctx, (contactNumber, dialled) => place(deps, dialled, contactNumber, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx));
   });
 }
 
-async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, batch: BatchRow) => void): Promise<void> {
+async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, batch: BatchRow) => Promise<void>): Promise<void> {
   const { store, jobs, config } = deps;
   const started = performance.now();
   const pages = new Map<number, ListPage>();
@@ -110,7 +105,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     if (result.committed) {
       batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + 1 };
       await jobs.afterCommit([watchdog]);
-      onDialled(contactNumber, batch);
+      await onDialled(contactNumber, batch);
       dials++;
       continue;
     }
