@@ -19,6 +19,7 @@ const STYLE = raw(`
   .state-completed, .good { color: #1b6e20; }
   .state-retryable, .state-snoozed, .warn { color: #8a5a00; }
   code, .mono { font-family: ui-monospace, monospace; font-size: .88em; }
+  td.mono { overflow-wrap: anywhere; }
   form.inline { display: inline; }
   button { font: inherit; padding: .2rem .7rem; cursor: pointer; }
   .skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: .5rem; background: #fff; color: #000; padding: .3rem; }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { notFound, route } from '../../platform/http.ts';
 import type { Route } from '../../platform/http.ts';
 import type { SmtpSink } from '../../platform/local/smtp-sink.ts';
+import { allStates } from '../../jobs/index.ts';
 import type { JobClient, JobRow } from '../../jobs/index.ts';
 import { batchView } from '../../calls/api.ts';
 import type { CallsStore } from '../../calls/store.ts';
@@ -26,10 +27,16 @@ const counts = (record: Record<string, number>): Html =>
     .filter(([, n]) => n > 0)
     .map(([k, n], i) => html`${i ? ', ' : ''}${k} <strong>${n}</strong>`)}`;
 
-/** Delivery jobs of one endpoint, newest first (the panel reads a few hundred at most). */
+/**
+ * Delivery jobs of one endpoint: up to 200 of each state (read state by state, so a busy endpoint's
+ * completed deliveries cannot crowd out another's discarded ones), newest first.
+ */
 async function deliveriesOf(jobs: JobClient, endpointId: string): Promise<JobRow[]> {
-  const { jobs: rows } = await jobs.list({ kind: 'webhook.deliver', limit: 200 });
-  return rows.filter((j) => (j.args as { endpointId?: string }).endpointId === endpointId);
+  const pages = await Promise.all(allStates.map((state) => jobs.list({ state, kind: 'webhook.deliver', limit: 200 })));
+  return pages
+    .flatMap((p) => p.jobs)
+    .filter((j) => (j.args as { endpointId?: string }).endpointId === endpointId)
+    .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
 }
 
 /**
@@ -117,10 +124,10 @@ export function pipelinePages(deps: PipelinePagesDeps): Route<never, never, neve
 <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/redeliver"><button type="submit">${e.disabled ? 'Enable and redeliver' : 'Redeliver'} ${discarded.length} discarded</button></form>
 ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/enable"><button type="submit">Enable</button></form>` : ''}
 <h2>Deliveries (${deliveries.length})</h2>
-<table><thead><tr><th scope="col">Job</th><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Discard reason</th><th scope="col">Last error</th></tr></thead>
+<table><thead><tr><th scope="col">Delivery job (event, endpoint)</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Discard reason</th><th scope="col">Last error</th></tr></thead>
 <tbody>${deliveries.map(
         (j) =>
-          html`<tr><td class="mono"><a href="/panel/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td class="mono">${(j.args as { eventId?: string }).eventId ?? ''}</td><td class="state state-${j.state}">${j.state}</td><td class="num">${j.attempt}/${j.maxAttempts}</td><td>${j.discardReason ?? ''}</td><td>${j.attempts.filter((a) => a.error).at(-1)?.error ?? ''}</td></tr>`,
+          html`<tr><td class="mono"><a href="/panel/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td class="state state-${j.state}">${j.state}</td><td class="num">${j.attempt}/${j.maxAttempts}</td><td>${j.discardReason ?? ''}</td><td>${j.attempts.filter((a) => a.error).at(-1)?.error ?? ''}</td></tr>`,
       )}</tbody></table>`;
       return htmlResponse(page(`Endpoint ${e.endpointId}`, deps.sections, body, { refreshSeconds: 3 }));
     },
