@@ -15,6 +15,9 @@ if (!callPlacerUrl) {
   console.warn('No call placer: the calls worker will refuse to start. Deploy with -c callPlacerUrl=https://… to dial.');
 }
 const mailDomain = context('mailDomain');
+if (!mailDomain) {
+  console.warn('No mail domain: mail is sent as example.com through SES and will be refused. Deploy with -c mailDomain=… (an SES-verified identity) to send mail.');
+}
 new RedialStack(app, 'Redial', {
   description: 'redial: outbound calling campaigns with one owner of retries, the job layer',
   ...(alarmEmail ? { alarmEmail } : {}),

@@ -173,6 +173,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: localTableNames.jobs, transport, clock, rng, logger, metrics });
     // The placer needs the intake's URL before the server starts: pick the port first.
     const port = options.port || (await freePort());
+    // Where outside parties reach this runtime: the call placer's callbackUrl and the links in mails.
+    const publicBaseUrl = (options.mail?.publicBaseUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
     const webhookSecret = options.calls?.webhookSecret ?? DEV_WEBHOOK_SECRET;
     let simulator: CallPlacerSimulator | undefined;
     if (!options.calls?.placerUrl) {
@@ -189,7 +191,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     const calls = {
       ...callsDefaults,
       placerUrl: options.calls?.placerUrl ?? simulator!.url,
-      callbackUrl: `http://127.0.0.1:${port}/v1/calls/webhook`,
+      callbackUrl: `${publicBaseUrl}/v1/calls/webhook`,
       webhookSecret,
       callTimeoutSeconds: options.calls?.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS,
     };
@@ -197,8 +199,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     const mail = parseMailConfig({
       MAIL_DOMAIN: options.mail?.domain ?? 'redial.local',
       MAIL_FROM: options.mail?.from,
-      // Mails link back to this runtime unless PUBLIC_BASE_URL says otherwise.
-      PUBLIC_BASE_URL: options.mail?.publicBaseUrl ?? `http://127.0.0.1:${port}`,
+      PUBLIC_BASE_URL: publicBaseUrl,
       MAIL_TRANSPORT: 'smtp',
       SMTP_URL: options.mail?.smtpUrl ?? smtpSink?.url,
     });

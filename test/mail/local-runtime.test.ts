@@ -31,6 +31,8 @@ describe('the local runtime', () => {
     const apiPort = Number(new URL(runtime.url).port);
     try {
       expect(runtime.mail).toMatchObject({ domain: 'redial.local', publicBaseUrl: runtime.url, transport: { type: 'smtp', url: runtime.smtpSink!.url } });
+      // The call placer is told the same public base to post results to.
+      expect(runtime.deps.calls.callbackUrl).toBe(`${runtime.url}/v1/calls/webhook`);
       await changeOwnerEmail(mailDepsOf(runtime.deps), 'acme', 'owner@acme.test', runtime.clock.now());
 
       let listed: { status: number; body: any } | undefined;

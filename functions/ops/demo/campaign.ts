@@ -90,7 +90,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const { api, print } = options;
   const saved = load(options.stateFile);
   if (saved?.finishedAt) {
-    print(`demo: ran before (batch ${saved.batchId}, finished ${saved.finishedAt}); its data is kept in .data/. Delete .data/ to run it again.`);
+    print(`demo: ran before (batch ${saved.batchId}, finished ${saved.finishedAt}); its data is kept in ${dirname(options.stateFile ?? '.data/demo.json')}/. Delete that directory to run it again.`);
     restoreSecrets(options.receivers, saved);
     // The receivers' and the sink's counts lived in the last process; the summary kept them.
     const summary = (saved.summary as DemoSummary | undefined) ?? (await summarise(api, options.receivers, saved));
