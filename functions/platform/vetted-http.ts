@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Agent } from 'undici';
-import type { OutboundResponse } from './outbound.ts';
+import type { OutboundRequest, OutboundResponse } from './outbound.ts';
 
 /**
  * Outbound HTTP to addresses a caller has vetted: the client for URLs that customers choose (webhook
@@ -54,14 +54,9 @@ export class HostResolutionError extends Error {
 }
 
 /** A request to a vetted address. */
-export interface VettedRequest {
-  url: string;
-  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  headers?: Record<string, string>;
-  body?: string;
+export interface VettedRequest extends OutboundRequest {
   /** Abandon the whole exchange (resolve, connect, headers, body) after this long. @default 10000 */
   timeoutMs?: number;
-  signal?: AbortSignal;
   /** Read at most this much of the response body; the rest is dropped. @default 4096 */
   maxResponseBytes?: number;
 }

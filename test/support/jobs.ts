@@ -51,6 +51,23 @@ export class RecordingTransport implements DispatchTransport {
 }
 
 /** What a fixture is built from, for handlers that need it. */
+/**
+ * `settle(untilMs)`: runs every timer and message until nothing is due, up to `untilMs` of manual time
+ * ahead (default: 30 days), jumping the clock from one due timer to the next.
+ */
+export function settler(clock: ManualClock, idle: () => Promise<unknown>): (untilMs?: number) => Promise<void> {
+  return async (untilMs = 30 * 86400_000) => {
+    const limit = clock.now() + untilMs;
+    await idle();
+    for (let i = 0; i < 100_000; i++) {
+      const next = clock.nextTimerAt();
+      if (next === undefined || next > limit) break;
+      clock.set(Math.max(next, clock.now()));
+      await idle();
+    }
+  };
+}
+
 export interface FixtureParts {
   jobs: JobRuntime;
   clients: Awaited<ReturnType<typeof freshTables>>['clients'];
@@ -94,17 +111,7 @@ export async function jobsFixture(
   }
   const idle = () => Promise.all(localQueues.map((q) => q.idle()));
 
-  /** Runs every timer and message until nothing is due, up to `untilMs` ahead (default: 30 days). */
-  async function settle(untilMs = 30 * 86400_000): Promise<void> {
-    const limit = clock.now() + untilMs;
-    await idle();
-    for (let i = 0; i < 100_000; i++) {
-      const next = clock.nextTimerAt();
-      if (next === undefined || next > limit) break;
-      clock.set(Math.max(next, clock.now()));
-      await idle();
-    }
-  }
+  const settle = settler(clock, idle);
 
   return { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs, localQueues, transport, handlers, settle, idle };
 }

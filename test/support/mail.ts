@@ -10,6 +10,7 @@ import type { SinkMessage, SinkScript, SmtpSink } from '../../functions/platform
 import { queueNames, queues } from '../../functions/jobs/queues.ts';
 import { createJobRuntime } from '../../functions/jobs/runtime.ts';
 import type { JobRuntime } from '../../functions/jobs/runtime.ts';
+import { settler } from './jobs.ts';
 import type { MailConfig } from '../../functions/mail/config.ts';
 import type { MailDeps } from '../../functions/mail/context.ts';
 import { mailHandlers } from '../../functions/mail/handlers.ts';
@@ -58,17 +59,7 @@ export async function mailFixture(options: { script?: SinkScript; transport?: Ma
   for (const queue of localQueues) if (queue.name === 'mail') queue.consume((event) => worker(event, {} as never));
   const idle = () => Promise.all(localQueues.map((q) => q.idle()));
 
-  /** Runs every timer and message until nothing is due, up to `untilMs` ahead (default: 30 days). */
-  async function settle(untilMs = 30 * 86400_000): Promise<void> {
-    const limit = clock.now() + untilMs;
-    await idle();
-    for (let i = 0; i < 100_000; i++) {
-      const next = clock.nextTimerAt();
-      if (next === undefined || next > limit) break;
-      clock.set(Math.max(next, clock.now()));
-      await idle();
-    }
-  }
+  const settle = settler(clock, idle);
 
   /** Enqueues an owner.notify for a batch.finalised event. */
   const notify = (tenantId: string, eventId: string, byCode: Record<string, number> = { COMPLETED: 3, NO_PICKUP: 1 }) =>
