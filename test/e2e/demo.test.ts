@@ -1,14 +1,29 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { alive } from '../support/local-process.ts';
 
-/** `npm start`, exactly as the README says (a fresh data folder and a free port are the only settings). */
-function npmStart(dataDir: string) {
-  const child = spawn('npm', ['start'], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * A newcomer's checkout with no `.data/` yet: a fresh folder whose entries link to this repository's
+ * (its sources, package.json, node_modules), so `npm start` there makes its own `.data/` by default.
+ */
+function newcomerCheckout(): string {
+  const root = resolve(import.meta.dirname, '../..');
+  const dir = mkdtempSync(join(tmpdir(), 'redial-checkout-'));
+  for (const entry of readdirSync(root)) {
+    if (!['.data', '.git', 'cdk.out', 'test-artifacts'].includes(entry)) symlinkSync(join(root, entry), join(dir, entry));
+  }
+  return dir;
+}
+
+/** `npm start`, exactly as the README says, in `checkout` (a free port is the only setting). */
+function npmStart(checkout: string) {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0' };
+  delete env['DATA_DIR'];
+  const child = spawn('npm', ['start'], { cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -43,11 +58,13 @@ async function stopped(npm: ReturnType<typeof npmStart>, pids: number[]): Promis
 }
 
 describe('the newcomer path: npm start with its demo, and the panel', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'redial-demo-'));
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const checkout = newcomerCheckout();
+  const dataDir = join(checkout, '.data');
+  afterAll(() => rmSync(checkout, { recursive: true, force: true }));
 
   it('RunsTheDemoShowsTheGoneEndpointsDiscardedDeliveryInThePanelRedeliversItAndItsSummaryAgreesWithTheApi', { timeout: 240_000 }, async () => {
-    const npm = npmStart(dataDir);
+    expect(existsSync(dataDir)).toBe(false);
+    const npm = npmStart(checkout);
     const url = (await npm.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+)/, 60_000))[1]!;
     const dynamoPid = Number((await npm.waitFor(/DynamoDB Local\s+\S+\s+pid (\d+)/, 5_000))[1]);
     const pids = [dynamoPid, runtimeOf(dynamoPid)];
@@ -97,10 +114,12 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
       await stopped(npm, pids);
     }
     expect(npm.output()).toContain('stopped; nothing left running');
+    // Everything it kept is in the checkout's own .data/: DynamoDB Local's tables, the clock, the demo.
+    expect(readdirSync(join(dataDir, 'dynamodb')).length).toBeGreaterThan(0);
 
     // A second start resumes from the data folder: same batch, nothing run twice.
     const saved = JSON.parse(readFileSync(join(dataDir, 'demo.json'), 'utf8'));
-    const again = npmStart(dataDir);
+    const again = npmStart(checkout);
     const againUrl = (await again.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+)/, 60_000))[1]!;
     const againDynamo = Number((await again.waitFor(/DynamoDB Local\s+\S+\s+pid (\d+)/, 5_000))[1]);
     const againPids = [againDynamo, runtimeOf(againDynamo)];

