@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFileAtomic } from '../platform/local/files.ts';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { createAwsClients, localCredentials } from '../platform/aws.ts';
@@ -112,8 +113,7 @@ function localClock(dataDir: string | undefined, timeScale: number): TimerClock 
 }
 
 function saveClock(dataDir: string, clock: TimerClock): void {
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(clockFile(dataDir), JSON.stringify({ now: clock.now() }));
+  writeFileAtomic(clockFile(dataDir), JSON.stringify({ now: clock.now() }));
 }
 
 /** The physical table names the local runtime uses. */

@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
+import { writeFileAtomic } from '../../platform/local/files.ts';
 import { DemoApi } from './client.ts';
 import { DemoReceivers, demoReceivers } from './receivers.ts';
 import type { ReceiverStats } from './receivers.ts';
@@ -243,8 +244,7 @@ function load(file: string | undefined): DemoState | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+/** Written whole or not at all, so a crash never leaves half a state. */
 function save(file: string | undefined, state: DemoState): void {
-  if (!file) return;
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify(state, null, 2)}\n`);
+  if (file) writeFileAtomic(file, `${JSON.stringify(state, null, 2)}\n`);
 }
