@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { HttpError, notFound, route, unavailable } from '../platform/http.ts';
-import type { Route } from '../platform/http.ts';
+import type { ApiResponse, Route } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import { classifyCallReport } from './classify.ts';
 import { completeCall } from './completion.ts';
 import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
+import { batchIdForKey, requestHash } from './idempotency.ts';
 import { dialKind } from './kinds.ts';
 import { BatchStatus, batchKey, ContactStatus, jobIds, listKey } from './model.ts';
 import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
 import {
   batchBody,
+  batchHeaders,
   batchParams,
   batchResponse,
   callResultBody,
@@ -60,6 +62,22 @@ const contactView = (number: string, state: ContactRow | undefined) => ({
   code: state?.code ?? null,
   attempts: state?.attempts ?? 0,
 });
+
+/**
+ * The answer to a keyed `POST /v1/batches` whose batch already exists: the same request again is a replay
+ * (200 with its batch id; the first request's transaction wrote everything, this one nothing); anything
+ * else under the same key is refused.
+ */
+function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: string): ApiResponse {
+  // DynamoDB returns the row with every failed condition it was asked to (ALL_OLD); without it, nothing is known.
+  if (!existing) throw unavailable();
+  if (existing.tenantId === tenantId && existing.requestHash === hash) return { status: 200, body: { batchId: existing.batchId } };
+  throw new HttpError(
+    422,
+    'idempotency_key_reused',
+    'this Idempotency-Key was already used with a different request body; nothing was written. Send the original body to get its batch, or a new key for a new batch',
+  );
+}
 
 /**
  * The calls routes (brief §7): tenants, batches and the call-result intake. Every route but the intake
@@ -114,12 +132,20 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     auth: 'iam',
     summary: 'Create a batch of contacts to call; its first round starts at once (or when its calling window opens)',
     body: batchBody,
+    headers: batchHeaders,
     // 10 000 contacts of up to 16 characters each, with their JSON around them.
     maxBodyBytes: 1024 * 1024,
-    responses: { 201: { description: 'created', schema: batchResponse.pick({ batchId: true }) }, 400: { description: 'invalid, or no such tenant' } },
-    handler: async ({ body }) => {
+    responses: {
+      201: { description: 'created', schema: batchResponse.pick({ batchId: true }) },
+      200: { description: 'a retry with the same Idempotency-Key and body: the batch it created; nothing written', schema: batchResponse.pick({ batchId: true }) },
+      400: { description: 'invalid body or Idempotency-Key, or no such tenant; nothing written' },
+      422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
+    },
+    handler: async ({ body, headers }) => {
       const now = clock.now();
-      const batchId = `b_${randomUUID().replaceAll('-', '')}`;
+      const key = headers['idempotency-key'];
+      const hash = key === undefined ? undefined : requestHash(body);
+      const batchId = key === undefined ? `b_${randomUUID().replaceAll('-', '')}` : batchIdForKey(body.tenantId, key);
       const numbers = body.contacts.map((c) => c.number);
       const pages: ListPage[] = [];
       for (let page = 0; page * LIST_PAGE_SIZE < numbers.length; page++) {
@@ -152,11 +178,17 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
         finPos: 0,
         nextPages: 0,
         nextSize: 0,
+        ...(key === undefined ? {} : { idempotencyKey: key, requestHash: hash }),
       };
       // The round-1 dialer is enqueued with the batch: it checks the window itself.
       const dial = jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) });
       const result = await store.transact([...store.createBatchItems(batch, pages), dial.item]);
       if (!result.committed) {
+        // A batch with this id exists: with a key, that is this key's batch (ids without one are random),
+        // and the cancellation carries its row (ALL_OLD), so deciding costs no read.
+        if (hash !== undefined && result.reasons[0]?.code === 'ConditionalCheckFailed') {
+          return keyedRetry(result.reasons[0].item as BatchRow | undefined, body.tenantId, hash);
+        }
         if (busy(result)) throw unavailable();
         if (result.reasons[1]?.code === 'ConditionalCheckFailed') {
           throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.tenantId', message: `no tenant ${body.tenantId}; create it with PUT /v1/tenants/${body.tenantId}` }] });

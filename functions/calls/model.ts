@@ -80,6 +80,10 @@ export interface BatchRow {
   updatedAt: string;
   finalisedAt?: string;
   deletedAt?: string;
+  /** The client's `Idempotency-Key`, when it sent one (the batch id was derived from it). */
+  idempotencyKey?: string;
+  /** With a key: the sha256 of the validated request body, which a retry with the same key must match. */
+  requestHash?: string;
   // The current round's dial list and the dialer's cursor in it.
   listPages: number;
   roundSize: number;

@@ -207,13 +207,24 @@ export class CallsStore {
 
   // ─── batches ────────────────────────────────────────────────────────────────────────────────────
 
-  /** A new batch, its round-1 dial list, and a check that its tenant exists. */
+  /**
+   * A new batch, its round-1 dial list, and a check that its tenant exists. The batch Put is item 0; if a
+   * batch with its id exists (an idempotent retry), the cancellation carries that row.
+   */
   createBatchItems(batch: BatchRow, pages: readonly ListPage[]): TransactItem[] {
     const check = new Expression();
     check.when(is.exists(check));
     const built = check.build();
     return [
-      { Put: { TableName: this.tableName, Item: batch, ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'pk' } } },
+      {
+        Put: {
+          TableName: this.tableName,
+          Item: batch,
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': 'pk' },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
       {
         ConditionCheck: {
           TableName: this.tableName,

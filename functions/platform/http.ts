@@ -25,12 +25,12 @@ export const unavailable = (message = 'temporarily unavailable; nothing was writ
   new HttpError(503, 'unavailable', message);
 
 /** A validated request. */
-export interface ApiRequest<P, Q, B> {
+export interface ApiRequest<P, Q, B, H = unknown> {
   params: P;
   query: Q;
   body: B;
-  /** Lower-cased header names. */
-  headers: Record<string, string>;
+  /** Every header, by lower-cased name; those the route's `headers` schema declares, as it parsed them. */
+  headers: Record<string, string> & H;
   /** The body exactly as received (signature checks need it). */
   rawBody: string;
   event: APIGatewayProxyEventV2;
@@ -47,7 +47,7 @@ export interface ApiResponse {
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
 
 /** A route: where it lives, who may call it, what it accepts (zod), and what it does. */
-export interface Route<P = unknown, Q = unknown, B = unknown> {
+export interface Route<P = unknown, Q = unknown, B = unknown, H = unknown> {
   method: Method;
   path: string;
   /** `iam` on AWS (API Gateway checks SigV4); `none` for the signed intake and the tokens sent by mail. */
@@ -56,17 +56,22 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /**
+   * Request headers the route reads, by lower-cased name (`idempotency-key`): validated like the body (a
+   * bad one is a 400 naming `headers.<name>`) and listed in the OpenAPI document. Others pass through unread.
+   */
+  headers?: z.ZodType<H>;
   /** Largest body accepted, checked before any parsing (default 256 KiB). */
   maxBodyBytes?: number;
   /** Which statuses the route answers, with their response schemas, for the OpenAPI document. */
   responses?: Record<number, { description: string; schema?: z.ZodType }>;
   /** Runs before parsing, on the raw request (the intake verifies its signature here). */
   guard?: (request: { headers: Record<string, string>; rawBody: string }) => Promise<void> | void;
-  handler: (request: ApiRequest<P, Q, B>) => Promise<ApiResponse>;
+  handler: (request: ApiRequest<P, Q, B, H>) => Promise<ApiResponse>;
 }
 
-/** Declares a route; the types of params, query and body follow from their schemas. */
-export const route = <P = Record<string, never>, Q = Record<string, never>, B = undefined>(definition: Route<P, Q, B>): Route<P, Q, B> =>
+/** Declares a route; the types of params, query, body and declared headers follow from their schemas. */
+export const route = <P = Record<string, never>, Q = Record<string, never>, B = undefined, H = unknown>(definition: Route<P, Q, B, H>): Route<P, Q, B, H> =>
   definition;
 
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
@@ -74,7 +79,7 @@ export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 /** A field path as the error body shows it: `contacts.3.number`. */
 const issuePath = (path: readonly PropertyKey[]): string => path.map(String).join('.');
 
-function invalid(where: 'body' | 'query' | 'path', error: z.ZodError): HttpError {
+function invalid(where: 'body' | 'query' | 'path' | 'headers', error: z.ZodError): HttpError {
   return new HttpError(400, 'invalid_request', `invalid ${where}`, {
     issues: error.issues.map((issue) => ({ path: [where, issueErrorPath(issue)].filter(Boolean).join('.'), message: issue.message })),
   });
@@ -123,6 +128,8 @@ function adapt(definition: Route<unknown, unknown, unknown>, logger: Logger) {
       if (!params.success) throw invalid('path', params.error);
       const query = definition.query ? definition.query.safeParse(event.queryStringParameters ?? {}) : { success: true as const, data: {} };
       if (!query.success) throw invalid('query', query.error);
+      const declared = definition.headers ? definition.headers.safeParse(headers) : { success: true as const, data: {} };
+      if (!declared.success) throw invalid('headers', declared.error);
       let body: unknown = undefined;
       if (definition.body) {
         let parsedJson: unknown;
@@ -135,7 +142,7 @@ function adapt(definition: Route<unknown, unknown, unknown>, logger: Logger) {
         if (!parsed.success) throw invalid('body', parsed.error);
         body = parsed.data;
       }
-      const response = await definition.handler({ params: params.data, query: query.data, body, headers, rawBody, event });
+      const response = await definition.handler({ params: params.data, query: query.data, body, headers: { ...headers, ...(declared.data as object) }, rawBody, event });
       if (response.text !== undefined) {
         return { statusCode: response.status, headers: { 'content-type': 'text/plain; charset=utf-8', ...response.headers }, body: response.text };
       }

@@ -14,17 +14,28 @@ const schemaOf = (schema: z.ZodType, io: 'input' | 'output'): Record<string, unk
   return json;
 };
 
-/** Path and query parameters of a route, from its zod object schemas. */
+/** `idempotency-key` → `Idempotency-Key`: header names are case-insensitive; the document shows them as clients write them. */
+const headerName = (name: string): string => name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
+
+/** Path, query and header parameters of a route, from its zod object schemas (a schema's description becomes the parameter's). */
 function parameters(route: Route<unknown, unknown, unknown>): unknown[] {
   const out: unknown[] = [];
   for (const [where, schema] of [
     ['path', route.params],
     ['query', route.query],
+    ['header', route.headers],
   ] as const) {
     if (!schema) continue;
-    const json = schemaOf(schema, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+    const json = schemaOf(schema, 'input') as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
     for (const [name, property] of Object.entries(json.properties ?? {})) {
-      out.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), schema: property });
+      const { description, ...rest } = property;
+      out.push({
+        name: where === 'header' ? headerName(name) : name,
+        in: where,
+        required: where === 'path' || (json.required ?? []).includes(name),
+        ...(description === undefined ? {} : { description }),
+        schema: rest,
+      });
     }
   }
   return out;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
@@ -34,11 +35,22 @@ interface JobList {
   jobs: { id: string; kind: string; state: string; discardReason: string | null }[];
 }
 
-/** What the demo remembers in .data/demo.json, so a second `npm start` resumes it instead of starting another. */
-const demoState = z.object({
-  batchId: z.string(),
+/**
+ * What the demo remembers before it asks for its batch: the `Idempotency-Key` it sends, so a demo that
+ * stopped before saving the answer sends the same request again and gets the same batch, not a second one.
+ */
+const demoStart = z.object({
+  idempotencyKey: z.string(),
   startedAt: z.string(),
+  /** The runtime's URL when the endpoints were registered: they point at it. */
+  baseUrl: z.string().optional(),
   endpoints: z.array(z.object({ name: z.string(), endpointId: z.string(), secret: z.string() })),
+});
+type DemoStart = z.infer<typeof demoStart>;
+
+/** What the demo remembers in .data/demo.json, so a second `npm start` resumes it instead of starting another. */
+const demoState = demoStart.partial({ idempotencyKey: true }).extend({
+  batchId: z.string(),
   finishedAt: z.string().optional(),
   summary: z.unknown().optional(),
 });
@@ -90,7 +102,7 @@ const list = (counts: Record<string, number>) =>
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const { api, print } = options;
   const saved = load(options.stateFile);
-  if (saved?.finishedAt) {
+  if (saved && 'batchId' in saved && saved.finishedAt) {
     print(`demo: ran before (batch ${saved.batchId}, finished ${saved.finishedAt}); its data is kept in ${dirname(options.stateFile ?? '.data/demo.json')}/. Delete that directory to run it again.`);
     restoreSecrets(options.receivers, saved);
     // The receivers' and the sink's counts lived in the last process; the summary kept them.
@@ -98,10 +110,20 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     printSummary(print, summary, `as it ended at ${saved.finishedAt}`);
     return summary;
   }
-  const state = saved ?? (await start(options));
-  if (saved) {
+  if (saved?.baseUrl && saved.baseUrl !== api.baseUrl) {
+    const port = new URL(saved.baseUrl).port;
+    print(`demo: warning: its endpoints were registered at ${saved.baseUrl}, and this run listens on ${api.baseUrl}: deliveries to them fail until you start it with PORT=${port}`);
+  }
+  let state: DemoState;
+  if (!saved) state = await start(options);
+  else if ('batchId' in saved) {
     print(`demo: resuming batch ${saved.batchId} from .data/`);
     restoreSecrets(options.receivers, saved);
+    state = saved;
+  } else {
+    print('demo: resuming: the batch request was sent, its answer not saved; sending it again with the same Idempotency-Key');
+    restoreSecrets(options.receivers, saved);
+    state = await createBatch(options, saved);
   }
   await follow(options, state);
   const summary = await summarise(api, options.receivers, state);
@@ -129,15 +151,21 @@ async function start(options: DemoOptions): Promise<DemoState> {
     print(`demo: POST /v1/endpoints → ${created.endpointId} (${receiver.name}: ${receiver.description})`);
   }
 
+  const begun: DemoStart = { idempotencyKey: `demo-${randomUUID()}`, startedAt: new Date().toISOString(), baseUrl: api.baseUrl, endpoints };
+  save(options.stateFile, begun);
+  return createBatch(options, begun);
+}
+
+/** POST /v1/batches with the saved Idempotency-Key: sent again after a crash, it answers with the batch the first one created. */
+async function createBatch(options: DemoOptions, begun: DemoStart): Promise<DemoState> {
   const contacts = Array.from({ length: DEMO_CONTACTS }, (_, i) => ({ number: `+1555010${String(i).padStart(4, '0')}` }));
-  const batch = await api.post<{ batchId: string }>('/v1/batches', {
-    tenantId: DEMO_TENANT,
-    contacts,
-    maxAttempts: 3,
-    retry: { baseSeconds: 60, capSeconds: 600 },
-  });
-  print(`demo: POST /v1/batches → ${batch.batchId} (${DEMO_CONTACTS} contacts, 3 rounds at most)`);
-  const state: DemoState = { batchId: batch.batchId, startedAt: new Date().toISOString(), endpoints };
+  const batch = await options.api.post<{ batchId: string }>(
+    '/v1/batches',
+    { tenantId: DEMO_TENANT, contacts, maxAttempts: 3, retry: { baseSeconds: 60, capSeconds: 600 } },
+    { 'idempotency-key': begun.idempotencyKey },
+  );
+  options.print(`demo: POST /v1/batches → ${batch.batchId} (${DEMO_CONTACTS} contacts, 3 rounds at most)`);
+  const state: DemoState = { ...begun, batchId: batch.batchId };
   save(options.stateFile, state);
   return state;
 }
@@ -234,17 +262,17 @@ function printSummary(print: (line: string) => void, s: DemoSummary, note?: stri
   print(`  summary JSON: ${JSON.stringify({ batchId: s.batchId, status: s.status, rounds: s.rounds, contactsByCode: s.contactsByCode, deliveries: s.deliveries })}`);
 }
 
-function restoreSecrets(receivers: DemoReceivers, state: DemoState): void {
+function restoreSecrets(receivers: DemoReceivers, state: DemoState | DemoStart): void {
   for (const e of state.endpoints) receivers.setSecret(e.name, e.secret);
 }
 
-function load(file: string | undefined): DemoState | undefined {
+function load(file: string | undefined): DemoState | DemoStart | undefined {
   if (!file || !existsSync(file)) return undefined;
-  const parsed = demoState.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+  const parsed = z.union([demoState, demoStart]).safeParse(JSON.parse(readFileSync(file, 'utf8')));
   return parsed.success ? parsed.data : undefined;
 }
 
 /** Written whole or not at all, so a crash never leaves half a state. */
-function save(file: string | undefined, state: DemoState): void {
+function save(file: string | undefined, state: DemoState | DemoStart): void {
   if (file) writeFileAtomic(file, `${JSON.stringify(state, null, 2)}\n`);
 }

@@ -20,11 +20,11 @@ export class DemoApi {
     this.baseUrl = baseUrl;
   }
 
-  async call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<T> {
+  async call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const response = await sendOnce({
       url: `${this.baseUrl}${path}`,
       method,
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       timeoutMs: 30_000,
     });
@@ -33,6 +33,6 @@ export class DemoApi {
   }
 
   get = <T>(path: string) => this.call<T>('GET', path);
-  post = <T>(path: string, body?: unknown) => this.call<T>('POST', path, body);
+  post = <T>(path: string, body?: unknown, headers?: Record<string, string>) => this.call<T>('POST', path, body, headers);
   put = <T>(path: string, body?: unknown) => this.call<T>('PUT', path, body);
 }
