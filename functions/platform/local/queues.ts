@@ -18,6 +18,8 @@ export interface LocalQueueStats {
   received: number;
   deleted: number;
   redelivered: number;
+  /** Sent after stop() and dropped, like the messages waiting then: the next start's rescuer sends what is due. */
+  droppedAtStop: number;
   waiting: number;
   inFlight: number;
 }
@@ -45,7 +47,7 @@ export class LocalQueue {
   private timerAt: number | undefined;
   private stopped = false;
   private readonly idleWaiters: (() => void)[] = [];
-  private readonly stats = { sent: 0, received: 0, deleted: 0, redelivered: 0 };
+  private readonly stats = { sent: 0, received: 0, deleted: 0, redelivered: 0, droppedAtStop: 0 };
 
   constructor(options: {
     name: string;
@@ -70,8 +72,15 @@ export class LocalQueue {
     this.pump();
   }
 
+  /**
+   * After stop(), a send (a batch finishing its last jobs) is dropped, not refused: the job rows keep the
+   * truth, and the next start's rescuer sends what is due. A clean stop is not an error.
+   */
   send(body: string, delaySeconds = 0): void {
-    if (this.stopped) throw new Error(`queue ${this.name} is stopped`);
+    if (this.stopped) {
+      this.stats.droppedAtStop++;
+      return;
+    }
     const now = this.clock.now();
     this.insert({ id: randomUUID(), body, visibleAt: now + delaySeconds * 1000, sentAt: now, receiveCount: 0 });
     this.stats.sent++;
@@ -199,6 +208,7 @@ export class LocalTransport implements DispatchTransport {
   private readonly queues: Map<string, LocalQueue>;
   private readonly clock: TimerClock;
   private readonly schedules = new Map<string, () => void>();
+  private stopped = false;
   /** Counts by operation, comparable to the AWS request counts. */
   readonly counts = { sendMessage: 0, createSchedule: 0 };
 
@@ -216,7 +226,8 @@ export class LocalTransport implements DispatchTransport {
   createSchedule(name: string, at: number, queue: string, body: string): Promise<void> {
     this.counts.createSchedule++;
     const target = this.queue(queue);
-    if (this.schedules.has(name)) return Promise.resolve();
+    // After stop(), like a send to a stopped queue: dropped, and no timer left to hold the process.
+    if (this.stopped || this.schedules.has(name)) return Promise.resolve();
     const cancel = this.clock.setTimer(at, () => {
       this.schedules.delete(name);
       target.send(body, 0);
@@ -231,6 +242,7 @@ export class LocalTransport implements DispatchTransport {
   }
 
   stop(): void {
+    this.stopped = true;
     for (const cancel of this.schedules.values()) cancel();
     this.schedules.clear();
   }
