@@ -7,6 +7,7 @@ import { completeCall } from './completion.ts';
 import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
+import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
 import { BatchStatus, batchKey, ContactStatus, jobIds, listKey } from './model.ts';
 import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
@@ -72,11 +73,7 @@ function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: stri
   // DynamoDB returns the row with every failed condition it was asked to (ALL_OLD); without it, nothing is known.
   if (!existing) throw unavailable();
   if (existing.tenantId === tenantId && existing.requestHash === hash) return { status: 200, body: { batchId: existing.batchId } };
-  throw new HttpError(
-    422,
-    'idempotency_key_reused',
-    'this Idempotency-Key was already used with a different request body; nothing was written. Send the original body to get its batch, or a new key for a new batch',
-  );
+  throw idempotencyKeyReused('batch');
 }
 
 /**

@@ -1,3 +1,4 @@
+import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
 import { z } from 'zod';
 import { callingWindowSchema } from './window.ts';
 
@@ -55,16 +56,7 @@ export const batchBody = z
 export type BatchBody = z.infer<typeof batchBody>;
 
 /** `POST /v1/batches`' headers: an optional client-chosen key that makes a retried request create nothing new. */
-export const batchHeaders = z.object({
-  'idempotency-key': z
-    .string()
-    .regex(/^[\x20-\x7e]{1,255}$/, 'expected 1–255 printable ASCII characters')
-    .optional()
-    .describe(
-      'Makes the request safe to retry: the batch id follows from the tenant and this key, so sending the same body with the same key again ' +
-        'answers 200 with the batch already created (and creates nothing); the same key with a different body is a 422. 1–255 printable ASCII characters.',
-    ),
-});
+export const batchHeaders = idempotencyKeyHeaders('batch');
 
 const countsSchema = z.object({
   byStatus: z.object({ Queued: z.number(), Calling: z.number(), Completed: z.number(), RetryEligible: z.number() }),

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { conflict, HttpError, notFound, route } from '../platform/http.ts';
 import type { Route } from '../platform/http.ts';
+import { idempotencyKeyHeaders, idempotencyKeyReused } from '../platform/idempotency.ts';
 import type { WebhooksContext } from './context.ts';
 import { endpointViewSchema } from './endpoint.ts';
 import { EndpointDisabledError } from './endpoints.ts';
-import { EndpointNotFoundError, UrlRefusedError } from './errors.ts';
+import { EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import { eventTypes } from './events.ts';
 
 /** The body of `POST /v1/endpoints`. Unknown fields are refused, so a misspelt `eventType` is not silently dropped. */
@@ -13,6 +14,8 @@ export const registerEndpointSchema = z.strictObject({
   url: z.string().min(1).max(2048),
   eventTypes: z.array(z.enum(eventTypes)).min(1).max(20).optional(),
 });
+
+const registeredSchema = z.object({ endpointId: z.string(), secret: z.string() });
 
 const endpointParams = z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/, 'not an endpoint id') });
 
@@ -25,19 +28,24 @@ export function webhookRoutes(context: () => WebhooksContext): Route<never, neve
     method: 'POST',
     path: '/v1/endpoints',
     auth: 'iam',
-    summary: 'Register a webhook endpoint; the signing secret is shown once, here',
+    summary: 'Register a webhook endpoint; the signing secret is shown once, here (and to a retry with the same Idempotency-Key)',
     body: registerEndpointSchema,
+    headers: idempotencyKeyHeaders('endpoint'),
     responses: {
-      201: { description: 'registered', schema: z.object({ endpointId: z.string(), secret: z.string() }) },
-      400: { description: 'invalid body, or a URL the SSRF guard refuses' },
+      201: { description: 'registered', schema: registeredSchema },
+      200: { description: 'a retry with the same Idempotency-Key and body: the endpoint it registered, with its secret; nothing written', schema: registeredSchema },
+      400: { description: 'invalid body or Idempotency-Key, or a URL the SSRF guard refuses; nothing written' },
+      422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
     },
-    handler: async ({ body }) => {
+    handler: async ({ body, headers }) => {
       try {
-        return { status: 201, body: await context().endpoints.register(body) };
+        const { replayed, ...registered } = await context().endpoints.register(body, headers['idempotency-key']);
+        return { status: replayed ? 200 : 201, body: registered };
       } catch (error) {
         if (error instanceof UrlRefusedError) {
           throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });
         }
+        if (error instanceof IdempotencyKeyReusedError) throw idempotencyKeyReused('endpoint');
         throw error;
       }
     },

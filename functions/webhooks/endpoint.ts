@@ -37,6 +37,10 @@ export interface EndpointRow {
   holder?: string;
   busyUntil?: string;
   watch?: string;
+  /** The client's `Idempotency-Key`, when it sent one (the endpoint id was derived from it). */
+  idempotencyKey?: string;
+  /** The sha256 of the keyed registration's canonical body, to tell a retry from a different request. */
+  requestHash?: string;
 }
 
 /** What `GET /v1/endpoints/{id}` shows: never the secret (brief §7). */

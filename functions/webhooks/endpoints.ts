@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { iso } from '../platform/clock.ts';
+import { idForKey, requestHashOf } from '../platform/idempotency.ts';
 import { AddressRefusedError, HostResolutionError } from '../platform/vetted-http.ts';
 import { TransitionRefusedError } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointKey, endpointView } from './endpoint.ts';
 import type { EndpointRow, EndpointView } from './endpoint.ts';
-import { EndpointNotFoundError, UrlRefusedError, WebhooksError } from './errors.ts';
+import { EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError, WebhooksError } from './errors.ts';
 import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
@@ -38,8 +39,15 @@ export class Endpoints {
   /**
    * Registers an endpoint. The URL must pass the SSRF guard now: an http(s) URL whose host resolves only
    * to allowed addresses ({@link UrlRefusedError} otherwise; nothing is written).
+   *
+   * With an `idempotencyKey` the endpoint id follows from the tenant and the key: registering the same
+   * body again with the same key answers the first registration (its id and secret, `replayed`) and
+   * writes nothing; a different body under that key is an {@link IdempotencyKeyReusedError}.
    */
-  async register(input: { tenantId: string; url: string; eventTypes?: EventType[] | undefined }): Promise<{ endpointId: string; secret: string }> {
+  async register(
+    input: { tenantId: string; url: string; eventTypes?: EventType[] | undefined },
+    idempotencyKey?: string,
+  ): Promise<{ endpointId: string; secret: string; replayed: boolean }> {
     const { store, http, guard, clock } = this.deps;
     const shape = checkUrlShape(input.url, guard);
     if (!shape.ok) throw new UrlRefusedError(shape.reason);
@@ -50,7 +58,8 @@ export class Endpoints {
       if (error instanceof HostResolutionError) throw new UrlRefusedError(`${error.hostname} does not resolve`);
       throw error;
     }
-    const endpointId = `ep_${randomUUID().replaceAll('-', '')}`;
+    const requestHash = idempotencyKey === undefined ? undefined : requestHashOf(input);
+    const endpointId = idempotencyKey === undefined ? `ep_${randomUUID().replaceAll('-', '')}` : idForKey('ep', input.tenantId, idempotencyKey);
     const secret = newSecret();
     const eventTypes = input.eventTypes && input.eventTypes.length > 0 ? [...new Set(input.eventTypes)] : undefined;
     const row: EndpointRow = {
@@ -62,9 +71,19 @@ export class Endpoints {
       secret,
       createdAt: iso(clock.now()),
       disabled: false,
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey, requestHash }),
     };
-    await store.createEndpoint(row);
-    return { endpointId, secret };
+    try {
+      await store.createEndpoint(row);
+    } catch (error) {
+      if (!(error instanceof EndpointExistsError) || requestHash === undefined || !error.existing) throw error;
+      const { existing } = error;
+      if (existing.tenantId !== input.tenantId || existing.requestHash !== requestHash) {
+        throw new IdempotencyKeyReusedError('this Idempotency-Key was already used with a different request body');
+      }
+      return { endpointId: existing.endpointId, secret: existing.secret, replayed: true };
+    }
+    return { endpointId, secret, replayed: false };
   }
 
   async get(endpointId: string): Promise<EndpointView> {

@@ -1,3 +1,5 @@
+import type { EndpointRow } from './endpoint.ts';
+
 /** Base of every webhooks-context error. */
 export class WebhooksError extends Error {
   override readonly name: string = 'WebhooksError';
@@ -13,14 +15,25 @@ export class EndpointNotFoundError extends WebhooksError {
   }
 }
 
-/** An endpoint id was generated twice (practically impossible; refused rather than overwritten). */
+/**
+ * An endpoint with this id exists: a retried keyed registration (the id follows from its Idempotency-Key),
+ * or a random id generated twice (practically impossible; refused rather than overwritten). `existing`
+ * is the stored row, when DynamoDB returned it.
+ */
 export class EndpointExistsError extends WebhooksError {
   override readonly name = 'EndpointExistsError';
   readonly endpointId: string;
-  constructor(endpointId: string, options?: { cause?: unknown }) {
+  readonly existing: EndpointRow | undefined;
+  constructor(endpointId: string, existing: EndpointRow | undefined, options?: { cause?: unknown }) {
     super(`endpoint ${endpointId} already exists`, options);
     this.endpointId = endpointId;
+    this.existing = existing;
   }
+}
+
+/** A registration's Idempotency-Key was used before with a different body (or by another tenant): nothing written. */
+export class IdempotencyKeyReusedError extends WebhooksError {
+  override readonly name = 'IdempotencyKeyReusedError';
 }
 
 /** The SSRF guard refused an endpoint URL at registration; `reason` says why, for the 400 answer. */

@@ -1,5 +1,7 @@
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
 import { conditionFailure, decodeCursor, encodeCursor, Expression, transactionCancelled } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError, IncompleteReadError } from './errors.ts';
@@ -72,14 +74,17 @@ export class WebhookStore {
       await this.db.send(
         new TransactWriteCommand({
           TransactItems: [
-            { Put: { TableName: this.tableName, Item: row, ConditionExpression: 'attribute_not_exists(pk)' } },
+            { Put: { TableName: this.tableName, Item: row, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
             { Put: { TableName: this.tableName, Item: { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId } } },
           ],
         }),
       );
     } catch (error) {
       const cancelled = transactionCancelled(error);
-      if (cancelled.cancelled && cancelled.reasons[0] === 'ConditionalCheckFailed') throw new EndpointExistsError(row.endpointId, { cause: error });
+      if (cancelled.cancelled && cancelled.reasons[0] === 'ConditionalCheckFailed') {
+        const stored = (error as { CancellationReasons?: { Item?: Record<string, AttributeValue> }[] }).CancellationReasons?.[0]?.Item;
+        throw new EndpointExistsError(row.endpointId, stored ? (unmarshall(stored) as EndpointRow) : undefined, { cause: error });
+      }
       throw error;
     }
   }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { batchIdForKey, canonicalJson } from '../../functions/calls/idempotency.ts';
+import { batchIdForKey } from '../../functions/calls/idempotency.ts';
+import { canonicalJson } from '../../functions/platform/idempotency.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 

@@ -27,10 +27,10 @@ afterAll(async () => {
   await fx.close();
 });
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${server.url}${path}`, {
     method,
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    ...(body === undefined ? { headers } : { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }),
   });
   const text = await response.text();
   return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
@@ -53,6 +53,32 @@ describe('the endpoint API (brief §7)', () => {
     expect(JSON.stringify(shown.body)).not.toContain(secret.slice(6, 20));
     const again = await call('POST', '/v1/endpoints', { tenantId: 'api', url: 'https://hooks.example.com/in' });
     expect(again.body['secret']).not.toBe(secret);
+  });
+
+  it('POST /v1/endpoints with an Idempotency-Key: 20 racing retries register one endpoint, and each gets its id and secret', async () => {
+    const body = { tenantId: 'idem', url: 'https://hooks.example.com/idem', eventTypes: ['call.completed', 'batch.finalised'] };
+    const key = { 'idempotency-key': 'register-hooks-1' };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call('POST', '/v1/endpoints', body, key)));
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(19).fill(200), 201]);
+    const first = answers.find((a) => a.status === 201)!.body;
+    for (const a of answers) expect(a.body).toEqual(first);
+    expect((await fx.webhooks.deps.store.tenantEndpoints('idem')).map((e) => e.endpointId)).toEqual([first['endpointId']]);
+
+    // The same body with its fields in another order is the same request; anything else under the key is refused.
+    const reordered = await call('POST', '/v1/endpoints', { eventTypes: body.eventTypes, url: body.url, tenantId: 'idem' }, key);
+    expect(reordered).toEqual({ status: 200, body: first });
+    const other = await call('POST', '/v1/endpoints', { ...body, url: 'https://hooks.example.com/other' }, key);
+    expect(other.status).toBe(422);
+    expect(other.body['error']).toBe('idempotency_key_reused');
+    // Another tenant's same key is another endpoint.
+    const elsewhere = await call('POST', '/v1/endpoints', { ...body, tenantId: 'idem2' }, key);
+    expect(elsewhere.status).toBe(201);
+    expect(elsewhere.body['endpointId']).not.toBe(first['endpointId']);
+    expect(await fx.webhooks.deps.store.tenantEndpoints('idem')).toHaveLength(1);
+
+    const badKey = await call('POST', '/v1/endpoints', body, { 'idempotency-key': 'tab\tkey' });
+    expect(badKey.status).toBe(400);
+    expect((badKey.body['issues'] as { path: string }[])[0]?.path).toBe('headers.idempotency-key');
   });
 
   it('refuses bad input with 400 and field paths, and writes nothing', async () => {

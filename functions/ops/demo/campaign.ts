@@ -132,20 +132,31 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   return summary;
 }
 
+/**
+ * The demo's setup, safe to run again after a crash part-way (before demo.json has anything): the tenant
+ * PUT is idempotent, a confirmed owner is not asked again, and each endpoint is registered with a fixed
+ * Idempotency-Key, so a second run gets the same endpoints (and their secrets) back instead of new ones.
+ */
 async function start(options: DemoOptions): Promise<DemoState> {
   const { api, print } = options;
   print(`demo: PUT /v1/tenants/${DEMO_TENANT} (concurrency limit 5, owner ${DEMO_OWNER})`);
   await api.put(`/v1/tenants/${DEMO_TENANT}`, { concurrencyLimit: 5, ownerEmail: DEMO_OWNER });
-  const link = await confirmationLink(options);
-  await api.post(new URL(link).pathname + new URL(link).search);
-  print('demo: the owner confirmed the address from the mail (a link with a single-use token)');
+  const owner = await api.get<{ email: string | null }>(`/v1/tenants/${DEMO_TENANT}/owner-email`);
+  if (owner.email === DEMO_OWNER) {
+    print('demo: the owner address was confirmed before');
+  } else {
+    const link = await confirmationLink(options);
+    await api.post(new URL(link).pathname + new URL(link).search);
+    print('demo: the owner confirmed the address from the mail (a link with a single-use token)');
+  }
 
   const endpoints: DemoState['endpoints'] = [];
   for (const receiver of demoReceivers) {
-    const created = await api.post<{ endpointId: string; secret: string }>('/v1/endpoints', {
-      tenantId: DEMO_TENANT,
-      url: `${api.baseUrl}${DemoReceivers.path(receiver.name)}`,
-    });
+    const created = await api.post<{ endpointId: string; secret: string }>(
+      '/v1/endpoints',
+      { tenantId: DEMO_TENANT, url: `${api.baseUrl}${DemoReceivers.path(receiver.name)}` },
+      { 'idempotency-key': `demo-endpoint-${receiver.name}` },
+    );
     options.receivers.setSecret(receiver.name, created.secret);
     endpoints.push({ name: receiver.name, endpointId: created.endpointId, secret: created.secret });
     print(`demo: POST /v1/endpoints → ${created.endpointId} (${receiver.name}: ${receiver.description})`);
