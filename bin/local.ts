@@ -63,6 +63,7 @@ console.log(`redial is running
   ops CLI         npm run ops -- jobs list --api ${runtime.url}
 Press Ctrl-C to stop.`);
 
+let stopping = false;
 if (receivers) {
   console.log('\ndemo campaign: a tenant, four customer endpoints and a batch of 40 contacts, through the public API');
   runDemo({
@@ -72,11 +73,11 @@ if (receivers) {
     print: (line) => console.log(line),
   }).then(
     () => console.log(`\nthe demo is done; redial keeps serving. Open ${runtime.url}/panel to find and fix what failed.`),
-    (error: unknown) => console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`),
+    // A demo cut short by Ctrl-C has not failed: it resumes at the next start.
+    (error: unknown) => stopping || console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`),
   );
 }
 
-let stopping = false;
 const shutdown = (signal: string) => {
   if (stopping) return;
   stopping = true;

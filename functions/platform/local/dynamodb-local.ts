@@ -42,7 +42,9 @@ export async function startDynamoDbLocal(options: { dataDir?: string; port?: num
   // Absolute: DynamoDB Local runs in the package's own folder, where a relative path means nothing.
   const dataDir = options.dataDir === undefined ? undefined : resolve(options.dataDir);
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const java = spawnDynamoDbLocal({ port, sharedDb: true, stdio: 'pipe', ...(dataDir ? { path: dataDir } : {}) });
+  // Its own process group: a Ctrl-C in the terminal reaches the runtime, which stops DynamoDB Local last,
+  // after the jobs in flight have recorded their outcomes (not the JVM at once, under their feet).
+  const java = spawnDynamoDbLocal({ port, sharedDb: true, stdio: 'pipe', detached: true, ...(dataDir ? { path: dataDir } : {}) });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());
@@ -53,7 +55,7 @@ export async function startDynamoDbLocal(options: { dataDir?: string; port?: num
   const exited = new Promise<void>((resolve) => java.once('exit', () => resolve()));
   const pid = java.pid;
   if (pid === undefined) throw new Error('DynamoDB Local did not start (is Java 17 installed?)');
-  const watchdog = spawnChild('sh', ['-c', `read _; kill ${pid} 2>/dev/null`], { stdio: ['pipe', 'ignore', 'ignore'] });
+  const watchdog = spawnChild('sh', ['-c', `read _; kill ${pid} 2>/dev/null`], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
   watchdog.unref();
   (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
 
