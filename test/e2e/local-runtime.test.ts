@@ -80,3 +80,33 @@ describe('npm start, through npm', () => {
     expect(runtimePids.filter(alive)).toEqual([]);
   });
 });
+
+describe('npm start, stopped with Ctrl-C', () => {
+  it('StopsInOrderWithJobsInFlightWhenTheTerminalSignalsItsWholeProcessGroup', async () => {
+    const { spawn } = await import('node:child_process');
+    // A terminal's Ctrl-C sends SIGINT to its whole foreground process group: npm, the runtime, and any
+    // child left in the group. DynamoDB Local must not be in it, or it dies under the jobs in flight.
+    const npm = spawn('npm', ['start', '--', '--memory', '--no-demo'], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'WARN' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let output = '';
+    npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
+    const deadline = Date.now() + 60_000;
+    while (!/pid (\d+)/.test(output) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const url = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)![1]!;
+    const dynamoPid = Number(/DynamoDB Local\s+\S+\s+pid (\d+)/.exec(output)?.[1]);
+    const probe = () => fetch(`${url}/v1/ops/probes`, { method: 'POST', body: JSON.stringify({ failTimes: 0 }) }).then((r) => r.status);
+    expect(await probe()).toBe(201);
+    // Jobs enqueued and running while the signal arrives.
+    const enqueued = Promise.all(Array.from({ length: 300 }, probe)).catch(() => []);
+    await new Promise((r) => setTimeout(r, 100));
+    process.kill(-npm.pid!, 'SIGINT');
+    await enqueued;
+    await exited;
+    const until = Date.now() + 15_000;
+    while (alive(dynamoPid) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(dynamoPid)).toBe(false);
+    expect(output).toContain('stopped; nothing left running');
+    expect(output).not.toMatch(/"level":"ERROR"/);
+  });
+});
