@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../../platform/local/files.ts';
+import { mailKinds } from '../../mail/kinds.ts';
 import { DemoApi } from './client.ts';
 import { DemoReceivers, demoReceivers } from './receivers.ts';
 import type { ReceiverStats } from './receivers.ts';
@@ -83,6 +84,8 @@ export interface DemoOptions {
   timeoutMs?: number;
 }
 
+/** The mail kinds, whose snoozed jobs (a recipient's cap reached) the progress line counts. */
+const MAIL_KINDS = mailKinds.map((k) => k.kind);
 const pending = ['scheduled', 'available', 'running', 'retryable', 'snoozed'];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const tally = (values: string[]) => values.reduce<Record<string, number>>((acc, v) => ((acc[v] = (acc[v] ?? 0) + 1), acc), {});
@@ -203,12 +206,15 @@ async function follow(options: DemoOptions, state: DemoState): Promise<void> {
     const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
     const notify = await api.get<JobCounts>('/v1/ops/job-counts?kind=owner.notify');
     const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
+    const mailJobs = await Promise.all(MAIL_KINDS.map((kind) => api.get<JobCounts>(`/v1/ops/job-counts?kind=${kind}`)));
+    const notices = await api.get<Notices>(`/v1/tenants/${DEMO_TENANT}/notices`);
     const discarded = await api.get<JobCounts>('/v1/ops/job-counts');
     const line = [
       `round ${batch.round}/${batch.maxAttempts} ${batch.status}`,
       `contacts ${list(batch.counts.byStatus)}`,
+      `codes ${list(batch.counts.byCode)}`,
       `deliveries ${list(deliveries.counts)}`,
-      `mail sent ${mail.total}`,
+      `mail sent ${mail.total}, snoozed ${mailJobs.reduce((n, c) => n + (c.counts['snoozed'] ?? 0), 0)}, dropped ${notices.notices.filter((n) => n.status === 'dropped').length}`,
       `discarded jobs ${discarded.counts['discarded'] ?? 0}`,
     ].join(' · ');
     if (line !== last) {
