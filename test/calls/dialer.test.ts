@@ -53,7 +53,9 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
     const fx = await callsFixture({
       start: Date.parse('2026-03-28T17:30:00Z'),
       script: () => 'completed',
-      resultDelayMs: () => 5 * 3600_000,
+      // Five hours and a minute: a result never lands at the same instant as one of the dialer's looks
+      // (every 15 min), where which of the two runs first would be a race.
+      resultDelayMs: () => 5 * 3600_000 + 60_000,
       callTimeoutSeconds: 6 * 3600,
       noSlotSnoozeMs: 15 * 60_000,
     });
@@ -75,13 +77,13 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
 
     await fx.settle();
     // One call at a time, five hours each: the first at 09:00 CEST sharp; the second once the slot is free
-    // (the dialer looks every 15 min here); the third's slot frees at 19:00 CEST, when the window is shut:
-    // it waits for Monday 09:00.
+    // at 14:01 CEST (the dialer looks every 15 min here); the third's slot frees after 19:00 CEST, when the
+    // window is shut: it waits for Monday 09:00.
     const [first, second, third] = fx.simulator.calls;
     expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts);
     expect(new Date(first!.acceptedAt).toISOString()).toBe('2026-03-29T07:00:00.000Z');
-    expect(second!.acceptedAt).toBeGreaterThanOrEqual(Date.parse('2026-03-29T12:00:00Z'));
-    expect(second!.acceptedAt).toBeLessThan(Date.parse('2026-03-29T12:15:00Z'));
+    expect(second!.acceptedAt).toBeGreaterThanOrEqual(Date.parse('2026-03-29T12:01:00Z'));
+    expect(second!.acceptedAt).toBeLessThan(Date.parse('2026-03-29T12:16:00Z'));
     expect(new Date(third!.acceptedAt).toISOString()).toBe('2026-03-30T07:00:00.000Z');
     const done = await fx.jobs.store.mustGet(jobIds.dial(batchId, 1));
     expect(done).toMatchObject({ state: 'completed', attempt: 1 });
