@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { HttpError, notFound, route, unavailable } from '../platform/http.ts';
 import type { ApiResponse, Route } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
@@ -9,7 +10,7 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchKey, ContactStatus, jobIds, listKey } from './model.ts';
+import { BatchStatus, batchKey, ContactStatus, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
 import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
 import {
   batchBody,
@@ -24,11 +25,9 @@ import {
   tenantResponse,
 } from './schemas.ts';
 import { callWebhookVerifier, SignatureError } from './signature.ts';
-import { CONTENTION_CODES } from './store.ts';
+import { CONTENTION_CODES, IncompleteContactsReadError } from './store.ts';
 import type { TransactResult } from './store.ts';
 
-/** Numbers per page of a round's dial list (20 pages for the largest batch: one transaction creates it). */
-export const LIST_PAGE_SIZE = 500;
 
 const busy = (result: Extract<TransactResult, { committed: false }>) => result.reasons.some((r) => CONTENTION_CODES.has(r.code));
 
@@ -63,6 +62,40 @@ const contactView = (number: string, state: ContactRow | undefined) => ({
   code: state?.code ?? null,
   attempts: state?.attempts ?? 0,
 });
+
+/** The most contacts one page of `GET /v1/batches/{id}/contacts` holds (also its default). */
+export const MAX_CONTACTS_PAGE = 1000;
+
+/** The contacts cursor: the position of the next contact in upload order, opaque to clients. */
+const encodeContactsCursor = (offset: number): string => Buffer.from(`contacts:${offset}`).toString('base64url');
+
+const contactsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_CONTACTS_PAGE).optional().describe(`contacts per page, 1–${MAX_CONTACTS_PAGE} (default ${MAX_CONTACTS_PAGE})`),
+  cursor: z
+    .string()
+    .max(64)
+    .optional()
+    .transform((cursor, ctx) => {
+      if (cursor === undefined) return undefined;
+      const match = /^contacts:(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+      if (!match) {
+        ctx.addIssue({ code: 'custom', message: 'not a cursor from this listing' });
+        return z.NEVER;
+      }
+      return Number(match[1]);
+    })
+    .describe('the `cursor` of the previous page'),
+});
+
+/** A page read that DynamoDB left incomplete is a 503 (ask again), not a half answer. */
+async function readContacts<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof IncompleteContactsReadError) throw unavailable();
+    throw error;
+  }
+}
 
 /**
  * The answer to a keyed `POST /v1/batches` whose batch already exists: the same request again is a replay
@@ -216,14 +249,23 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     method: 'GET',
     path: '/v1/batches/{id}/contacts',
     auth: 'iam',
-    summary: 'Every contact of a batch, in upload order, with its status, latest normalised code and dials so far',
+    summary: 'The contacts of a batch, in upload order, with status, latest normalised code and dials so far; a page at a time',
     params: batchParams,
-    responses: { 200: { description: 'the contacts', schema: contactsResponse }, 404: { description: 'no such batch' } },
-    handler: async ({ params }) => {
+    query: contactsQuery,
+    responses: {
+      200: { description: 'up to `limit` contacts; `cursor`, when present, asks for the next page', schema: contactsResponse },
+      400: { description: 'a bad limit or cursor' },
+      404: { description: 'no such batch' },
+      503: { description: 'DynamoDB left part of the page unread; ask again' },
+    },
+    handler: async ({ params, query }) => {
       const batch = await store.getBatch(params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
-      const contacts = await store.listContacts(params.id);
-      return { status: 200, body: { contacts: contacts.map((c) => contactView(c.number, c.state)) } };
+      const offset = query.cursor ?? 0;
+      const limit = query.limit ?? MAX_CONTACTS_PAGE;
+      const contacts = offset < batch.contactCount ? await readContacts(() => store.contactsPage(params.id, offset, limit)) : [];
+      const next = offset + contacts.length;
+      return { status: 200, body: { contacts: contacts.map((c) => contactView(c.number, c.state)), ...(next < batch.contactCount ? { cursor: encodeContactsCursor(next) } : {}) } };
     },
   });
 

@@ -144,6 +144,8 @@ export const listKey = (batchId: string, round: number, page: number) => ({
   pk: `BATCH#${batchId}`,
   sk: `LIST#${String(round).padStart(3, '0')}#${String(page).padStart(5, '0')}`,
 });
+/** Numbers per page of a round's dial list (20 pages for the largest batch: one transaction creates it). */
+export const LIST_PAGE_SIZE = 500;
 export const listPrefix = (round: number) => `LIST#${String(round).padStart(3, '0')}#`;
 export const CONTACT_PREFIX = 'CONTACT#';
 

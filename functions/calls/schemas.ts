@@ -84,6 +84,8 @@ export const contactsResponse = z.object({
       attempts: z.number(),
     }),
   ),
+  /** Present when more contacts follow: pass it as `?cursor=` for the next page. */
+  cursor: z.string().optional(),
 });
 
 /**

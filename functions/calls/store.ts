@@ -5,7 +5,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
 import { Expression } from '../platform/dynamo.ts';
 import type { TransactItem } from '../jobs/index.ts';
-import { BatchStatus, batchKey, CONTACT_PREFIX, ContactStatus, contactKey, countAttribute, listKey, listPrefix, tenantKey } from './model.ts';
+import { BatchStatus, batchKey, CONTACT_PREFIX, ContactStatus, contactKey, countAttribute, LIST_PAGE_SIZE, listKey, listPrefix, tenantKey } from './model.ts';
 import type { BatchRow, CompletionSource, ContactRow, ListPage, TenantRow } from './model.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
@@ -77,6 +77,14 @@ export interface DialWrite {
   next: { page: number; pos: number };
   watchdogJobId: string;
   now: number;
+}
+
+/** DynamoDB left contact rows of a page unread (throttling): the read fails (503) rather than half-answers. */
+export class IncompleteContactsReadError extends Error {
+  override readonly name = 'IncompleteContactsReadError';
+  constructor(unprocessed: number) {
+    super(`${unprocessed} contact rows left unprocessed by BatchGetItem`);
+  }
 }
 
 /**
@@ -168,7 +176,42 @@ export class CallsStore {
     return items;
   }
 
-  /** Every contact in upload order, with its state if it has been dialled. */
+  /**
+   * Up to `limit` contacts in upload order from position `offset`, with their state if dialled: a Query of
+   * the round-1 list pages they are on (every page but the last holds {@link LIST_PAGE_SIZE} numbers) and a
+   * consistent BatchGet of their contact rows. Keys DynamoDB leaves unprocessed fail the read
+   * ({@link IncompleteContactsReadError}), not retried here.
+   */
+  async contactsPage(batchId: string, offset: number, limit: number): Promise<{ number: string; state: ContactRow | undefined }[]> {
+    const first = Math.floor(offset / LIST_PAGE_SIZE);
+    const last = Math.floor((offset + limit - 1) / LIST_PAGE_SIZE);
+    const listed = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :first AND :last',
+        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
+        ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':first': listKey(batchId, 1, first).sk, ':last': listKey(batchId, 1, last).sk },
+        ConsistentRead: true,
+      }),
+    );
+    const pages = ((listed.Items ?? []) as ListPage[]).sort((a, b) => a.page - b.page);
+    const numbers = pages.flatMap((page) => page.numbers).slice(offset - first * LIST_PAGE_SIZE, offset - first * LIST_PAGE_SIZE + limit);
+    const chunks = Array.from({ length: Math.ceil(numbers.length / 100) }, (_, i) => numbers.slice(i * 100, (i + 1) * 100));
+    const states = await Promise.all(
+      chunks.map(async (chunk) => {
+        const read = await this.db.send(
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: chunk.map((number) => contactKey(batchId, number)), ConsistentRead: true } } }),
+        );
+        const unprocessed = read.UnprocessedKeys?.[this.tableName]?.Keys?.length ?? 0;
+        if (unprocessed > 0) throw new IncompleteContactsReadError(unprocessed);
+        return (read.Responses?.[this.tableName] ?? []) as ContactRow[];
+      }),
+    );
+    const byNumber = new Map(states.flat().map((s) => [s.contactNumber, s]));
+    return numbers.map((number) => ({ number, state: byNumber.get(number) }));
+  }
+
+  /** Every contact in upload order, with its state if it has been dialled (the local panel's view). */
   async listContacts(batchId: string): Promise<{ number: string; state: ContactRow | undefined }[]> {
     const [pages, states] = await Promise.all([this.queryBatch<ListPage>(batchId, listPrefix(1)), this.queryBatch<ContactRow>(batchId, CONTACT_PREFIX)]);
     const byNumber = new Map(states.map((s) => [s.contactNumber, s]));

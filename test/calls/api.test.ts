@@ -5,6 +5,7 @@ import { callsDefaults } from '../../functions/calls/config.ts';
 import { callsDeps } from '../../functions/calls/deps.ts';
 import type { TenantWriteHook } from '../../functions/calls/deps.ts';
 import { dialKind } from '../../functions/calls/kinds.ts';
+import { contactKey } from '../../functions/calls/model.ts';
 import { MAX_CONTACTS_PER_BATCH } from '../../functions/calls/schemas.ts';
 import { CallsStore } from '../../functions/calls/store.ts';
 import { createApiHandler } from '../../functions/platform/http.ts';
@@ -105,8 +106,52 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
     const batchId = await fx.createBatch({ numbers: all, maxAttempts: 1 });
     const batch = await fx.store.getBatch(batchId);
     expect(batch).toMatchObject({ contactCount: MAX_CONTACTS_PER_BATCH, listPages: 20, nQueued: MAX_CONTACTS_PER_BATCH });
-    const contacts = (await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body.contacts;
+    // Listed a page at a time (1,000 by default): ten pages, then no cursor.
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = (await fx.api('GET', `/v1/batches/${batchId}/contacts${cursor ? `?cursor=${cursor}` : ''}`)).body;
+      listed.push(...page.contacts.map((c: any) => c.contactNumber));
+      cursor = page.cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(10);
+    expect(listed).toEqual(all);
+  });
+
+  it('ContactsComeAPageAtATimeInUploadOrderWithTheirStatesAcrossListPages', async () => {
+    const fx = await fixture();
+    await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3 });
+    const all = numbers(1234, '+1303');
+    const batchId = await fx.createBatch({ numbers: all, maxAttempts: 2 });
+    // Contact 700 (on the second list page) has been dialled and completed.
+    await fx.clients.dynamo.send(
+      new PutCommand({
+        TableName: fx.tableNames.calls,
+        Item: { ...contactKey(batchId, all[700]!), batchId, contactNumber: all[700], status: 'Completed', round: 1, attempts: 1, code: 'COMPLETED' },
+      }),
+    );
+    const pages: any[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await fx.api('GET', `/v1/batches/${batchId}/contacts?limit=333${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      pages.push(page.body);
+      cursor = page.body.cursor;
+    } while (cursor);
+    expect(pages.map((p) => p.contacts.length)).toEqual([333, 333, 333, 235]);
+    const contacts = pages.flatMap((p) => p.contacts);
     expect(contacts.map((c: any) => c.contactNumber)).toEqual(all);
+    expect(contacts[700]).toEqual({ contactNumber: all[700], status: 'Completed', code: 'COMPLETED', attempts: 1 });
+    expect(contacts.filter((c: any) => c.status === 'Queued')).toHaveLength(1233);
+
+    const badLimit = await fx.api('GET', `/v1/batches/${batchId}/contacts?limit=1001`);
+    expect(badLimit.status).toBe(400);
+    expect(paths(badLimit.body)).toEqual(['query.limit']);
+    const badCursor = await fx.api('GET', `/v1/batches/${batchId}/contacts?cursor=bm9wZQ`);
+    expect(badCursor.status).toBe(400);
+    expect(paths(badCursor.body)).toEqual(['query.cursor']);
   });
 
   it('ATenantPutKeepsItsCallsInProgressAndRemovesAnOwnerEmailLeftOut', async () => {
