@@ -9,7 +9,8 @@ describe('the local runtime across a restart', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'redial-restart-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('KeepsItsJobsAndScaledTimeAndWakesWhatWasPendingWhenItStarts', async () => {
+  // Two DynamoDB Local starts (JVMs) and 7.2 s of scaled waiting: ~20 s alone, more on a loaded 2-core machine.
+  it('KeepsItsJobsAndScaledTimeAndWakesWhatWasPendingWhenItStarts', { timeout: 120_000 }, async () => {
     const first = await startLocalRuntime({ port: 0, dataDir, timeScale: 0.001 });
     const { id } = await first.jobs.client.enqueue(probeKind, { failTimes: 0 }, { delayMs: 2 * 3600_000 }); // 7.2 s of real time
     const stoppedAt = first.clock.now();
