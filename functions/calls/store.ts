@@ -1,5 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, QueryCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, paginateQuery, paginateScan, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
@@ -123,14 +123,9 @@ export class CallsStore {
    */
   async listBatches(limit = 100): Promise<BatchRow[]> {
     const rows: BatchRow[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new ScanCommand({ TableName: this.tableName, FilterExpression: 'sk = :batch', ExpressionAttributeValues: { ':batch': 'BATCH' }, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
-      );
+    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, FilterExpression: 'sk = :batch', ExpressionAttributeValues: { ':batch': 'BATCH' } })) {
       rows.push(...((page.Items ?? []) as BatchRow[]));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    }
     return rows.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
   }
 
@@ -158,21 +153,17 @@ export class CallsStore {
   /** Every item under the batch whose sort key starts with `prefix`, in key order (DynamoDB's pages followed). */
   async queryBatch<T>(batchId: string, prefix: string): Promise<T[]> {
     const items: T[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-          ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-          ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':prefix': prefix },
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      items.push(...((page.Items ?? []) as T[]));
-      start = page.LastEvaluatedKey;
-    } while (start);
+    const pages = paginateQuery(
+      { client: this.db },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
+        ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':prefix': prefix },
+        ConsistentRead: true,
+      },
+    );
+    for await (const page of pages) items.push(...((page.Items ?? []) as T[]));
     return items;
   }
 

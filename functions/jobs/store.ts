@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
 import { conditionFailure, decodeCursor, encodeCursor, Expression } from '../platform/dynamo.ts';
@@ -328,23 +328,19 @@ export class JobStore {
     const counts = Object.fromEntries(allStates.map((s) => [s, 0])) as Record<JobState, number>;
     await Promise.all(
       allStates.map(async (state) => {
-        let startKey: Record<string, unknown> | undefined;
-        do {
-          const result = await this.db.send(
-            new QueryCommand({
-              TableName: this.tableName,
-              IndexName: jobsTable.indexes[0].name,
-              KeyConditionExpression: '#state = :state',
-              ...(kind ? { FilterExpression: '#kind = :kind' } : {}),
-              ExpressionAttributeNames: { '#state': 'state', ...(kind ? { '#kind': 'kind' } : {}) },
-              ExpressionAttributeValues: { ':state': state, ...(kind ? { ':kind': kind } : {}) },
-              Select: 'COUNT',
-              ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-            }),
-          );
-          counts[state] += result.Count ?? 0;
-          startKey = result.LastEvaluatedKey;
-        } while (startKey);
+        const pages = paginateQuery(
+          { client: this.db },
+          {
+            TableName: this.tableName,
+            IndexName: jobsTable.indexes[0].name,
+            KeyConditionExpression: '#state = :state',
+            ...(kind ? { FilterExpression: '#kind = :kind' } : {}),
+            ExpressionAttributeNames: { '#state': 'state', ...(kind ? { '#kind': 'kind' } : {}) },
+            ExpressionAttributeValues: { ':state': state, ...(kind ? { ':kind': kind } : {}) },
+            Select: 'COUNT',
+          },
+        );
+        for await (const page of pages) counts[state] += page.Count ?? 0;
       }),
     );
     return counts;

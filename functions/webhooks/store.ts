@@ -1,4 +1,4 @@
-import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -97,34 +97,25 @@ export class WebhookStore {
   /** Every endpoint, up to `limit`: a Scan of the table, for the local ops panel (nothing deployed calls it). */
   async listEndpoints(limit = 100): Promise<EndpointRow[]> {
     const rows: EndpointRow[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new ScanCommand({ TableName: this.tableName, FilterExpression: 'sk = :endpoint', ExpressionAttributeValues: { ':endpoint': 'ENDPOINT' }, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
-      );
+    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, FilterExpression: 'sk = :endpoint', ExpressionAttributeValues: { ':endpoint': 'ENDPOINT' } })) {
       rows.push(...((page.Items ?? []) as EndpointRow[]));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    }
     return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
   }
 
   /** Every endpoint of a tenant, read consistently. */
   async tenantEndpoints(tenantId: string): Promise<EndpointRow[]> {
     const ids: string[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': `TENANT#${tenantId}`, ':prefix': 'ENDPOINT#' },
-          ConsistentRead: true,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    const pages = paginateQuery(
+      { client: this.db },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': `TENANT#${tenantId}`, ':prefix': 'ENDPOINT#' },
+        ConsistentRead: true,
+      },
+    );
+    for await (const page of pages) for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
     const rows: EndpointRow[] = [];
     for (let i = 0; i < ids.length; i += 100) {
       const keys = ids.slice(i, i + 100).map(endpointKey);
@@ -261,22 +252,20 @@ export class WebhookStore {
    */
   async eligibleHead(endpointId: string, at: number, limit: number): Promise<WaitEntry[]> {
     const found: WaitEntry[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          FilterExpression: 'attribute_not_exists(notBefore) OR notBefore <= :at',
-          ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#', ':at': iso(at) },
-          ConsistentRead: true,
-          Limit: 100,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
+    const pages = paginateQuery(
+      { client: this.db, pageSize: 100 },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        FilterExpression: 'attribute_not_exists(notBefore) OR notBefore <= :at',
+        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#', ':at': iso(at) },
+        ConsistentRead: true,
+      },
+    );
+    for await (const page of pages) {
       found.push(...((page.Items ?? []) as WaitEntry[]));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && found.length < limit);
+      if (found.length >= limit) break;
+    }
     return found.slice(0, limit);
   }
 
