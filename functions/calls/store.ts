@@ -185,20 +185,13 @@ export class CallsStore {
         ConsistentRead: true,
       }),
     );
-    const pages = ((listed.Items ?? []) as ListPage[]).sort((a, b) => a.page - b.page);
+    const pages = (listed.Items ?? []) as ListPage[]; // in key order: page by page
     const numbers = pages.flatMap((page) => page.numbers).slice(offset - first * LIST_PAGE_SIZE, offset - first * LIST_PAGE_SIZE + limit);
     const chunks = Array.from({ length: Math.ceil(numbers.length / 100) }, (_, i) => numbers.slice(i * 100, (i + 1) * 100));
-    const states = await Promise.all(
-      chunks.map(async (chunk) => {
-        const read = await this.db.send(
-          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: chunk.map((number) => contactKey(batchId, number)), ConsistentRead: true } } }),
-        );
-        const unprocessed = read.UnprocessedKeys?.[this.tableName]?.Keys?.length ?? 0;
-        if (unprocessed > 0) throw new IncompleteContactsReadError(unprocessed);
-        return (read.Responses?.[this.tableName] ?? []) as ContactRow[];
-      }),
-    );
-    const byNumber = new Map(states.flat().map((s) => [s.contactNumber, s]));
+    const reads = await Promise.all(chunks.map((chunk) => this.getContacts(batchId, chunk)));
+    const unprocessed = reads.reduce((n, r) => n + r.unprocessed, 0);
+    if (unprocessed > 0) throw new IncompleteContactsReadError(unprocessed);
+    const byNumber = new Map(reads.flatMap((r) => [...r.found]));
     return numbers.map((number) => ({ number, state: byNumber.get(number) }));
   }
 
