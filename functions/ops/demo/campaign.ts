@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../../platform/local/files.ts';
-import { mailKinds } from '../../mail/kinds.ts';
+import { mailKinds, ownerNotifyKind } from '../../mail/kinds.ts';
 import { DemoApi } from './client.ts';
 import { DemoReceivers, demoReceivers } from './receivers.ts';
 import type { ReceiverStats } from './receivers.ts';
@@ -204,9 +204,9 @@ async function follow(options: DemoOptions, state: DemoState): Promise<void> {
   for (;;) {
     const batch = await api.get<Batch>(`/v1/batches/${state.batchId}`);
     const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
-    const notify = await api.get<JobCounts>('/v1/ops/job-counts?kind=owner.notify');
     const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
     const mailJobs = await Promise.all(MAIL_KINDS.map((kind) => api.get<JobCounts>(`/v1/ops/job-counts?kind=${kind}`)));
+    const notify = mailJobs[MAIL_KINDS.indexOf(ownerNotifyKind.kind)]!;
     const notices = await api.get<Notices>(`/v1/tenants/${DEMO_TENANT}/notices`);
     const discarded = await api.get<JobCounts>('/v1/ops/job-counts');
     const line = [
