@@ -2,8 +2,8 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../support/browser.ts';
 import { alive } from '../support/local-process.ts';
 
 /**
@@ -73,7 +73,7 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
       const goneId = (await npm.waitFor(/POST \/v1\/endpoints → (ep_[0-9a-f]{32}) \(gone/, 60_000))[1]!;
 
       // The panel, in a real browser, while the demo runs.
-      const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu'] });
+      const browser = await launchBrowser();
       try {
         const page = await browser.newPage();
         await page.goto(`${url}/panel/endpoints`);
