@@ -89,16 +89,17 @@ export const contactsResponse = z.object({
 });
 
 /**
- * The call-result webhook's body (brief §7). `code` is the handler's coarse code, trimmed and
+ * The call-result webhook's body. `callId` is the one the dialer gave the placer for this call: only a
+ * result for the contact's current call applies. `code` is the handler's coarse code, trimmed and
  * upper-cased before classification; empty means FAILED. Codes are identifiers (letters, digits, `_`).
  */
 export const callResultBody = z.object({
   batchId: idSchema,
   contactNumber: e164,
+  callId: z.string().min(1).max(200).describe('the callId the placer was given for this call'),
   code: z.string().regex(/^\s*[A-Za-z0-9_]{0,64}\s*$/, 'expected a code of letters, digits and _ (at most 64), or empty'),
   emptyTranscription: z.boolean(),
   durationSeconds: z.number().min(-86_400).max(86_400),
-  callId: z.string().min(1).max(200).optional(),
 });
 export type CallResultBody = z.infer<typeof callResultBody>;
 

@@ -3,7 +3,7 @@ import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { INTAKE_MAX_BODY_BYTES } from '../../functions/calls/config.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
-import { jobIds } from '../../functions/calls/model.ts';
+import { callIdFor, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers, TEST_SECRET } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -24,9 +24,11 @@ async function callingBatch(count: number, options: { concurrencyLimit?: number;
   return { fx, batchId, contacts };
 }
 
-const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}) => ({
+/** A result for the contact's call of `round` (default 1): its callId is the one the dialer gave the placer. */
+const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}, round = 1) => ({
   batchId,
   contactNumber,
+  callId: callIdFor(batchId, contactNumber, round),
   code: 'NO_PICKUP',
   emptyTranscription: true,
   durationSeconds: 0,
@@ -125,7 +127,7 @@ describe('intake: what the refused condition says, it acts on', () => {
 
     // This process still thinks the batch is in round 1: the refused contact says round 2, then it is the last call.
     fx.counter.reset();
-    expect((await fx.webhook(result(batchId, contact!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 60 }))).body.outcome).toBe('applied');
+    expect((await fx.webhook(result(batchId, contact!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 60 }, 2))).body.outcome).toBe('applied');
     expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.TransactWriteItems': 3 });
     expect(await run(jobIds.finalise(batchId, 2))).toBe('completed');
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', round: 2, counts: { byCode: { COMPLETED: 1 } } });
@@ -226,7 +228,8 @@ describe('intake: refused before anything is read', () => {
       [result(batchId, contacts[0]!, { durationSeconds: 'ten' }), 'body.durationSeconds'],
       [result(batchId, contacts[0]!, { emptyTranscription: 'yes' }), 'body.emptyTranscription'],
       [result(batchId, contacts[0]!, { code: 'NO PICKUP!' }), 'body.code'],
-      [{ contactNumber: contacts[0], code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
+      [{ contactNumber: contacts[0], callId: callIdFor('b', contacts[0]!, 1), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
+      [result(batchId, contacts[0]!, { callId: '' }), 'body.callId'],
     ];
     for (const [body, path] of cases) {
       const response = await fx.webhook(body);
