@@ -181,9 +181,10 @@ export class JobStore {
 
   /**
    * rescue: a running job whose lease expired (its worker was lost) is counted as a failed attempt and
-   * rescheduled at `at`, or discarded as exhausted when `at` is undefined.
+   * rescheduled at `next.at`, or discarded with `next.discard` as its reason (through discards.ts, which
+   * counts it).
    */
-  async rescue(job: JobRow, now: number, at: number | undefined): Promise<JobRow> {
+  async rescue(job: JobRow, now: number, next: { at: number } | { discard: DiscardReason }): Promise<JobRow> {
     const e = new Expression();
     e.when(is.from(e, 'rescue')).when(is.holdsLease(e, job.leaseToken ?? '')).when(is.leaseExpired(e, now));
     const lost: AttemptRecord = {
@@ -194,17 +195,17 @@ export class JobStore {
       error: `worker lost: lease expired at ${job.leaseUntil ?? '?'}`,
     };
     e.append('attempts', lost).remove('leaseToken', 'leaseUntil').set('updatedAt', iso(now));
-    if (at === undefined) {
+    if ('discard' in next) {
       e.set('state', JobState.discarded)
-        .set('discardReason', 'exhausted')
+        .set('discardReason', next.discard)
         .set('finalizedAt', iso(now))
         .set('expiresAt', expiry(now, JobState.discarded))
         .set('stateOrder', stateOrder(now, job.id));
     } else {
       e.set('state', JobState.retryable)
-        .set('scheduledAt', iso(at))
+        .set('scheduledAt', iso(next.at))
         .set('seq', job.seq + 1)
-        .set('stateOrder', stateOrder(at, job.id));
+        .set('stateOrder', stateOrder(next.at, job.id));
     }
     return this.write(job.id, e, 'rescue');
   }
