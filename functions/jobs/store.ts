@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand, paginateQuery, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, decodeCursor, encodeCursor, Expression } from '../platform/dynamo.ts';
+import { conditionFailure, Expression, InvalidCursorError, keyCursor, queryKeyAttributes } from '../platform/dynamo.ts';
 import { ClaimRefusedError, DuplicateJobError, JobNotFoundError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { ClaimRefusal } from './errors.ts';
 import type { DiscardReason } from './outcomes.ts';
@@ -349,10 +349,12 @@ export class JobStore {
 
   /**
    * Jobs by state (newest first) and kind. Without a state, every state is read and merged (no cursor).
+   * A cursor that is not one this state's listing gave out raises {@link InvalidCursorError}.
    */
   async list(query: ListQuery): Promise<{ jobs: JobRow[]; cursor?: string }> {
     const limit = Math.min(Math.max(query.limit ?? 50, 1), 200);
     if (!query.state) {
+      if (query.cursor !== undefined) throw new InvalidCursorError();
       const perState = await Promise.all(allStates.map((state) => this.list({ state, limit, ...(query.kind ? { kind: query.kind } : {}) })));
       const jobs = perState
         .flatMap((page) => page.jobs)
@@ -361,7 +363,8 @@ export class JobStore {
       return { jobs };
     }
     const jobs: JobRow[] = [];
-    let startKey = decodeCursor(query.cursor);
+    const pages = keyCursor(queryKeyAttributes(jobsTable, jobsTable.indexes[0].name), { state: query.state });
+    let startKey: Record<string, unknown> | undefined = pages.decode(query.cursor);
     // A kind filter applies after Limit; read pages until the page is full (bounded: 10 reads).
     for (let page = 0; page < 10 && jobs.length < limit; page++) {
       const result = await this.db.send(
@@ -381,7 +384,7 @@ export class JobStore {
       startKey = result.LastEvaluatedKey;
       if (!startKey) break;
     }
-    const cursor = encodeCursor(startKey);
+    const cursor = pages.encode(startKey);
     return cursor ? { jobs, cursor } : { jobs };
   }
 
