@@ -45,7 +45,7 @@ export function jobSummary(row: JobRow): JobSummary {
 
 /**
  * Argument keys whose values are secrets: the raw token of a mail link travels in its job's arguments
- * (the outbox; the mail table keeps only its hash), and the ops API never shows it.
+ * (the outbox; the mail table keeps only its hash), and neither the ops API nor the panel shows it.
  */
 export const SECRET_ARG_KEYS: readonly string[] = ['token'];
 

@@ -76,6 +76,23 @@ describe('the ops panel on the local runtime', () => {
     expect((await fetch(`${runtime.url}/panel/jobs/nope`)).status).toBe(404);
   });
 
+  it('NeverShowsAMailLinksTokenInAJobsArguments', async () => {
+    const tenant = await fetch(`${runtime.url}/v1/tenants/panel-owner`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ concurrencyLimit: 1, ownerEmail: 'owner@example.com' }),
+    });
+    expect(tenant.status).toBe(200);
+    const { jobs } = await runtime.jobs.client.list({ kind: 'owner.email_confirmation' });
+    const job = jobs.find((j) => (j.args as { tenantId?: string }).tenantId === 'panel-owner')!;
+    const token = (job.args as { token: string }).token;
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const page = await (await fetch(`${runtime.url}/panel/jobs/${encodeURIComponent(job.id)}`)).text();
+    expect(page).toContain('panel-owner');
+    expect(page).not.toContain(token);
+    expect(page).toContain('[redacted]');
+  });
+
   it('AnswersItsButtonsFor404WhenTheJobOrEndpointDoesNotExist', async () => {
     // A discarded job's page, for a form token.
     const { id } = await runtime.jobs.client.enqueue(probeKind, { failTimes: 10 });

@@ -4,6 +4,7 @@ import { JobNotFoundError } from '../../jobs/index.ts';
 import type { Route } from '../../platform/http.ts';
 import { allStates, policies, schedule, TransitionRefusedError } from '../../jobs/index.ts';
 import type { JobClient, JobKind, JobRow, PeriodicStatus } from '../../jobs/index.ts';
+import { redactArgs } from '../views.ts';
 import { html } from './html.ts';
 import { formTokenField, htmlResponse, humanDuration, page, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
@@ -93,7 +94,7 @@ ${
     : html`<p>No attempt yet.</p>`
 }
 <h2>Arguments</h2>
-<pre>${JSON.stringify(job.args, null, 2)}</pre>`;
+<pre>${JSON.stringify(redactArgs(job.args), null, 2)}</pre>`;
       return htmlResponse(page(`Job ${job.id}`, deps.sections, body, { refreshSeconds: 5 }));
     },
   });
