@@ -1,8 +1,10 @@
+import { request as httpRequest } from 'node:http';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { INTAKE_MAX_BODY_BYTES } from '../../functions/calls/config.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
+import { signCallWebhook } from '../../functions/calls/signature.ts';
 import { callIdFor, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers, TEST_SECRET } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
@@ -207,6 +209,31 @@ describe('intake: refused before anything is read', () => {
     expect((await fx.webhook(body, { timestampSeconds: now - 300 })).body.outcome).toBe('applied');
   });
 
+  it('ASignatureSentAsTwoHeaderLinesIsAcceptedWhicheverLineHoldsTheValidOne', async () => {
+    const { fx, batchId, contacts } = await callingBatch(2);
+    /** POSTs `body` with each `webhook-signature` value on a line of its own (node:http sends them as given). */
+    const twoLines = (body: string, signatures: string[]) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const signed = signCallWebhook(TEST_SECRET, `msg_${contacts.length}${signatures.length}${body.length}`, Math.floor(fx.clock.now() / 1000), body);
+        const url = new URL(fx.url);
+        const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/v1/calls/webhook' }, (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.setHeader('content-type', 'application/json');
+        req.setHeader('webhook-id', signed['webhook-id']!);
+        req.setHeader('webhook-timestamp', signed['webhook-timestamp']!);
+        req.setHeader('webhook-signature', signatures.map((s) => (s === 'valid' ? signed['webhook-signature']! : s)));
+        req.end(body);
+      });
+    const rotated = 'v1,' + Buffer.from('a signature of the previous secret').toString('base64');
+    expect(await twoLines(JSON.stringify(result(batchId, contacts[0]!)), ['valid', rotated])).toEqual({ status: 200, body: { outcome: 'applied', code: 'NO_PICKUP', retryable: true } });
+    expect(await twoLines(JSON.stringify(result(batchId, contacts[1]!)), [rotated, 'valid'])).toEqual({ status: 200, body: { outcome: 'applied', code: 'NO_PICKUP', retryable: true } });
+    expect((await twoLines(JSON.stringify(result(batchId, contacts[1]!)), [rotated, rotated])).status).toBe(401);
+  });
+
   it('ABodyOneByteOverTheCapIs413EvenWhenSigned', async () => {
     const { fx, batchId, contacts } = await callingBatch(1);
     const base = JSON.stringify({ ...result(batchId, contacts[0]!), pad: '' });
@@ -263,13 +290,13 @@ describe('intake: refused before anything is read', () => {
     const response = await fetch(`${fx.url}/v1/calls/webhook`, {
       method: 'POST',
       body: '{"test": 2432232314}',
-      headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
     });
     expect(response.status).toBe(400);
     const tampered = await fetch(`${fx.url}/v1/calls/webhook`, {
       method: 'POST',
       body: '{"test": 2432232315}',
-      headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
     });
     expect(tampered.status).toBe(401);
   });
