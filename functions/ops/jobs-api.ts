@@ -4,7 +4,7 @@ import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { Route } from '../platform/http.ts';
 import { allStates, policies, schedule, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobKind } from '../jobs/index.ts';
-import { probeKind } from './probe.ts';
+import { probeArgs, probeKind } from './probe.ts';
 import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema } from './views.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(200) });
@@ -99,7 +99,7 @@ export function jobRoutes(deps: { jobs: JobClient; kinds: readonly JobKind<never
     path: '/v1/ops/probes',
     auth: 'iam',
     summary: 'Enqueue an ops.probe job that fails failTimes times, then succeeds',
-    body: probeKind.args,
+    body: probeArgs.strict(),
     responses: { 201: { description: 'enqueued', schema: z.object({ jobId: z.string() }) } },
     handler: async ({ body }) => {
       const { id } = await jobs.enqueue(probeKind, body);

@@ -82,11 +82,14 @@ const issuePath = (path: readonly PropertyKey[]): string => path.map(String).joi
 
 function invalid(where: 'body' | 'query' | 'path' | 'headers', error: z.ZodError): HttpError {
   return new HttpError(400, 'invalid_request', `invalid ${where}`, {
-    issues: error.issues.map((issue) => ({ path: [where, issueErrorPath(issue)].filter(Boolean).join('.'), message: issue.message })),
+    issues: error.issues.flatMap((issue) =>
+      // An unknown field is named by its own path (`body.maxAtempts`), not its object's.
+      issue.code === 'unrecognized_keys'
+        ? issue.keys.map((key) => ({ path: [where, issuePath([...issue.path, key])].filter(Boolean).join('.'), message: 'unknown field' }))
+        : [{ path: [where, issuePath(issue.path)].filter(Boolean).join('.'), message: issue.message }],
+    ),
   });
 }
-
-const issueErrorPath = (issue: z.core.$ZodIssue): string => issuePath(issue.path);
 
 /** Whether a Content-Type is JSON: `application/json` or a `+json` type, with any parameters. */
 export function isJson(contentType: string | undefined): boolean {
