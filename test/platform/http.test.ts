@@ -20,26 +20,26 @@ const meta = { $metadata: {} };
 
 describe('the HTTP adapter: a transient AWS error is a 503 at once, anything else unexpected a 500', () => {
   it('AnswersEachTransientAwsError503WithRetryAfterAndNothingElse', async () => {
-    let failure: unknown;
+    let failure: Error = new Error('unset');
     const throwing = route({ method: 'GET', path: '/fail', auth: 'iam', summary: 'throws', handler: () => Promise.reject(failure) });
     const server = await startHttpServer({ port: 0, handler: createApiHandler([throwing] as unknown as Route<never, never, never>[], createLogger('test')) });
     servers.push(server);
-    const answer = async (error: unknown) => {
+    const answer = async (error: Error) => {
       failure = error;
       const response = await fetch(`${server.url}/fail`);
       return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as { error: string } };
     };
-    const transient: [string, unknown][] = [
+    const transient: [string, Error][] = [
       ['DynamoDB throttling', new ProvisionedThroughputExceededException({ message: 'slow down', ...meta })],
       ['a DynamoDB 500', new InternalServerError({ message: 'oops', $metadata: { httpStatusCode: 500 } })],
-      ['Scheduler throttling', new ThrottlingException({ message: 'rate exceeded', ...meta })],
+      ['Scheduler throttling', new ThrottlingException({ message: 'rate exceeded', Message: 'rate exceeded', ...meta })],
       ['a transaction cancelled by a conflict', new TransactionCanceledException({ message: 'cancelled', ...meta, CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict' }] })],
       ['a reset connection', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })],
     ];
     for (const [what, error] of transient) {
       expect(await answer(error), what).toEqual({ status: 503, retryAfter: '1', body: { error: 'unavailable', message: 'temporarily unavailable; nothing was written, try again' } });
     }
-    const permanent: [string, unknown][] = [
+    const permanent: [string, Error][] = [
       ['a failed condition nobody handled', new ConditionalCheckFailedException({ message: 'no', ...meta })],
       ['a transaction cancelled by a condition', new TransactionCanceledException({ message: 'cancelled', ...meta, CancellationReasons: [{ Code: 'ConditionalCheckFailed' }] })],
       ['a plain bug', new TypeError('x is undefined')],
