@@ -2,8 +2,8 @@
 // The CDK app (cdk.json runs it with Node 22, which strips the types). It assembles; lib/ decides.
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { ContextError, stackPropsFromContext } from '../lib/context.ts';
-import { RedialStack } from '../lib/redial-stack.ts';
+import { stackPropsFromContext } from '../lib/context.ts';
+import { RedialStack, StackConfigurationError } from '../lib/redial-stack.ts';
 
 const app = new App();
 try {
@@ -14,7 +14,7 @@ try {
   });
 } catch (error) {
   // Fail synth with the reason alone: a missing placer or mail domain is a configuration problem, not a bug.
-  if (!(error instanceof ContextError)) throw error;
+  if (!(error instanceof StackConfigurationError)) throw error;
   console.error(error.message);
   process.exit(1);
 }

@@ -1,6 +1,6 @@
 import type { StackProps } from 'aws-cdk-lib';
 import type { RedialStackProps, Throttle } from './redial-stack.ts';
-import { DEFAULT_INTAKE_RESERVED_CONCURRENCY, DEFAULT_THROTTLING } from './redial-stack.ts';
+import { DEFAULT_INTAKE_RESERVED_CONCURRENCY, DEFAULT_THROTTLING, StackConfigurationError } from './redial-stack.ts';
 
 /** Reads one CDK context value (`-c key=value` or cdk.json), as the CDK app's `node.tryGetContext`. */
 export type ContextReader = (key: string) => unknown;
@@ -28,11 +28,6 @@ export const CONTEXT_KEYS = {
   intakeReservedConcurrency: `optional: concurrency reserved for the intake (default ${DEFAULT_INTAKE_RESERVED_CONCURRENCY})`,
   deletionProtection: 'optional: false for throw-away test stacks (tables unprotected and deleted with the stack; default true)',
 } as const;
-
-/** The CDK context could not make a deployable stack; the message says what to pass. */
-export class ContextError extends Error {
-  override readonly name = 'ContextError';
-}
 
 /**
  * The stack's properties from the CDK context. Missing required keys, numbers that are not numbers and
@@ -93,7 +88,7 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
     api: throttle('apiRateLimit', 'apiBurstLimit', DEFAULT_THROTTLING.api),
   };
   if (problems.length > 0) {
-    throw new ContextError(
+    throw new StackConfigurationError(
       `redial cannot synthesize a deployable stack:\n  - ${problems.join('\n  - ')}\n` +
         'To check the template without real values (tests, CI): npm run synth (it passes placeholder values).',
     );

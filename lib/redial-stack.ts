@@ -489,6 +489,11 @@ export class RedialStack extends Stack {
   }
 }
 
+/** The stack cannot be deployed as configured; the message names each problem. */
+export class StackConfigurationError extends Error {
+  override readonly name = 'StackConfigurationError';
+}
+
 /**
  * Refuses, at synth, a configuration the functions would refuse at every cold start: no https placer, a
  * mail domain or From that functions/mail/config.ts would not parse, a call timeout out of range.
@@ -508,7 +513,7 @@ function checkedConfiguration(props: RedialStackProps): { callPlacerUrl: string;
   if (props.callTimeoutSeconds !== undefined && !callsEnv.shape.CALL_TIMEOUT_SECONDS.safeParse(props.callTimeoutSeconds).success) {
     problems.push(`callTimeoutSeconds must be a whole number of seconds from 10 to 86400, got ${props.callTimeoutSeconds}`);
   }
-  if (problems.length > 0) throw new Error(`redial cannot be deployed as configured:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw new StackConfigurationError(`redial cannot be deployed as configured:\n  - ${problems.join('\n  - ')}`);
   return { callPlacerUrl: placer!.toString(), mail: props.mail };
 }
 

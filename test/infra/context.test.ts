@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ContextError, stackPropsFromContext } from '../../lib/context.ts';
-import { DEFAULT_THROTTLING } from '../../lib/redial-stack.ts';
+import { stackPropsFromContext } from '../../lib/context.ts';
+import { DEFAULT_THROTTLING, StackConfigurationError } from '../../lib/redial-stack.ts';
 
 const reader = (context: Record<string, unknown>) => (key: string) => context[key];
 const required = { callPlacerUrl: 'https://placer.example.com/calls', mailDomain: 'mail.example.org' };
@@ -8,7 +8,7 @@ const required = { callPlacerUrl: 'https://placer.example.com/calls', mailDomain
 describe('stack properties from the CDK context', () => {
   it('refuses to synthesize without a call placer or a mail domain, naming both and how to pass them', () => {
     const attempt = () => stackPropsFromContext(reader({}));
-    expect(attempt).toThrow(ContextError);
+    expect(attempt).toThrow(StackConfigurationError);
     expect(attempt).toThrow(/callPlacerUrl is missing[\s\S]*-c callPlacerUrl=https:\/\/[\s\S]*mailDomain is missing[\s\S]*-c mailDomain=/);
     expect(attempt).toThrow(/npm run synth/);
     expect(() => stackPropsFromContext(reader({ mailDomain: 'mail.example.org' }))).toThrow(/callPlacerUrl is missing/);
