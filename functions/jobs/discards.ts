@@ -1,6 +1,8 @@
+import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { Decision } from './decide.ts';
-import { DiscardReason } from './outcomes.ts';
+import type { JobHandler } from './kinds.ts';
+import { describeError, JobDiscardReason } from './outcomes.ts';
 import type { Policy } from './policies.ts';
 import type { JobRow } from './row.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
@@ -8,6 +10,8 @@ import type { ClaimedJob, JobStore } from './store.ts';
 /** The discard metrics. `JobDiscarded` carries kind and reason; `JobDiscardedAlert` (no dimensions) drives the alarm. */
 export const DISCARD_METRIC = 'JobDiscarded';
 export const DISCARD_ALERT_METRIC = 'JobDiscardedAlert';
+/** Counted when a kind's `onDiscarded` hook fails (the discard stands), by kind. */
+export const DISCARD_HOOK_FAILED_METRIC = 'JobDiscardHookFailed';
 
 /** A decision to discard: the reason ops filter on, the error kept in the history, and whether it alerts. */
 export type DiscardDecision = Extract<Decision, { type: 'discard' }>;
@@ -22,7 +26,7 @@ export const unknownKindPolicy: Policy = { maxAttempts: 1, backoff: { type: 'non
 /** The discard of a job whose kind nobody here runs, whichever path finds it. */
 export const unknownKindDiscard = (kind: string, where: string): DiscardDecision => ({
   type: 'discard',
-  reason: DiscardReason.unknown_kind,
+  reason: JobDiscardReason.unknown_kind,
   error: `no handler for kind ${kind} ${where}`,
   alert: unknownKindPolicy.onExhausted === 'discard_alert',
 });
@@ -31,34 +35,49 @@ export const unknownKindDiscard = (kind: string, where: string): DiscardDecision
  * Every discard the job layer makes goes through here: the executor's (a handler's reason, attempts that
  * ran out, arguments that no longer parse, a kind nobody runs) and the rescuer's (a last attempt lost with
  * its lease: a crash, a timeout, out of memory). Each writes the discarded state and its reason with a
- * conditional write, then counts it: `JobDiscarded` by kind and reason, and `JobDiscardedAlert` when the
- * decision alerts. A write that is refused counts nothing.
+ * conditional write, counts it (`JobDiscarded` by kind and reason, and `JobDiscardedAlert` when the
+ * decision alerts), then runs the kind's `onDiscarded` hook. A write that is refused counts nothing and
+ * runs no hook.
  */
 export class Discards {
   private readonly store: JobStore;
   private readonly metrics: MetricsSink;
+  private readonly logger: Logger;
+  private readonly handlers: ReadonlyMap<string, JobHandler<unknown>>;
 
-  constructor(store: JobStore, metrics: MetricsSink) {
-    this.store = store;
-    this.metrics = metrics;
+  constructor(options: { store: JobStore; metrics: MetricsSink; logger: Logger; handlers: ReadonlyMap<string, JobHandler<unknown>> }) {
+    this.store = options.store;
+    this.metrics = options.metrics;
+    this.logger = options.logger;
+    this.handlers = options.handlers;
   }
 
   /** A claimed job's discard, written on the claim (the executor's). */
   async claimed(job: ClaimedJob, now: number, decision: DiscardDecision, durationMs: number): Promise<JobRow> {
     const row = await this.store.discard(job, now, decision.reason, decision.error, durationMs);
-    this.count(job.kind, decision);
+    await this.written(row, now, decision);
     return row;
   }
 
   /** A running job whose lease expired, discarded instead of rescheduled (the rescuer's). */
   async lost(job: JobRow, now: number, decision: DiscardDecision): Promise<JobRow> {
     const row = await this.store.rescue(job, now, { discard: decision.reason });
-    this.count(job.kind, decision);
+    await this.written(row, now, decision);
     return row;
   }
 
-  private count(kind: string, decision: DiscardDecision): void {
-    this.metrics.count(DISCARD_METRIC, { kind, reason: decision.reason });
+  private async written(row: JobRow, now: number, decision: DiscardDecision): Promise<void> {
+    this.metrics.count(DISCARD_METRIC, { kind: row.kind, reason: decision.reason });
     if (decision.alert) this.metrics.count(DISCARD_ALERT_METRIC);
+    const handler = this.handlers.get(row.kind);
+    if (!handler?.onDiscarded || decision.reason === JobDiscardReason.invalid_args) return;
+    const args = handler.kind.args.safeParse(row.args);
+    if (!args.success) return;
+    try {
+      await handler.onDiscarded(args.data, { id: row.id, kind: row.kind, reason: decision.reason, error: decision.error, at: now });
+    } catch (error) {
+      this.metrics.count(DISCARD_HOOK_FAILED_METRIC, { kind: row.kind });
+      this.logger.error('onDiscarded hook failed; the discard stands', { jobId: row.id, kind: row.kind, error: describeError(error) });
+    }
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { defineKind, handle, policies } from '../jobs/index.ts';
+import { defaultPolicy, defineKind, handle } from '../jobs/index.ts';
+import { ProbeFailureError } from './errors.ts';
 
 /**
  * ops.probe: a job that fails its first `failTimes` attempts, then succeeds. Ops enqueue it
@@ -14,7 +15,7 @@ export const probeArgs = z.object({
 export const probeKind = defineKind({
   kind: 'ops.probe',
   queue: 'ops',
-  policy: policies['ops.probe'],
+  policy: defaultPolicy,
   timeoutSeconds: 10,
   args: probeArgs,
   description: 'Fails its first failTimes attempts, then completes: a smoke test of retries.',
@@ -22,7 +23,7 @@ export const probeKind = defineKind({
 
 export const probeHandler = handle(probeKind, async (args, ctx) => {
   if (ctx.attempt <= args.failTimes) {
-    throw new Error(`probe failure ${ctx.attempt} of ${args.failTimes}`);
+    throw new ProbeFailureError(ctx.attempt, args.failTimes);
   }
   ctx.logger.info('probe completed', { attempt: ctx.attempt });
 });
