@@ -44,6 +44,7 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     'dynamodb:Query table:jobs/index/byState',
+    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=ENDPOINT#*',
     ...sendsTo('ops', 'calls', 'webhooks', 'mail'),
     ...createsSchedules,
   ],
