@@ -53,6 +53,8 @@ export interface LocalHost {
   /** One in-process queue per job queue (empty with a transport of the caller's). */
   queues: LocalQueue[];
   transport: DispatchTransport;
+  /** The in-process transport, unless the caller gave its own (it counts what it sent). */
+  local: LocalTransport | undefined;
   logger: Logger;
   metrics: MetricsSink;
   /** The API's URL, when served. */
@@ -131,6 +133,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     jobs,
     queues: localQueues,
     transport,
+    local,
     logger,
     metrics,
     url: server?.url,

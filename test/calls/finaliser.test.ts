@@ -32,7 +32,7 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
       return (send as (...a: unknown[]) => unknown)(command, ...rest);
     };
 
-    const finalise = fx.handlers.calls.find((h) => h.kind.kind === 'calls.finalise')!;
+    const finalise = fx.handlers.find((h) => h.kind.kind === 'calls.finalise')!;
     const ctx = (): JobContext => ({
       id: jobIds.finalise(batchId, 1),
       kind: 'calls.finalise',
@@ -81,7 +81,7 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
     await fx.settle();
     const before = { calls: await fx.callsItems(), jobs: await fx.allJobs(), events: await fx.allEvents() };
     expect(before.calls.find((i) => i['sk'] === 'BATCH')).toMatchObject({ status: 'Finalised', round: 2 });
-    const finalise = fx.handlers.calls.find((h) => h.kind.kind === 'calls.finalise')!;
+    const finalise = fx.handlers.find((h) => h.kind.kind === 'calls.finalise')!;
     for (const round of [1, 2]) {
       await finalise.run({ batchId, round } as never, {
         id: jobIds.finalise(batchId, round),

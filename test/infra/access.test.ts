@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { queueNames } from '../../functions/jobs/queues.ts';
-import type { QueueName } from '../../functions/jobs/queues.ts';
-import { httpFunctionsByRoute, tables } from '../../functions/ops/system.ts';
-import type { SystemDeps, TableKey } from '../../functions/ops/system.ts';
+import { queueNames } from '../../functions/app/system.ts';
+import type { QueueName } from '../../functions/app/system.ts';
+import { httpFunctionsByRoute, tables } from '../../functions/app/system.ts';
+import type { SystemDeps, TableKey } from '../../functions/app/system.ts';
 import { PUBLIC_ROUTES } from '../../lib/redial-stack.ts';
 import { actionsOf, resourcesOf, synth } from './synth.ts';
 import type { Intrinsic, Resource, Statement } from './synth.ts';

@@ -52,7 +52,7 @@ describe('claims: the row is the truth, a message only wakes it', () => {
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 }, { delayMs: 30 * 60_000 });
     fx.clock.advance(29 * 60_000); // a Scheduler wake-up a minute early
-    const result = await fx.jobs.executor(kinds.handlers).execute({ jobId: id, seq: 1 }, 'ops');
+    const result = await fx.jobs.executor('ops', kinds.handlers).execute({ jobId: id, seq: 1 });
     expect(result.result).toBe('redispatched');
     expect(fx.recording.last()).toMatchObject({ kind: 'message', delaySeconds: 60, body: { jobId: id, seq: 1 } });
     expect(kinds.runsOf(id)).toHaveLength(0);
@@ -62,8 +62,8 @@ describe('claims: the row is the truth, a message only wakes it', () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-    const claimed = await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
+    const claimed = await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs(queues.ops));
+    fx.clock.advance(leaseMs(queues.ops) + 1);
     await fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), 60_000).run();
     await expect(fx.jobs.store.complete(claimed, fx.clock.now(), 10)).rejects.toBeInstanceOf(LeaseLostError);
     expect((await fx.jobs.store.mustGet(id)).state).toBe('retryable');

@@ -21,11 +21,11 @@ describe('rescuer: no job is lost, none ends twice', () => {
       const prepared = fx.jobs.client.prepare(kinds.flakyKind, { failTimes: 0 });
       const { TransactWriteCommand } = await import('@aws-sdk/lib-dynamodb');
       await fx.clients.dynamo.send(new TransactWriteCommand({ TransactItems: [prepared.item] }));
-      await fx.jobs.store.claim(prepared.id, 1, fx.clock.now(), leaseMs('ops'));
+      await fx.jobs.store.claim(prepared.id, 1, fx.clock.now(), leaseMs(queues.ops));
       ids.push(prepared.id);
     }
     // Before the lease runs out the rescuer leaves them alone.
-    fx.clock.advance(leaseMs('ops') - 1000);
+    fx.clock.advance(leaseMs(queues.ops) - 1000);
     expect(await rescuer.run()).toMatchObject({ expired: 0 });
     fx.clock.advance(2000);
     expect(await rescuer.run()).toMatchObject({ expired: 10 });
@@ -69,7 +69,7 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const rescuer = fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER);
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 1 });
     fx.recording.failNext = 1; // the retry's wake-up is lost
-    expect((await fx.jobs.executor(kinds.handlers).execute({ jobId: id, seq: 1 }, 'ops')).result).toBe('retryable');
+    expect((await fx.jobs.executor('ops', kinds.handlers).execute({ jobId: id, seq: 1 })).result).toBe('retryable');
     fx.clock.advance(RESCUE_AFTER + 5_000);
     expect(await rescuer.run()).toMatchObject({ rewoken: 1 });
     expect(fx.recording.last().body).toEqual({ jobId: id, seq: 2 });
@@ -91,8 +91,8 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const kinds = testKinds({ maxAttempts: 1 });
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
+    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs(queues.ops));
+    fx.clock.advance(leaseMs(queues.ops) + 1);
     await fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER).run();
     const row = await fx.jobs.store.mustGet(id);
     expect(row.state).toBe('discarded');
@@ -106,8 +106,8 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const kinds = testKinds({ maxAttempts: 1, onExhausted: 'discard' });
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
+    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs(queues.ops));
+    fx.clock.advance(leaseMs(queues.ops) + 1);
     await fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER).run();
     expect((await fx.jobs.store.mustGet(id)).discardReason).toBe('exhausted');
     expect(fx.metrics.total(DISCARD_METRIC, { kind: 'test.flaky', reason: 'exhausted' })).toBe(1);
@@ -122,9 +122,9 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const run = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
     const lost = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
 
-    expect((await fx.jobs.executor(known).execute({ jobId: run.id, seq: 1 }, 'ops')).result).toBe('discarded');
-    await fx.jobs.store.claim(lost.id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
+    expect((await fx.jobs.executor('ops', known).execute({ jobId: run.id, seq: 1 })).result).toBe('discarded');
+    await fx.jobs.store.claim(lost.id, 1, fx.clock.now(), leaseMs(queues.ops));
+    fx.clock.advance(leaseMs(queues.ops) + 1);
     expect(await fx.jobs.rescuer(known.map((h) => h.kind), RESCUE_AFTER).run()).toMatchObject({ expired: 1 });
 
     for (const id of [run.id, lost.id]) {

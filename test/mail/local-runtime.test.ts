@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { changeOwnerEmail } from '../../functions/mail/owner.ts';
-import { startLocalRuntime } from '../../functions/ops/local.ts';
-import { mailDepsOf } from '../../functions/ops/system.ts';
+import { startLocalRuntime } from '../../functions/local/runtime.ts';
+import { mailDepsOf } from '../../functions/app/system.ts';
 
 const refuses = (port: number) =>
   new Promise<boolean>((resolve) => {

@@ -84,7 +84,8 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     serve: { port },
   });
   const { jobs, system } = host;
-  const transport = host.transport;
+  // The in-process transport: tests read what it sent.
+  const transport = host.local ?? assertLocal();
   const deps = system.calls;
   const handlers = system.handlers('calls');
   const store = new CallsStore(clients.dynamo, tableNames.calls);
@@ -181,3 +182,7 @@ export function scriptByNumber(plan: Record<string, SimulatedOutcome[]>, fallbac
 
 /** `count` distinct E.164 numbers. */
 export const numbers = (count: number, prefix = '+1415555'): string[] => Array.from({ length: count }, (_, i) => `${prefix}${String(1000 + i).padStart(4, '0')}`);
+
+function assertLocal(): never {
+  throw new Error('the calls fixture runs on the in-process queues');
+}

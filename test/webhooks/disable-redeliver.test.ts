@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
-import { EndpointDisabledError } from '../../functions/webhooks/endpoints.ts';
+import { EndpointDisabledError } from '../../functions/webhooks/errors.ts';
 import { DISABLE_AFTER_MS } from '../../functions/webhooks/lease.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 import type { Answer } from '../support/webhooks.ts';

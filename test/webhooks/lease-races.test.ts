@@ -117,10 +117,10 @@ describe('the lease and the wait list under races', () => {
     const [crashed, parked] = ids as [string, string];
     // A worker claimed the delivery and took the endpoint's lease, then died before recording anything.
     const row = await fx.job(crashed);
-    await fx.jobs.store.claim(crashed, row.seq, fx.clock.now(), leaseMs('webhooks'));
+    await fx.jobs.store.claim(crashed, row.seq, fx.clock.now(), leaseMs(queues.webhooks));
     await hold(crashed);
     expect((await fx.run(parked)).result).toBe('snoozed');
-    fx.clock.advance(leaseMs('webhooks') + 1);
+    fx.clock.advance(leaseMs(queues.webhooks) + 1);
     expect((await fx.jobs.rescuer(fx.handlers.map((h) => h.kind), 60_000).run()).expired).toBe(1);
     expect(await fx.job(crashed)).toMatchObject({ state: 'retryable', attempts: [{ outcome: 'lost' }] });
     // Its retry finds the lease still its own, delivers, and hands the lease to the parked delivery.

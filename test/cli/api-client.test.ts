@@ -1,8 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { needsSigning, OpsApiClient, OpsApiError, OpsApiResponseError, regionFromHost, sigV4Signer } from '../../functions/ops/api-client.ts';
+import { needsSigning, OpsApiClient, OpsApiError, OpsApiResponseError, regionFromHost, sigV4Signer } from '../../functions/cli/api-client.ts';
 import type { OutboundRequest, OutboundResponse } from '../../functions/platform/outbound.ts';
-import { runCli } from '../../functions/ops/cli.ts';
+import { runCli } from '../../functions/cli/cli.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const signingTime = new Date('2026-01-05T09:00:00.000Z');

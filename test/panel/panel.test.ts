@@ -1,11 +1,11 @@
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalRuntime } from '../../functions/ops/local.ts';
-import type { LocalRuntime } from '../../functions/ops/local.ts';
+import { startLocalRuntime } from '../../functions/local/runtime.ts';
+import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { emailConfirmationKind } from '../../functions/mail/kinds.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
-import { escapeHtml, html } from '../../functions/ops/panel/html.ts';
+import { escapeHtml, html } from '../../functions/panel/html.ts';
 import { webhooksContext } from '../../functions/webhooks/context.ts';
 import { launchBrowser } from '../support/browser.ts';
 

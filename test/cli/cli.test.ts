@@ -3,9 +3,9 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../functions/ops/cli.ts';
-import { startLocalRuntime } from '../../functions/ops/local.ts';
-import type { LocalRuntime } from '../../functions/ops/local.ts';
+import { runCli } from '../../functions/cli/cli.ts';
+import { startLocalRuntime } from '../../functions/local/runtime.ts';
+import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 
 // The schedules of brief §3, written out here rather than read from the code under test.

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startLocalRuntime } from '../../functions/ops/local.ts';
+import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 
 describe('the local runtime across a restart', () => {

@@ -1,8 +1,8 @@
 import xterm from '@xterm/headless';
 import { describe, expect, it } from 'vitest';
-import { progressBar, renderBlock, renderLine, roundContacts } from '../../functions/ops/demo/progress.ts';
-import type { DemoProgress } from '../../functions/ops/demo/progress.ts';
-import { blockView, lineView } from '../../functions/ops/demo/progress-view.ts';
+import { progressBar, renderBlock, renderLine, roundContacts } from '../../functions/demo/progress.ts';
+import type { DemoProgress } from '../../functions/demo/progress.ts';
+import { blockView, lineView } from '../../functions/demo/progress-view.ts';
 
 /** The demo part-way through its first round, as one poll of the API reads it. */
 function midRound(overrides: Partial<DemoProgress> = {}): DemoProgress {
