@@ -173,14 +173,17 @@ export class System {
       ...mailModule.routes(() => this.mail),
       ...webhooksModule.routes(() => this.webhooks),
     ];
+    const all: ApiRoute[] = [];
     const openapi = route({
       method: 'GET',
       path: '/v1/openapi.json',
       auth: 'iam',
       summary: 'This API as an OpenAPI 3.1 document, generated from the zod schemas that validate it',
-      handler: () => Promise.resolve({ status: 200, body: apiDocument(list) }),
+      // The document lists every route, this one included (docs/openapi.json is the same document).
+      handler: () => Promise.resolve({ status: 200, body: apiDocument(all) }),
     });
-    return [...list, openapi];
+    all.push(...list, openapi);
+    return all;
   }
 
   /** Closes what the built contexts hold open (the webhooks HTTP client's pooled connections). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { HttpError, notFound, route, unavailable } from '../platform/http.ts';
+import { HttpError, notFound, route, unavailable, withErrors } from '../platform/http.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import { classifyCallReport } from './classify.ts';
@@ -347,5 +347,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  return [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake];
+  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake]);
 }

@@ -1,7 +1,6 @@
 import { defineModule } from '../jobs/index.ts';
 import type { JobHandler } from '../jobs/index.ts';
-import { withErrors } from '../platform/http.ts';
-import { callsHttpError, callsRoutes } from './api.ts';
+import { callsRoutes } from './api.ts';
 import type { CallsDeps } from './deps.ts';
 import { dialHandler } from './dialer.ts';
 import { finaliseHandler } from './finaliser.ts';
@@ -26,5 +25,5 @@ export const callsModule = defineModule({
   },
   kinds: callsKinds,
   handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => withErrors(callsHttpError, callsRoutes(deps)),
+  routes: (deps: () => CallsDeps) => callsRoutes(deps),
 });

@@ -22,6 +22,8 @@ import type { QueueName, SystemHost, TableNames } from '../app/system.ts';
 /** How to assemble redial on one machine, over tables that exist already. */
 export interface LocalHostOptions {
   db: DynamoDBDocumentClient;
+  /** The job layer's own client, when it must differ from the contexts' (a benchmark counting its requests apart). @default db */
+  jobsDb?: DynamoDBDocumentClient;
   tableNames: TableNames;
   clock: TimerClock;
   rng: Rng;
@@ -98,7 +100,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     local?.stop();
     await Promise.all(localQueues.map((q) => q.stop()));
   });
-  const jobs = createJobRuntime({ db: options.db, jobsTable: options.tableNames.jobs, queues, transport, clock: options.clock, rng: options.rng, logger, metrics });
+  const jobs = createJobRuntime({ db: options.jobsDb ?? options.db, jobsTable: options.tableNames.jobs, queues, transport, clock: options.clock, rng: options.rng, logger, metrics });
   const system = new System(() => ({ jobs, db: options.db, tableNames: options.tableNames, clock: options.clock, rng: options.rng, logger, metrics, ...options.contexts }));
   stops.push(() => system.close());
 

@@ -2,9 +2,8 @@ import { defineModule } from '../jobs/index.ts';
 import type { MailDeps } from './context.ts';
 import { mailHandlers } from './handlers.ts';
 import { mailKinds } from './kinds.ts';
-import { mailHttpError, mailRoutes } from './routes.ts';
+import { mailRoutes } from './routes.ts';
 import { mailTable } from './store.ts';
-import { withErrors } from '../platform/http.ts';
 
 export type { MailDeps } from './context.ts';
 
@@ -22,5 +21,5 @@ export const mailModule = defineModule({
   },
   kinds: mailKinds,
   handlers: (deps: MailDeps) => mailHandlers(deps),
-  routes: (deps: () => MailDeps) => withErrors(mailHttpError, mailRoutes(deps)),
+  routes: (deps: () => MailDeps) => mailRoutes(deps),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { conflict, notFound, route } from '../platform/http.ts';
+import { conflict, notFound, route, withErrors } from '../platform/http.ts';
 import type { ApiResponse, ApiRoute, HttpError } from '../platform/http.ts';
 import { accessView, requestAccess, resolveAccess } from './access.ts';
 import type { MailDeps } from './context.ts';
@@ -196,11 +196,11 @@ export function mailRoutes(deps: () => MailDeps): ApiRoute[] {
     },
   });
 
-  return [
+  return withErrors(mailHttpError, [
     linkPreview(linkPaths.confirmEmail, tenantParams, 'Confirm the owner address', 'Confirm'),
     linkPreview(linkPaths.approveAccess, requestParams, 'Approve this access request', 'Approve'),
     linkPreview(linkPaths.denyAccess, requestParams, 'Deny this access request', 'Deny'),
-    confirmEmail, resolve('approved', linkPaths.approveAccess), resolve('denied', linkPaths.denyAccess), createRequest, showRequest, showOwner, listNotices];
+    confirmEmail, resolve('approved', linkPaths.approveAccess), resolve('denied', linkPaths.denyAccess), createRequest, showRequest, showOwner, listNotices]);
 }
 
 /**

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defaultPolicy, defineKind, handle } from '../jobs/index.ts';
-import { ProbeFailureError } from './errors.ts';
 
 /**
  * ops.probe: a job that fails its first `failTimes` attempts, then succeeds. Ops enqueue it
@@ -23,7 +22,7 @@ export const probeKind = defineKind({
 
 export const probeHandler = handle(probeKind, async (args, ctx) => {
   if (ctx.attempt <= args.failTimes) {
-    throw new ProbeFailureError(ctx.attempt, args.failTimes);
+    throw new Error(`probe failure ${ctx.attempt} of ${args.failTimes}`);
   }
   ctx.logger.info('probe completed', { attempt: ctx.attempt });
 });

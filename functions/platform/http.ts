@@ -179,12 +179,12 @@ const guard = (check: NonNullable<Route['guard']>): HttpMiddleware => ({
 const jsonBody = (): HttpMiddleware => {
   const parser = httpJsonBodyParser({ disableContentTypeCheck: true });
   return {
-    before: (request: HttpRequest) => {
+    before: async (request: HttpRequest) => {
       if (!request.event.body) {
         (request.event as { body?: unknown }).body = undefined;
         return;
       }
-      return parser.before?.(request as never);
+      await parser.before?.(request);
     },
   };
 };
@@ -282,7 +282,10 @@ function respond(response: ApiResponse): APIGatewayProxyStructuredResultV2 {
 function routeHandler(r: ApiRoute, logger: Logger) {
   const definition = r as unknown as Route<unknown, unknown, unknown, unknown>;
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RouteContext>()
-    .use(httpSecurityHeaders({ contentSecurityPolicy: false }))
+    // Referrer-Policy same-origin, not middy's no-referrer: under no-referrer a browser sends `Origin: null`
+    // on a page's own form posts, and the local runtime's same-origin guard (platform/local/same-origin.ts)
+    // would refuse the panel's buttons.
+    .use(httpSecurityHeaders({ contentSecurityPolicy: false, referrerPolicy: { policy: 'same-origin' } }))
     .use(httpErrorHandler({ logger: false }))
     .use(errorAnswers(definition, logger))
     .use(httpHeaderNormalizer())

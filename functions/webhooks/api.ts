@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { conflict, HttpError, notFound, route } from '../platform/http.ts';
+import { conflict, HttpError, notFound, route, withErrors } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { idempotencyKeyHeaders, idempotencyKeyReused } from '../platform/idempotency.ts';
 import type { WebhooksContext } from './context.ts';
@@ -74,7 +74,7 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
       return { status: 200, body: await context().endpoints.redeliver(params.id) };
     },
   });
-  return [register, show, enable, redeliver];
+  return withErrors(webhooksHttpError, [register, show, enable, redeliver]);
 }
 
 /** The webhooks routes' errors as HTTP answers, in one place. */

@@ -6,7 +6,7 @@ import { TransitionRefusedError } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointKey, endpointView } from './endpoint.ts';
 import type { EndpointRow, EndpointView } from './endpoint.ts';
-import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError, WebhooksError } from './errors.ts';
+import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';

@@ -1,6 +1,5 @@
 import { defineModule } from '../jobs/index.ts';
-import { withErrors } from '../platform/http.ts';
-import { webhookRoutes, webhooksHttpError } from './api.ts';
+import { webhookRoutes } from './api.ts';
 import { webhookKinds } from './context.ts';
 import type { WebhooksContext } from './context.ts';
 import { webhooksTable } from './events.ts';
@@ -21,5 +20,5 @@ export const webhooksModule = defineModule({
   },
   kinds: webhookKinds,
   handlers: (context: WebhooksContext) => context.handlers,
-  routes: (context: () => WebhooksContext) => withErrors(webhooksHttpError, webhookRoutes(context)),
+  routes: (context: () => WebhooksContext) => webhookRoutes(context),
 });

@@ -6,7 +6,6 @@ import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { emailConfirmationKind } from '../../functions/mail/kinds.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { escapeHtml, html } from '../../functions/panel/html.ts';
-import { webhooksContext } from '../../functions/webhooks/context.ts';
 import { launchBrowser } from '../support/browser.ts';
 
 describe('panel html', () => {
@@ -123,7 +122,7 @@ describe('the local runtime refuses cross-site requests', () => {
   });
 
   const port = () => new URL(runtime.url).port;
-  const endpointsOf = (tenantId: string) => webhooksContext(runtime.deps).deps.store.tenantEndpoints(tenantId);
+  const endpointsOf = (tenantId: string) => runtime.system.webhooks.deps.store.tenantEndpoints(tenantId);
 
   /** A request exactly as given (node:http sends the Host and Origin it is told to). */
   function raw(method: string, path: string, headers: Record<string, string>, body = ''): Promise<{ status: number; body: string }> {
@@ -166,6 +165,27 @@ describe('the local runtime refuses cross-site requests', () => {
     expect((await raw('POST', `/panel/jobs/${id}/retry`, own, '')).status).toBe(403);
     expect((await raw('POST', `/panel/jobs/${id}/retry`, own, 'form_token=guess')).status).toBe(403);
     expect((await runtime.jobs.store.mustGet(id)).state).toBe('discarded');
+  });
+
+  it('ThePanelsOwnRetryButtonWorks_InARealBrowser', { timeout: 60_000 }, async () => {
+    const { id } = await runtime.jobs.client.enqueue(probeKind, { failTimes: 10 });
+    const deadline = Date.now() + 20_000;
+    while ((await runtime.jobs.store.get(id))?.state !== 'discarded' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const before = await runtime.jobs.store.mustGet(id);
+    expect(before.state).toBe('discarded');
+    const browser = await launchBrowser({ webSecurity: true });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${runtime.url}/panel/jobs/${encodeURIComponent(id)}`);
+      const pressed = page.waitForResponse((r) => r.url().includes('/retry'));
+      await page.getByRole('button', { name: /retry/i }).first().click();
+      // The page's own form post carries its own Origin (not `null`), so the same-origin guard lets it through.
+      expect((await pressed).status()).toBe(303);
+    } finally {
+      await browser.close();
+    }
+    // Retried: it runs again (and, still failing, is discarded again with one more attempt in its history).
+    await expect.poll(async () => (await runtime.jobs.store.mustGet(id)).attempts.length, { timeout: 20_000 }).toBeGreaterThan(before.attempts.length);
   });
 
   it('APageOnAnotherOriginCanNeitherRegisterAnEndpointNorPressAPanelButton_InARealBrowser', { timeout: 60_000 }, async () => {

@@ -60,7 +60,10 @@ export async function mailFixture(options: { script?: SinkScript; transport?: Ma
   const commitOnly = (items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>) =>
     clients.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
 
-  return { sink, clients, tableNames, clock, metrics, logger, jobs, deps, store, config, settle, idle, notify, commitOnly, stop: async () => {
+  /** The mail context's handlers, as its worker runs them (the rescuer prices lost attempts by their kinds). */
+  const handlers = host.system.handlers('mail');
+
+  return { sink, clients, tableNames, clock, metrics, logger, jobs, deps, store, config, handlers, settle, idle, notify, commitOnly, stop: async () => {
     await host.stop();
     await sink.stop();
   } };

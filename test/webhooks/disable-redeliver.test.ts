@@ -88,7 +88,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const { fx, endpointId, ids } = await setup({ status: 400 }, 1);
     await fx.run(ids[0]!);
     fx.clock.advance(DISABLE_AFTER_MS);
-    const report = await fx.jobs.rescuer(fx.handlers.map((h) => h.kind), 60_000).run();
+    const report = await fx.jobs.rescuer(fx.handlers, 60_000).run();
     expect(report.periodic).toBe(1);
     const sweeps = await fx.jobs.client.list({ kind: 'webhook.sweep' });
     expect(sweeps.jobs).toHaveLength(1);
