@@ -104,7 +104,8 @@ export class CallsStore {
    */
   async listBatches(limit = 100): Promise<BatchRow[]> {
     const rows: BatchRow[] = [];
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, FilterExpression: 'sk = :batch', ExpressionAttributeValues: { ':batch': 'BATCH' } })) {
+    const e = new Expression();
+    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', batchKey('').sk)) })) {
       rows.push(...((page.Items ?? []) as BatchRow[]));
     }
     return rows.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
@@ -129,15 +130,10 @@ export class CallsStore {
   /** Every item under the batch whose sort key starts with `prefix`, in key order (DynamoDB's pages followed). */
   async queryBatch<T>(batchId: string, prefix: string): Promise<T[]> {
     const items: T[] = [];
+    const e = new Expression();
     const pages = paginateQuery(
       { client: this.db },
-      {
-        TableName: this.tableName,
-        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-        ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':prefix': prefix },
-        ConsistentRead: true,
-      },
+      { TableName: this.tableName, ...e.forQuery(e.and(e.eq('pk', batchKey(batchId).pk), e.beginsWith('sk', prefix))), ConsistentRead: true },
     );
     for await (const page of pages) items.push(...((page.Items ?? []) as T[]));
     return items;
@@ -152,12 +148,11 @@ export class CallsStore {
   async contactsPage(batchId: string, offset: number, limit: number): Promise<{ number: string; state: ContactRow | undefined }[]> {
     const first = Math.floor(offset / LIST_PAGE_SIZE);
     const last = Math.floor((offset + limit - 1) / LIST_PAGE_SIZE);
+    const e = new Expression();
     const listed = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :first AND :last',
-        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-        ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':first': listKey(batchId, 1, first).sk, ':last': listKey(batchId, 1, last).sk },
+        ...e.forQuery(e.and(e.eq('pk', batchKey(batchId).pk), e.between('sk', listKey(batchId, 1, first).sk, listKey(batchId, 1, last).sk))),
         ConsistentRead: true,
       }),
     );

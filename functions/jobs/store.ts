@@ -294,13 +294,12 @@ export class JobStore {
 
   /** Jobs in `state` whose time in that state (scheduledAt, or leaseUntil when running) is at or before `before`. */
   async findDue(state: JobState, before: number, limit: number): Promise<JobRow[]> {
+    const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: jobsTable.indexes[0].name,
-        KeyConditionExpression: '#state = :state AND #order <= :before',
-        ExpressionAttributeNames: { '#state': 'state', '#order': 'stateOrder' },
-        ExpressionAttributeValues: { ':state': state, ':before': `${iso(before)}#~` },
+        ...e.forQuery(e.and(e.eq('state', state), e.le('stateOrder', `${iso(before)}#~`))),
         Limit: limit,
       }),
     );
@@ -315,17 +314,10 @@ export class JobStore {
     const counts = Object.fromEntries(allStates.map((s) => [s, 0])) as Record<JobState, number>;
     await Promise.all(
       allStates.map(async (state) => {
+        const e = new Expression();
         const pages = paginateQuery(
           { client: this.db },
-          {
-            TableName: this.tableName,
-            IndexName: jobsTable.indexes[0].name,
-            KeyConditionExpression: '#state = :state',
-            ...(kind ? { FilterExpression: '#kind = :kind' } : {}),
-            ExpressionAttributeNames: { '#state': 'state', ...(kind ? { '#kind': 'kind' } : {}) },
-            ExpressionAttributeValues: { ':state': state, ...(kind ? { ':kind': kind } : {}) },
-            Select: 'COUNT',
-          },
+          { TableName: this.tableName, IndexName: jobsTable.indexes[0].name, ...inState(e, state, kind), Select: 'COUNT' },
         );
         for await (const page of pages) counts[state] += page.Count ?? 0;
       }),
@@ -357,10 +349,7 @@ export class JobStore {
         new QueryCommand({
           TableName: this.tableName,
           IndexName: jobsTable.indexes[0].name,
-          KeyConditionExpression: '#state = :state',
-          ...(query.kind ? { FilterExpression: '#kind = :kind' } : {}),
-          ExpressionAttributeNames: { '#state': 'state', ...(query.kind ? { '#kind': 'kind' } : {}) },
-          ExpressionAttributeValues: { ':state': query.state, ...(query.kind ? { ':kind': query.kind } : {}) },
+          ...inState(new Expression(), query.state, query.kind),
           ScanIndexForward: false,
           Limit: limit - jobs.length,
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -435,6 +424,11 @@ export class JobStore {
       throw error;
     }
   }
+}
+
+/** The Query of the byState index for one state, optionally kept to one kind. */
+function inState(e: Expression, state: JobState, kind: string | undefined) {
+  return e.forQuery(e.eq('state', state), kind ? e.eq('kind', kind) : undefined);
 }
 
 /** The id of a periodic kind's status row. */

@@ -223,11 +223,11 @@ export class MailStore {
 
   /** A tenant's notices, newest event ids last (the panel lists drops with it). */
   async listNotices(tenantId: string, limit = 100): Promise<Notice[]> {
+    const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': tenantPk(tenantId), ':prefix': 'NOTICE#' },
+        ...e.forQuery(e.and(e.eq('pk', tenantPk(tenantId)), e.beginsWith('sk', 'NOTICE#'))),
         Limit: limit,
         ConsistentRead: true,
       }),

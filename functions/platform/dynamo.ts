@@ -124,9 +124,9 @@ export class Expression {
 
   // ─── conditions ───
 
-  /** Adds a condition fragment; fragments are joined with AND, each in parentheses. */
+  /** Adds a condition fragment; fragments are joined with AND, each in parentheses (once: DynamoDB refuses `((x))`). */
   when(fragment: string): this {
-    this.conditions.push(`(${fragment})`);
+    this.conditions.push(parenthesised(fragment) ? fragment : `(${fragment})`);
     return this;
   }
 
@@ -170,6 +170,16 @@ export class Expression {
     return `contains(${this.name(path)}, ${this.value(value)})`;
   }
 
+  /** `begins_with(path, prefix)`. */
+  beginsWith(path: AttributePath, prefix: string): string {
+    return `begins_with(${this.name(path)}, ${this.value(prefix)})`;
+  }
+
+  /** `path BETWEEN low AND high`. */
+  between(path: AttributePath, low: unknown, high: unknown): string {
+    return `${this.name(path)} BETWEEN ${this.value(low)} AND ${this.value(high)}`;
+  }
+
   /** `path IN (values...)`. */
   inList(path: AttributePath, values: readonly unknown[]): string {
     return `${this.name(path)} IN (${values.map((v) => this.value(v)).join(', ')})`;
@@ -177,11 +187,13 @@ export class Expression {
 
   /** Fragments joined with AND (a fragment whose own top level is an OR is put in parentheses). */
   and(...fragments: string[]): string {
+    if (fragments.length === 1) return fragments[0]!;
     return fragments.map((f) => (topLevel(f).has('OR') ? `(${f})` : f)).join(' AND ');
   }
 
   /** Fragments joined with OR (a fragment whose own top level is an AND is put in parentheses). */
   or(...fragments: string[]): string {
+    if (fragments.length === 1) return fragments[0]!;
     return fragments.map((f) => (topLevel(f).has('AND') ? `(${f})` : f)).join(' OR ');
   }
 
@@ -214,6 +226,35 @@ export class Expression {
     };
   }
 
+  /**
+   * The expression fields of a Query: `key` is the key condition (a fragment on the partition key, and
+   * the sort key's if any), `filter` what is kept of the items read. Update clauses and `when` conditions
+   * do not belong in a Query.
+   */
+  forQuery(key: string, filter?: string): {
+    KeyConditionExpression: string;
+    FilterExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  } {
+    return { KeyConditionExpression: key, ...this.forScan(filter) };
+  }
+
+  /** The expression fields of a Scan (or the filter part of a Query): what is kept of the items read. */
+  forScan(filter?: string): {
+    FilterExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  } {
+    if (this.sets.length || this.adds.length || this.removes.length || this.conditions.length) throw new RangeError('a Query or Scan takes no update clauses and no write conditions');
+    const { ExpressionAttributeNames, ExpressionAttributeValues } = this.build();
+    return {
+      ...(filter !== undefined ? { FilterExpression: filter } : {}),
+      ...(ExpressionAttributeNames ? { ExpressionAttributeNames } : {}),
+      ...(ExpressionAttributeValues ? { ExpressionAttributeValues } : {}),
+    };
+  }
+
   private compare(left: AttributePath | Operand, comparator: Comparator, right: unknown): string {
     return `${left instanceof Operand ? left.text : this.name(left)} ${comparator} ${this.operand(right)}`;
   }
@@ -235,10 +276,19 @@ export class Expression {
   }
 }
 
-/**
- * The logical operators at a fragment's top level (outside parentheses). Only what precedence needs gets
- * parentheses: DynamoDB refuses redundant ones.
- */
+/** Whether one pair of parentheses holds the whole fragment: `(a OR b)`, not `(a) AND (b)`. */
+function parenthesised(fragment: string): boolean {
+  if (!fragment.startsWith('(') || !fragment.endsWith(')')) return false;
+  let depth = 0;
+  for (let i = 0; i < fragment.length; i++) {
+    if (fragment[i] === '(') depth++;
+    else if (fragment[i] === ')') depth--;
+    if (depth === 0 && i < fragment.length - 1) return false;
+  }
+  return true;
+}
+
+/** The logical operators at a fragment's top level (outside parentheses): what decides where precedence needs parentheses. */
 function topLevel(fragment: string): Set<'AND' | 'OR'> {
   const found = new Set<'AND' | 'OR'>();
   let depth = 0;

@@ -88,7 +88,8 @@ export class WebhookStore {
   /** Every endpoint, up to `limit`: a Scan of the table, for the local ops panel (nothing deployed calls it). */
   async listEndpoints(limit = 100): Promise<EndpointRow[]> {
     const rows: EndpointRow[] = [];
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, FilterExpression: 'sk = :endpoint', ExpressionAttributeValues: { ':endpoint': 'ENDPOINT' } })) {
+    const e = new Expression();
+    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', 'ENDPOINT')) })) {
       rows.push(...((page.Items ?? []) as EndpointRow[]));
     }
     return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
@@ -97,15 +98,7 @@ export class WebhookStore {
   /** Every endpoint of a tenant, read consistently. */
   async tenantEndpoints(tenantId: string): Promise<EndpointRow[]> {
     const ids: string[] = [];
-    const pages = paginateQuery(
-      { client: this.db },
-      {
-        TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': `TENANT#${tenantId}`, ':prefix': 'ENDPOINT#' },
-        ConsistentRead: true,
-      },
-    );
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...under(new Expression(), `TENANT#${tenantId}`, 'ENDPOINT#'), ConsistentRead: true });
     for await (const page of pages) for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
     const rows: EndpointRow[] = [];
     for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
@@ -228,8 +221,7 @@ export class WebhookStore {
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#' },
+        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'WAIT#'),
         ConsistentRead: true,
         Limit: limit,
       }),
@@ -243,15 +235,10 @@ export class WebhookStore {
    */
   async eligibleHead(endpointId: string, at: number, limit: number): Promise<WaitEntry[]> {
     const found: WaitEntry[] = [];
+    const e = new Expression();
     const pages = paginateQuery(
       { client: this.db, pageSize: 100 },
-      {
-        TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        FilterExpression: 'attribute_not_exists(notBefore) OR notBefore <= :at',
-        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#', ':at': iso(at) },
-        ConsistentRead: true,
-      },
+      { TableName: this.tableName, ...under(e, `ENDPOINT#${endpointId}`, 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
     );
     for await (const page of pages) {
       found.push(...((page.Items ?? []) as WaitEntry[]));
@@ -302,8 +289,7 @@ export class WebhookStore {
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'DISCARDED#' },
+        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'DISCARDED#'),
         ConsistentRead: true,
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -344,13 +330,12 @@ export class WebhookStore {
   async watched(cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
     const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: WATCHED });
     const startKey = pages.decode(cursor);
+    const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: webhooksTable.indexes[0].name,
-        KeyConditionExpression: '#watch = :watch',
-        ExpressionAttributeNames: { '#watch': 'watch' },
-        ExpressionAttributeValues: { ':watch': WATCHED },
+        ...e.forQuery(e.eq('watch', WATCHED)),
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
@@ -372,6 +357,11 @@ export class WebhookStore {
       throw error;
     }
   }
+}
+
+/** The Query of the items under `pk` whose sort key starts with `prefix`, optionally filtered. */
+function under(e: Expression, pk: string, prefix: string, filter?: string) {
+  return e.forQuery(e.and(e.eq('pk', pk), e.beginsWith('sk', prefix)), filter);
 }
 
 function applyHealth(e: Expression, change: EndpointChange, now: number, options: { keepNextProbe?: boolean } = {}): void {
