@@ -14,13 +14,15 @@ import type { CompletionWrite } from './store.ts';
  * INTERNAL_ERROR all end a call through {@link completeCall}, in ONE transaction:
  *
  * ```
- *  contact     Calling in round r → Completed, normalised code      (condition: Calling, round r, this callId)
- *  tenant      active − 1: the slot is released
- *  batch       nCalling − 1, nCompleted + 1, byCode[code] + 1       (condition: InProgress, round r,
- *                                                                     and "not the last call" / "the last call")
- *  cancel <watchdog id>   cancel requested (never fails the transaction)   (not when the watchdog itself completes)
- *  event <id>, job <webhook.fanout id>   call.completed and its fanout job
- *  job <finaliser id>     calls.finalise:<batch>:<r>                       (only in the last-call variant)
+ *  item (name)     what it writes                                    condition, when
+ *  contact         Calling in round r → Completed, normalised code  Calling, round r, this callId
+ *  tenant          active − 1: the slot is released
+ *  batch           nCalling − 1, nCompleted + 1, byCode[code] + 1   InProgress, round r, and "not the last
+ *                                                                    call" / "the last call"
+ *  cancel <id>     the watchdog's cancel request (never fails)       not when the watchdog itself completes
+ *  event <id>      call.completed
+ *  job <id>        its webhook.fanout job
+ *  job <id>        calls.finalise:<batch>:<r>                        only in the last-call variant
  * ```
  *
  * No read first: the batch's settings come from a per-container cache, and a refused condition returns
