@@ -126,7 +126,7 @@ describe('the request recorder', () => {
     expect(query!.reads).toEqual([{ table: 'jobs', index: 'byState', pk: 'running', bytes: size, items: 1, consistent: false, shape: 'range' }]);
   });
 
-  it('RecordsTheLocalTransportsSendsSchedulesAndFirings', async () => {
+  it('RecordsTheLocalTransportsSendsSchedulesAndFiringsAndFiresWaitingSchedulesOnRequest', async () => {
     const clock = new ManualClock(Date.parse('2026-11-30T00:00:00Z'));
     const recorder = new RequestRecorder({ tables: {} });
     const queue = new LocalQueue({ name: 'ops', clock, batchSize: 10, maxConcurrency: 2, visibilityMs: 60_000 });
@@ -137,10 +137,18 @@ describe('the request recorder', () => {
       await transport.createSchedule('job-b-1', clock.now() + 3_600_000, 'ops', '{"jobId":"b","seq":1}');
     });
     clock.advance(3_600_000);
+    await transport.createSchedule('job-c-1', clock.now() + 21_600_000, 'ops', '{"jobId":"c","seq":1}');
+    // Fired now, as though its time had come: what a schedule that outlived its job costs when it fires.
+    expect(transport.firePending()).toBe(1);
+    expect(transport.pendingSchedules()).toBe(0);
+    expect(queue.snapshot()).toMatchObject({ sent: 3, waiting: 3 });
     expect(recorder.records.map(({ at: _at, ...r }) => r)).toEqual([
       { service: 'SQS', operation: 'SendMessage', queue: 'ops', bytes: 21, delaySeconds: 5, source: 'job:test' },
       { service: 'Scheduler', operation: 'CreateSchedule', queue: 'ops', bytes: 21, delayMs: 3_600_000, created: true, source: 'job:test' },
       { service: 'Scheduler', operation: 'CreateSchedule', queue: 'ops', bytes: 21, delayMs: 3_600_000, created: false, source: 'job:test' },
+      { service: 'Scheduler', operation: 'Invoke', queue: 'ops', source: 'scheduler' },
+      { service: 'SQS', operation: 'SendMessage', queue: 'ops', bytes: 21, delaySeconds: 0, bySchedule: true, source: 'scheduler' },
+      { service: 'Scheduler', operation: 'CreateSchedule', queue: 'ops', bytes: 21, delayMs: 21_600_000, created: true, source: 'unscoped' },
       { service: 'Scheduler', operation: 'Invoke', queue: 'ops', source: 'scheduler' },
       { service: 'SQS', operation: 'SendMessage', queue: 'ops', bytes: 21, delaySeconds: 0, bySchedule: true, source: 'scheduler' },
     ]);
