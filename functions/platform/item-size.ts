@@ -13,15 +13,26 @@ export type Item = Record<string, AttributeValue>;
 
 const utf8 = (text: string): number => Buffer.byteLength(text, 'utf8');
 
-/** The size of a number as DynamoDB stores it: leading and trailing zeros trimmed, 2 digits a byte, plus 1. */
+/**
+ * The size of a number as DynamoDB stores it: base-100 digits aligned on the decimal point, from the first
+ * to the last that is not zero, plus one byte, plus one more when negative; zero takes one byte. (The
+ * documentation's "1 byte per two significant digits, plus 1" is this, approximately; the exact rule here
+ * is the one DynamoDB Local applies, checked byte by byte in test/platform/recorder.test.ts.)
+ */
 export function numberSize(text: string): number {
-  const digits = text
-    .replace(/^[+-]/, '')
-    .replace(/[eE][+-]?\d+$/, '')
-    .replace('.', '')
-    .replace(/^0+/, '')
-    .replace(/0+$/, '');
-  return Math.ceil(Math.max(digits.length, 1) / 2) + 1;
+  const trimmed = text.trim();
+  const negative = trimmed.startsWith('-');
+  const [mantissa = '', exponent = '0'] = trimmed.replace(/^[+-]/, '').toLowerCase().split('e');
+  const [whole = '', fraction = ''] = mantissa.split('.');
+  let digits = whole + fraction;
+  // Digits before the decimal point.
+  let point = whole.length + Number(exponent);
+  const leading = /^0*/.exec(digits)![0].length;
+  digits = digits.slice(leading).replace(/0+$/, '');
+  point -= leading;
+  if (!digits) return 1;
+  const aligned = (((point % 2) + 2) % 2 === 1 ? '0' : '') + digits;
+  return Math.ceil(aligned.length / 2) + 1 + (negative ? 1 : 0);
 }
 
 const binarySize = (value: Uint8Array | string): number => (typeof value === 'string' ? Buffer.from(value, 'base64').length : value.length);

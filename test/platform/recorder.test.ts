@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { writeUnitsFor } from '../../bench/capacity/model.ts';
 import { describe, expect, it } from 'vitest';
 import { tables } from '../../functions/ops/system.ts';
 import type { TableNames } from '../../functions/ops/system.ts';
@@ -26,10 +28,17 @@ const dynamoRecords = (recorder: RequestRecorder) => recorder.records.filter((r)
 
 describe('item sizes, by DynamoDB rules', () => {
   it('CountNamesStringsNumbersListsAndMapsAsDynamoDBDoes', () => {
+    expect(numberSize('0')).toBe(1);
     expect(numberSize('1')).toBe(2);
     expect(numberSize('12345')).toBe(4);
-    expect(numberSize('-0.00120')).toBe(2);
+    // Base-100 digits aligned on the decimal point: 1|.5 is two, 12|.5 two, 1|23|45|.67|8 five.
+    expect(numberSize('1.5')).toBe(3);
+    expect(numberSize('12.5')).toBe(3);
+    expect(numberSize('12345.678')).toBe(6);
+    expect(numberSize('-3.5')).toBe(4);
+    expect(numberSize('-0.00120')).toBe(3);
     expect(numberSize('1000000')).toBe(2);
+    expect(numberSize('1.5e3')).toBe(2);
     expect(valueSize({ S: 'héllo' })).toBe(6);
     expect(valueSize({ BOOL: true })).toBe(1);
     // A list: 3 bytes, plus each element and one byte per element.
@@ -37,6 +46,34 @@ describe('item sizes, by DynamoDB rules', () => {
     // A map: 3 bytes, plus each key's name, value, and one byte per element.
     expect(valueSize({ M: { a: { S: 'xy' } } })).toBe(3 + 1 + 2 + 1);
     expect(itemSize({ pk: { S: 'TENANT#t1' }, sk: { S: 'TENANT' }, active: { N: '1' } })).toBe(2 + 9 + 2 + 6 + 6 + 2);
+  });
+});
+
+describe('item sizes against DynamoDB Local', () => {
+  it('GiveTheWriteUnitsDynamoDBLocalChargesForItemsAroundTheKilobyteBoundary', async () => {
+    const { clients, tableNames } = await recorded();
+    const shapes = [
+      (pad: string, sk: string) => ({ pk: { S: 'X' }, sk: { S: sk }, pad: { S: pad } }),
+      (pad: string, sk: string) => ({
+        pk: { S: 'X' },
+        sk: { S: sk },
+        n: { N: '12345.678' },
+        neg: { N: '-3.5' },
+        m: { M: { a: { N: '1' }, bb: { S: 'xyz' }, l: { L: [{ N: '1.5' }, { S: 'two' }, { BOOL: true }, { NULL: true }, { M: { deep: { S: 'er' } } }] } } },
+        ss: { SS: ['a', 'bb'] },
+        pad: { S: pad },
+      }),
+    ];
+    let n = 0;
+    for (const shape of shapes) {
+      let pad = 0;
+      while (itemSize(shape('a'.repeat(pad), 'k00000')) < 1024) pad++;
+      for (const length of [pad - 1, pad, pad + 1]) {
+        const item = shape('a'.repeat(length), `k${String(n++).padStart(5, '0')}`);
+        const put = await clients.dynamo.send(new PutItemCommand({ TableName: tableNames.calls, Item: item, ReturnConsumedCapacity: 'TOTAL' }));
+        expect({ length, units: put.ConsumedCapacity?.CapacityUnits }).toEqual({ length, units: writeUnitsFor(itemSize(item)) });
+      }
+    }
   });
 });
 
