@@ -1,10 +1,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateScan, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { batchKey } from '../../functions/calls/model.ts';
 import type { BatchRow } from '../../functions/calls/model.ts';
 import { pendingStates } from '../../functions/jobs/states.ts';
 import { DemoApi } from '../../functions/ops/demo/client.ts';
+import { tables } from '../../functions/ops/system.ts';
+import type { TableKey } from '../../functions/ops/system.ts';
+import { inIndex, itemSize, projection } from '../../functions/platform/item-size.ts';
 import type { CapacityHost } from './host.ts';
 
 /** One tenant of the day: its share of the contacts, split into batches, and its webhook endpoints. */
@@ -46,6 +50,8 @@ export interface DayOutcome {
   deliveries: number;
   /** Schedules still waiting when the day's jobs were done, fired at its end. */
   leftoverSchedules: number;
+  /** What the day left stored, per table and index (`jobs.byState`): bytes billed (100 per item on top) and items. */
+  stored: Record<string, { bytes: number; items: number }>;
   realSeconds: number;
   jobTimeSeconds: number;
 }
@@ -155,6 +161,7 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
       mails: host.smtpSink.messages().length - mailsBefore,
       deliveries: receivers.received(),
       leftoverSchedules: leftover,
+      stored: await storedBytes(host),
       realSeconds: (Date.now() - startedReal) / 1000,
       jobTimeSeconds: (host.clock.now() - startedJob) / 1000,
     };
@@ -200,4 +207,28 @@ async function pendingJobs(host: CapacityHost): Promise<number> {
     }),
   );
   return counts.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Storage the day left behind, read with a Scan on unrecorded clients: each item's size plus the 100 bytes
+ * DynamoDB adds per item, in the table and in every index it appears in (its projection).
+ */
+async function storedBytes(host: CapacityHost): Promise<Record<string, { bytes: number; items: number }>> {
+  const { clients, tableNames } = host.observer;
+  const stored: Record<string, { bytes: number; items: number }> = {};
+  const add = (label: string, bytes: number) => {
+    const entry = (stored[label] ??= { bytes: 0, items: 0 });
+    entry.bytes += bytes + 100;
+    entry.items++;
+  };
+  for (const [key, definition] of Object.entries(tables)) {
+    for await (const page of paginateScan({ client: clients.dynamo }, { TableName: tableNames[key as TableKey] })) {
+      // Back to DynamoDB's own form, to be sized as stored.
+      for (const item of (page.Items ?? []).map((i) => marshall(i, { removeUndefinedValues: true }))) {
+        add(definition.name, itemSize(item));
+        for (const index of definition.indexes) if (inIndex(item, index)) add(`${definition.name}.${index.name}`, itemSize(projection(item, definition, index)));
+      }
+    }
+  }
+  return stored;
 }

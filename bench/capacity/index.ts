@@ -1,6 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { retentionSeconds } from '../../functions/jobs/row.ts';
 import { mailKinds } from '../../functions/mail/kinds.ts';
+import { MAIL_RECORD_RETENTION_SECONDS } from '../../functions/mail/store.ts';
+import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
 import { allKinds } from '../../functions/ops/system.ts';
 import type { Recorded, RunRecord, ScheduleFiredRecord, SqsRecord } from '../../functions/platform/recorder.ts';
 import { fmt } from '../support.ts';
@@ -18,6 +21,13 @@ export const RATES = { average: 10_000_000 / 86_400, burst: 1_000 };
 export const MAILS_PER_RESULT = 0.1;
 /** The rescuer runs once a minute on AWS (lib/redial-stack.ts, RescuerSchedule). */
 const RESCUER_RUNS_PER_MONTH = 30 * 24 * 60;
+/** How long each table's rows stay (their TTL): most job rows finish completed; calls rows have no TTL. */
+const RETENTION_DAYS: Record<string, number | null> = {
+  jobs: retentionSeconds.completed / 86_400,
+  webhooks: EVENT_RETENTION_SECONDS / 86_400,
+  mail: MAIL_RECORD_RETENTION_SECONDS / 86_400,
+  calls: null,
+};
 
 export interface CapacityOptions {
   /** Contacts across all batches: about 1.75 results each over three rounds. @default 400 */
@@ -51,7 +61,14 @@ export interface CapacityReport extends CapacityModel {
     timeScale: number;
   };
   fixedUsdPerMonth: Record<string, number>;
-  /** 10 M results a day for 30 days, priced: per-result costs plus the fixed ones. */
+  /**
+   * What stays stored, per table and index: bytes per result the day left behind, how long TTL keeps it,
+   * and the gigabytes that makes at 10 M results a day (steady state; a table without TTL grows by that
+   * much every month).
+   */
+  storage: Record<string, { bytesPerResult: number; retentionDays: number | null; gigabytes: number }>;
+  storageUsdPerMonth: number;
+  /** 10 M results a day for 30 days, priced: per-result costs, the fixed ones and storage (with point-in-time recovery). */
   monthlyUsdAt10MPerDay: { withoutSes: number; withSes: number };
 }
 
@@ -98,7 +115,17 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     prices,
   );
   const fixed = Object.values(fixedUsdPerMonth).reduce((a, b) => a + b, 0);
-  const resultsPerMonth = RATES.average * 86_400 * 30;
+  const resultsPerDay = RATES.average * 86_400;
+  const resultsPerMonth = resultsPerDay * 30;
+  const storage = Object.fromEntries(
+    Object.entries(day.stored).map(([label, { bytes }]) => {
+      const retentionDays = RETENTION_DAYS[label.split('.')[0]!] ?? null;
+      const bytesPerResult = bytes / day.results;
+      return [label, { bytesPerResult, retentionDays, gigabytes: (bytesPerResult * resultsPerDay * (retentionDays ?? 30)) / 2 ** 30 }];
+    }),
+  );
+  const storedGb = Object.values(storage).reduce((n, s) => n + s.gigabytes, 0);
+  const storageUsdPerMonth = storedGb * (prices.dynamodb.storageGbMonth + prices.dynamodb.pitrGbMonth);
   const [largestTenant, tenantResults] = Object.entries(day.resultsByTenant).sort((a, b) => b[1] - a[1])[0]!;
   const [largestBatch, batchResults] = Object.entries(day.resultsByBatch).sort((a, b) => b[1] - a[1])[0]!;
   const report: CapacityReport = {
@@ -123,9 +150,11 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     },
     ...model,
     fixedUsdPerMonth,
+    storage,
+    storageUsdPerMonth,
     monthlyUsdAt10MPerDay: {
-      withoutSes: (model.usdPerMillionResults * resultsPerMonth) / 1e6 + fixed,
-      withSes: (model.usdPerMillionResultsWithSes * resultsPerMonth) / 1e6 + fixed,
+      withoutSes: (model.usdPerMillionResults * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
+      withSes: (model.usdPerMillionResultsWithSes * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
     },
   };
   if (options.json) writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
@@ -154,6 +183,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   lines.push(
     `scheduler           ${fmt(report.scheduler.createsPerSecondAtAverage, 1)} creates/s average, ${fmt(report.scheduler.createsPerSecondAtBurst, 1)}/s burst; mean wait ${fmt(report.scheduler.meanDelaySeconds)} s, so ${fmt(report.scheduler.liveSchedulesAtAverage)} live schedules on average, ${fmt(report.scheduler.liveSchedulesAtBurst)} at a sustained burst`,
     `lambda concurrency  ${fmt(report.lambdaConcurrencyAtAverage, 1)} on average, ${fmt(report.lambdaConcurrencyAtBurst, 1)} at the burst: ${report.lambda.map((l) => `${l.function} ${fmt(l.concurrencyAtBurst, 1)}${l.maxConcurrency === null ? '' : ` (cap ${l.maxConcurrency})`}`).join(', ')}`,
+    `storage             ${fmt(storedGb)} GB at 10 M results/day (${Object.entries(storage).map(([k, v]) => `${k} ${fmt(v.bytesPerResult)} B/result × ${v.retentionDays === null ? '30 days, growing: no TTL' : `${fmt(v.retentionDays)} days`}`).join(', ')}): ${usd(storageUsdPerMonth)}/month with point-in-time recovery`,
     `fixed               ${Object.entries(report.fixedUsdPerMonth).map(([k, v]) => `${k} ${usd(v)}/month`).join(', ')}`,
     `10 M results/day    ${usd(report.monthlyUsdAt10MPerDay.withoutSes)} a month without SES, ${usd(report.monthlyUsdAt10MPerDay.withSes)} with it${options.json ? `; JSON: ${options.json}` : ''}`,
   );

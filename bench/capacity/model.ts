@@ -419,5 +419,5 @@ export function fixedMonthlyUsd(
 }
 
 function sortedObject(map: Map<string, number>): Record<string, number> {
-  return Object.fromEntries([...map.entries()].sort((a, b) => b[1] - a[1]));
+  return Object.fromEntries([...map.entries()].filter(([, v]) => v !== 0).sort((a, b) => b[1] - a[1]));
 }

@@ -11,8 +11,10 @@ export const prices = {
     // request units (after the November 2024 reduction). https://aws.amazon.com/dynamodb/pricing/on-demand/
     writeRequestUnit: 0.625 / 1e6,
     readRequestUnit: 0.125 / 1e6,
-    // Storage, per GB-month (not per request: the docs' monthly bill only). Same page.
+    // Storage, per GB-month, and continuous backups (point-in-time recovery, on for every table in
+    // lib/constructs/table.ts), per GB-month of table size. Same page.
     storageGbMonth: 0.25,
+    pitrGbMonth: 0.2,
   },
   sqs: {
     // Standard queue: $0.40 per million requests (first 100 billion a month); every 64 KB chunk of a
