@@ -145,6 +145,7 @@ export interface LambdaRow {
   invocationsPerResult: number;
   meanDurationMs: number;
   gbSecondsPerResult: number;
+  /** Instances busy at once (Little's law); a queue worker's from full batches of its measured records. */
   concurrencyAtAverage: number;
   concurrencyAtBurst: number;
   /** The event source's maximum concurrency, for a queue worker. */
@@ -281,8 +282,15 @@ export function buildModel(input: ModelInput): CapacityModel {
   const lambdaRows: LambdaRow[] = [...lambda.entries()]
     .map(([fn, row]) => {
       const meanDurationMs = row.durationMs / row.count;
-      const concurrency = (rate: number) => row.invocations * rate * (meanDurationMs / 1000);
-      const queue = fn.startsWith('worker:') ? settings.queues[fn.slice('worker:'.length) as keyof DeployedSettings['queues']] : undefined;
+      const name = fn.startsWith('worker:') ? fn.slice('worker:'.length) : undefined;
+      const queue = name ? settings.queues[name as keyof DeployedSettings['queues']] : undefined;
+      const durations = runs.get(fn) ?? [];
+      // A worker at scale takes full batches, each as long as its slowest record (Little's law on batches);
+      // the API and the rescuer: their invocations as measured.
+      const concurrency =
+        queue && durations.length
+          ? (rate: number) => (((messages.get(name!) ?? 0) * rate) / queue.batchSize) * (expectedMaxOf(durations, queue.batchSize) / 1000)
+          : (rate: number) => row.invocations * rate * (meanDurationMs / 1000);
       return {
         function: fn,
         memoryMb: settings.memoryMb[fn]!,

@@ -189,6 +189,10 @@ describe('the model of a run', () => {
     expect(model.scheduler.liveSchedulesAtBurst).toBe(900_000);
     const api = model.lambda.find((l) => l.function === 'api')!;
     expect(api.concurrencyAtBurst).toBeCloseTo(1 * 1000 * 0.05, 10);
+    // A worker at the burst: 1,000 messages a second in full batches of ten, each as long as the slowest record.
+    const worker = model.lambda.find((l) => l.function === 'worker:webhooks')!;
+    expect(worker.concurrencyAtBurst).toBeCloseTo((1000 / 10) * (batchMs / 1000), 10);
+    expect(worker.maxConcurrency).toBe(5);
   });
 
   it('PricesFixedWorkPerRunTimesRunsAMonth', () => {
