@@ -83,6 +83,11 @@ const routeOf = (path: string): string =>
  * and each record in it (Lambda invocations and per-record durations), each API request (API Gateway and
  * the API function) and each mail sent (SES). Fresh tables in a shared DynamoDB Local, the built-in call
  * placer simulator, the SMTP sink, the rescuer on its interval, the API on a free port.
+ *
+ * A shared host builder can replace this function if it takes a `RequestRecorder` (for createAwsClients and
+ * the LocalTransport), runs each queue batch, each record in it, each API request and each rescuer pass
+ * under `recorder.measure` with the records below, records each mail its transport accepted, and exposes
+ * the transport's `firePending` and a set of unrecorded clients: everything else here is the local runtime.
  */
 export async function startCapacityHost(options: CapacityHostOptions): Promise<CapacityHost> {
   const logger = createLogger('capacity');
