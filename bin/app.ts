@@ -2,38 +2,21 @@
 // The CDK app (cdk.json runs it with Node 22, which strips the types). It assembles; lib/ decides.
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { RedialStack } from '../lib/redial-stack.ts';
+import { stackPropsFromContext } from '../lib/context.ts';
+import { RedialStack, StackConfigurationError } from '../lib/redial-stack.ts';
 
 const app = new App();
-const context = (key: string): string | undefined => {
-  const value: unknown = app.node.tryGetContext(key);
-  return typeof value === 'string' && value ? value : undefined;
-};
-const alarmEmail = context('alarmEmail');
-const callPlacerUrl = context('callPlacerUrl');
-if (!callPlacerUrl) {
-  console.warn('No call placer: the calls worker will refuse to start. Deploy with -c callPlacerUrl=https://… to dial.');
+try {
+  // cdk deploy -c callPlacerUrl=https://… -c mailDomain=… [-c alarmEmail=…] (lib/context.ts lists every key)
+  new RedialStack(app, 'Redial', {
+    description: 'redial: outbound calling campaigns with one owner of retries, the job layer',
+    ...stackPropsFromContext((key) => app.node.tryGetContext(key)),
+  });
+} catch (error) {
+  // Fail synth with the reason alone: a missing placer or mail domain is a configuration problem, not a bug.
+  if (!(error instanceof StackConfigurationError)) throw error;
+  console.error(error.message);
+  process.exit(1);
 }
-const mailDomain = context('mailDomain');
-if (!mailDomain) {
-  console.warn('No mail domain: mail is sent as example.com through SES and will be refused. Deploy with -c mailDomain=… (an SES-verified identity) to send mail.');
-}
-new RedialStack(app, 'Redial', {
-  description: 'redial: outbound calling campaigns with one owner of retries, the job layer',
-  ...(alarmEmail ? { alarmEmail } : {}),
-  ...(callPlacerUrl ? { callPlacerUrl } : {}),
-  // cdk deploy -c mailDomain=mail.example.org [-c mailFrom=...] [-c sesIdentity=...] [-c sesConfigurationSet=...] [-c publicBaseUrl=...]
-  ...(mailDomain
-    ? {
-        mail: {
-          domain: mailDomain,
-          ...(context('mailFrom') ? { from: context('mailFrom')! } : {}),
-          ...(context('sesIdentity') ? { sesIdentity: context('sesIdentity')! } : {}),
-          ...(context('sesConfigurationSet') ? { configurationSet: context('sesConfigurationSet')! } : {}),
-          ...(context('publicBaseUrl') ? { publicBaseUrl: context('publicBaseUrl')! } : {}),
-        },
-      }
-    : {}),
-});
 // cdk-nag 3 is a policy-validation plugin (its v2 Aspect API is gone): any unacknowledged finding fails synth.
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

@@ -8,6 +8,7 @@ import { startLocalRuntime } from '../functions/ops/local.ts';
 import { DEMO_TIME_SCALE, runDemo } from '../functions/ops/demo/campaign.ts';
 import { DemoApi } from '../functions/ops/demo/client.ts';
 import { DemoReceivers } from '../functions/ops/demo/receivers.ts';
+import { progressView } from '../functions/ops/demo/progress-view.ts';
 import { DEV_WEBHOOK_SECRET, localCallsEnv } from '../functions/calls/local/config.ts';
 
 const program = new Command('redial-local')
@@ -64,6 +65,7 @@ console.log(`redial is running
 Press Ctrl-C to stop.`);
 
 let stopping = false;
+const demoStop = new AbortController();
 if (receivers) {
   console.log('\ndemo campaign: a tenant, four customer endpoints and a batch of 40 contacts, through the public API');
   runDemo({
@@ -71,6 +73,8 @@ if (receivers) {
     receivers,
     stateFile: flags.memory ? undefined : join(env.DATA_DIR, 'demo.json'),
     print: (line) => console.log(line),
+    progress: progressView(process.stdout),
+    signal: demoStop.signal,
   }).then(
     () => console.log(`\nthe demo is done; redial keeps serving. Open ${runtime.url}/panel to find and fix what failed.`),
     // A demo cut short by Ctrl-C has not failed: it resumes at the next start.
@@ -81,6 +85,7 @@ if (receivers) {
 const shutdown = (signal: string) => {
   if (stopping) return;
   stopping = true;
+  demoStop.abort(new Error(signal)); // the demo's progress block is left whole before anything else is printed
   console.log(`\n${signal}: stopping…`);
   runtime.stop().then(
     () => {

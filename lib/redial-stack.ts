@@ -1,12 +1,10 @@
 import { join } from 'node:path';
-import { Aws, CfnOutput, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { CfnElement, StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -18,20 +16,20 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as ses from 'aws-cdk-lib/aws-ses';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
-import * as sns from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import { DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
-import { DISCARD_ALERT_METRIC } from '../functions/jobs/executor.ts';
+import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
 import { queueNames, queues } from '../functions/jobs/queues.ts';
 import type { QueueName } from '../functions/jobs/queues.ts';
+import { mailEnv } from '../functions/mail/config.ts';
+import { linkPaths } from '../functions/mail/links.ts';
 import { tableEnvName } from '../functions/ops/aws.ts';
 import { tables } from '../functions/ops/system.ts';
-import type { TableKey } from '../functions/ops/system.ts';
-import { METRICS_NAMESPACE } from '../functions/platform/metrics.ts';
-import { linkPaths } from '../functions/mail/links.ts';
+import type { HttpFunction, TableKey } from '../functions/ops/system.ts';
+import { FUNCTION_ACCESS, WORKER_ACCESS } from './access.ts';
+import type { FunctionAccess } from './access.ts';
 import { RedialFunction } from './constructs/function.ts';
 import { JobQueue } from './constructs/job-queue.ts';
+import { Monitoring } from './constructs/monitoring.ts';
 import { definedTable } from './constructs/table.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -57,54 +55,72 @@ class UnqualifiedLambdaInvoke extends LambdaInvoke {
 export interface PublicRoute {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   readonly path: string;
+  /** The function that serves it (functions/ops/system.ts `routesServedBy`). */
+  readonly servedBy: Exclude<HttpFunction, 'api'>;
   /** Why no IAM signature is asked for; shown to cdk-nag as the APIG4 acknowledgement. */
   readonly reason: string;
 }
 
 /**
- * The routes API Gateway serves without IAM auth (brief §7); every other route needs a SigV4 signature.
- * The call-result intake (signed webhooks) and the links sent by mail (single-use tokens) belong here;
- * each must be declared `auth: 'none'` in functions/ too, and a test holds the two lists together.
+ * The routes API Gateway serves without IAM auth (brief §7); every other route needs a SigV4 signature and
+ * goes to the API function. The call-result intake (signed webhooks) and the links sent by mail (single-use
+ * tokens) belong here; each must be declared `auth: 'none'` in functions/ too, and a test holds the two
+ * lists together.
  */
 export const PUBLIC_ROUTES: readonly PublicRoute[] = [
-  { method: 'GET', path: '/healthz', reason: 'Liveness probe for load balancers and uptime checks; it reads and reveals nothing.' },
+  { method: 'GET', path: '/healthz', servedBy: 'publicLinks', reason: 'Liveness probe for load balancers and uptime checks; it reads and reveals nothing.' },
   {
     method: 'POST',
     path: '/v1/calls/webhook',
+    servedBy: 'intake',
     reason:
       'Call-result intake for the AI call handler, an outside service without AWS credentials: every request must carry a Standard Webhooks signature (HMAC-SHA256 with CALL_WEBHOOK_SECRET, timestamp within 5 minutes), checked before the body is parsed; unsigned requests get 401 and change nothing.',
   },
   {
     method: 'GET',
     path: linkPaths.confirmEmail,
+    servedBy: 'publicLinks',
     reason: 'The link in the owner-address confirmation mail, opened: a page with a button; it changes nothing and reveals nothing but the button.',
   },
   {
     method: 'POST',
     path: linkPaths.confirmEmail,
+    servedBy: 'publicLinks',
     reason: 'The link in the owner-address confirmation mail, used: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
   },
   {
     method: 'GET',
     path: linkPaths.approveAccess,
+    servedBy: 'publicLinks',
     reason: 'The approve link in an access-request mail, opened: a page with a button; it changes nothing and reveals nothing but the button.',
   },
   {
     method: 'POST',
     path: linkPaths.approveAccess,
+    servedBy: 'publicLinks',
     reason: 'The approve link in an access-request mail, used: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
   },
   {
     method: 'GET',
     path: linkPaths.denyAccess,
+    servedBy: 'publicLinks',
     reason: 'The deny link in an access-request mail, opened: a page with a button; it changes nothing and reveals nothing but the button.',
   },
   {
     method: 'POST',
     path: linkPaths.denyAccess,
+    servedBy: 'publicLinks',
     reason: 'The deny link in an access-request mail, used: its single-use, expiring, 256-bit token (stored only as a hash) is its auth.',
   },
 ];
+
+/** The entry file of each HTTP function and the rescuer, relative to the repository root. */
+export const FUNCTION_ENTRIES: Readonly<Record<HttpFunction | 'rescuer', string>> = {
+  intake: 'functions/calls/lambda/intake.ts',
+  publicLinks: 'functions/mail/lambda/links.ts',
+  api: 'functions/ops/lambda/api.ts',
+  rescuer: 'functions/ops/lambda/rescuer.ts',
+};
 
 /**
  * Worker entry files of queues whose folder is not `functions/<queue>/lambda/worker.ts`, relative to the
@@ -129,57 +145,114 @@ export interface RedialMailProps {
   readonly publicBaseUrl?: string;
 }
 
+/** A token bucket of API Gateway: `rateLimit` requests a second on average, bursts up to `burstLimit`. */
+export interface Throttle {
+  readonly rateLimit: number;
+  readonly burstLimit: number;
+}
+
+/** Request limits per HTTP function's routes (each route of a function gets this limit of its own). */
+export type ApiThrottling = Readonly<Record<HttpFunction, Throttle>>;
+
+/**
+ * Default request limits (API Gateway answers 429 above them, before any Lambda runs):
+ * - `intake`: the design carries bursts of 1,000 results a second; the steady rate allows them, the
+ *   bucket holds two seconds' worth.
+ * - `publicLinks`: people clicking links in mails (and an uptime probe on /healthz).
+ * - `api`: the stage default, for every IAM route: operators and tenants' back ends.
+ */
+export const DEFAULT_THROTTLING: ApiThrottling = {
+  intake: { rateLimit: 1000, burstLimit: 2000 },
+  publicLinks: { rateLimit: 10, burstLimit: 20 },
+  api: { rateLimit: 100, burstLimit: 200 },
+};
+
+/**
+ * Concurrency reserved for the intake, and its ceiling. 1,000 results a second at ≈ 50–100 ms each is
+ * 50–100 invocations at once; a flood of unsigned POSTs can take no more than this from the workers.
+ * The account keeps at least 100 unreserved, so this needs an account concurrency limit of 200 or more.
+ */
+export const DEFAULT_INTAKE_RESERVED_CONCURRENCY = 100;
+
 /** Properties of the {@link RedialStack}. */
 export interface RedialStackProps extends StackProps {
   /**
-   * Mail settings. The identity must be verified in SES (and the account out of the SES sandbox to mail
-   * unverified recipients) before mail goes out.
-   * @default { domain: 'example.com' } - synthesizes, but SES will refuse to send; set it to deploy
+   * The call placer's URL (`POST {batchId, contactNumber, round, callId, callbackUrl}`, brief §8), https.
+   * Required: a stack that cannot dial is refused at synth, not discovered by every dial for days.
    */
-  readonly mail?: RedialMailProps;
+  readonly callPlacerUrl: string;
+  /**
+   * Mail settings. Required, for the same reason. The identity must be verified in SES (and the account
+   * out of the SES sandbox to mail unverified recipients) before mail goes out.
+   */
+  readonly mail: RedialMailProps;
   /** An address subscribed to the alarm topic. @default - no subscription; subscribe later */
   readonly alarmEmail?: string;
   /** How long every function's logs and the API access logs are kept. @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
-  /**
-   * The call placer's URL (`POST {batchId, contactNumber, round, callbackUrl}`, brief §8), https.
-   * @default - none: the calls worker refuses to start until it is set (`cdk deploy -c callPlacerUrl=https://…`)
-   */
-  readonly callPlacerUrl?: string;
   /** A call with no result after this long is ended by its watchdog with TIMEOUT. @default 600 */
   readonly callTimeoutSeconds?: number;
+  /** Request limits of the HTTP API, per function's routes. @default DEFAULT_THROTTLING */
+  readonly throttling?: Partial<ApiThrottling>;
+  /** @default DEFAULT_INTAKE_RESERVED_CONCURRENCY */
+  readonly intakeReservedConcurrency?: number;
+  /**
+   * Deletion protection on the tables, which are then kept when the stack is deleted. Turn it off for
+   * throw-away test stacks only: their tables are deleted with them.
+   * @default true
+   */
+  readonly deletionProtection?: boolean;
 }
 
 /**
  * redial on AWS: the tables, one SQS queue and worker per job queue, the Scheduler group and role for
- * long delays, the rescuer on a one-minute schedule, the HTTP API and the discard alarm.
+ * long delays, the rescuer on a one-minute schedule, the HTTP API (the intake, the mail links and the
+ * IAM routes each in a function of their own), and the alarms and dashboard an operator watches.
+ *
+ * Every function gets only what lib/access.ts says its code touches.
  */
 export class RedialStack extends Stack {
   readonly tables: Record<TableKey, dynamodb.TableV2>;
   readonly jobQueues: Record<QueueName, JobQueue>;
   readonly schedulerRole: iam.Role;
-  readonly scheduleGroup: scheduler.ScheduleGroup;
+  /** The job wake-up schedule group. Its name is CloudFormation's (`Ref`), never fixed. */
+  readonly scheduleGroup: scheduler.CfnScheduleGroup;
   readonly apiFunction: NodejsFunction;
+  readonly intakeFunction: NodejsFunction;
+  readonly publicLinksFunction: NodejsFunction;
   readonly rescuerFunction: NodejsFunction;
   readonly api: apigw.HttpApi;
-  readonly alarmTopic: sns.Topic;
+  readonly stage: apigw.HttpStage;
+  readonly monitoring: Monitoring;
   /**
    * The call-result intake's Standard Webhooks signing secret, shared with the AI call handler. Generated
    * at deploy (32 base64 characters, which the verifier takes as a key); put the handler's own `whsec_…`
-   * value in instead if it has one. Only the API function may read it, once per cold start.
+   * value in instead if it has one. Only the intake function may read it, once per cold start.
    */
   readonly callWebhookSecret: secretsmanager.Secret;
+  /**
+   * The key for webhook endpoint secrets at rest: the API may encrypt (register) and decrypt (an
+   * idempotent replay shows the secret again), the webhooks worker only decrypt (to sign). Provisioned for
+   * the webhooks store, which does not use it yet.
+   */
+  readonly webhookSecretsKey: kms.Key;
+  /** Every function by the name lib/access.ts grants it under: intake, publicLinks, api, rescuer, `<queue>Worker`. */
+  readonly functions: Readonly<Record<string, NodejsFunction>>;
   /** Every function's entry file, relative to the repository root, by construct path. */
   readonly entries: Readonly<Record<string, string>>;
 
-  constructor(scope: Construct, id: string, props: RedialStackProps = {}) {
+  private readonly mail: RedialMailProps;
+
+  constructor(scope: Construct, id: string, props: RedialStackProps) {
     super(scope, id, props);
+    const { callPlacerUrl, mail } = checkedConfiguration(props);
+    this.mail = mail;
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     const entries: Record<string, string> = {};
     const entry = (file: string) => join(root, file);
 
     this.tables = Object.fromEntries(
-      Object.entries(tables).map(([key, definition]) => [key, definedTable(this, `${pascal(key)}Table`, definition)]),
+      Object.entries(tables).map(([key, definition]) => [key, definedTable(this, `${pascal(key)}Table`, definition, { protect: props.deletionProtection ?? true })]),
     ) as Record<TableKey, dynamodb.TableV2>;
 
     // Egress: the webhooks worker (webhook.deliver) sends to customer URLs on the internet, so no worker
@@ -195,153 +268,187 @@ export class RedialStack extends Stack {
     ) as Record<QueueName, JobQueue>;
 
     // Scheduler delivers wake-ups due later than SQS's 15-minute delay; it assumes this role to send them.
-    this.scheduleGroup = new scheduler.ScheduleGroup(this, 'JobSchedules');
+    // The group has no fixed name and is deleted with the stack (with the wake-ups in it): a redeploy after
+    // a destroy creates a new one instead of colliding with a kept one. A deleted wake-up loses nothing:
+    // the job row is the truth, and the rescuer wakes any job that is due and idle.
+    this.scheduleGroup = new scheduler.CfnScheduleGroup(this, 'JobSchedules');
+    this.scheduleGroup.applyRemovalPolicy(RemovalPolicy.DESTROY);
     this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
       description: 'EventBridge Scheduler sends job wake-ups to the job queues',
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com').withConditions({
         StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
-        ArnLike: { 'aws:SourceArn': this.scheduleGroup.scheduleGroupArn },
+        ArnLike: { 'aws:SourceArn': this.scheduleGroup.attrArn },
       }),
     });
-    for (const { queue } of Object.values(this.jobQueues)) queue.grant(this.schedulerRole, 'sqs:SendMessage');
+    this.schedulerRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: Object.values(this.jobQueues).map((q) => q.queue.queueArn) }));
 
-    this.apiFunction = new RedialFunction(this, 'Api', {
-      entry: entry('functions/ops/lambda/api.ts'),
-      description: 'redial HTTP API: every route, behind API Gateway',
-      timeout: Duration.seconds(15),
-      logRetention,
-    }).function;
-    entries[this.apiFunction.node.path] = 'functions/ops/lambda/api.ts';
-
-    this.rescuerFunction = new RedialFunction(this, 'Rescuer', {
-      entry: entry('functions/ops/lambda/rescuer.ts'),
-      description: 'redial rescuer: re-wakes lost jobs and expired leases, enqueues periodic jobs',
-      timeout: Duration.seconds(50),
-      logRetention,
-    }).function;
-    entries[this.rescuerFunction.node.path] = 'functions/ops/lambda/rescuer.ts';
+    const httpFunction = (name: HttpFunction | 'rescuer', description: string, timeout: Duration, reservedConcurrentExecutions?: number) => {
+      const built = new RedialFunction(this, pascal(name), {
+        entry: entry(FUNCTION_ENTRIES[name]),
+        description,
+        timeout,
+        logRetention,
+        ...(reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions } : {}),
+      });
+      entries[built.function.node.path] = FUNCTION_ENTRIES[name];
+      return built;
+    };
+    this.intakeFunction = httpFunction(
+      'intake',
+      'redial call-result intake: POST /v1/calls/webhook (signed, public)',
+      Duration.seconds(10),
+      props.intakeReservedConcurrency ?? DEFAULT_INTAKE_RESERVED_CONCURRENCY,
+    ).function;
+    this.publicLinksFunction = httpFunction('publicLinks', 'redial mail links and /healthz (public, token-authenticated)', Duration.seconds(10)).function;
+    this.apiFunction = httpFunction('api', 'redial ops and tenant API: every IAM route', Duration.seconds(15)).function;
+    const rescuer = httpFunction('rescuer', 'redial rescuer: re-wakes lost jobs and expired leases, enqueues periodic jobs', Duration.seconds(50));
+    this.rescuerFunction = rescuer.function;
     new scheduler.Schedule(this, 'RescuerSchedule', {
       description: 'Runs the job rescuer every minute',
       schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
       // Not retried: the next minute's pass is the retry.
       target: new UnqualifiedLambdaInvoke(this.rescuerFunction, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
     });
-
-    for (const fn of [this.apiFunction, this.rescuerFunction, ...Object.values(this.jobQueues).map((q) => q.worker)]) this.grantJobs(fn);
     this.entries = entries;
 
-    const { api, stage } = this.httpApi(this.apiFunction, logRetention);
+    this.functions = {
+      intake: this.intakeFunction,
+      publicLinks: this.publicLinksFunction,
+      api: this.apiFunction,
+      rescuer: this.rescuerFunction,
+      ...Object.fromEntries(queueNames.map((name) => [`${name}Worker`, this.jobQueues[name].worker])),
+    };
+
+    const { api, stage } = this.httpApi(logRetention, { ...DEFAULT_THROTTLING, ...props.throttling });
     this.api = api;
-    this.callWebhookSecret = this.callsConfiguration(props);
-    this.configureMail(props.mail ?? { domain: 'example.com' }, [this.apiFunction, this.rescuerFunction, ...Object.values(this.jobQueues).map((q) => q.worker)]);
-    this.alarmTopic = this.discardAlarm(props.alarmEmail);
+    this.stage = stage;
+
+    this.callWebhookSecret = new secretsmanager.Secret(this, 'CallWebhookSecret', {
+      description: 'redial: Standard Webhooks secret the AI call handler signs call results with',
+      generateSecretString: { passwordLength: 32, excludePunctuation: true, includeSpace: false },
+    });
+    Validations.of(this.callWebhookSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'Shared with an outside signer (the AI call handler); rotating it is a coordinated change with that vendor, not an automatic one. The intake accepts several signatures, so a rotation can overlap.',
+    });
+    this.webhookSecretsKey = new kms.Key(this, 'WebhookSecretsKey', { description: 'Encrypts webhook endpoint signing secrets at rest', enableKeyRotation: true });
+
+    for (const fn of Object.values(this.functions)) this.configureEnvironment(fn, mail);
+    for (const [name, access] of Object.entries(FUNCTION_ACCESS)) this.grantAccess(this.functions[name]!, access);
+    for (const name of queueNames) this.grantAccess(this.jobQueues[name].worker, WORKER_ACCESS[name]);
+
+    const calls = this.jobQueues.calls.worker;
+    calls.addEnvironment('CALL_PLACER_URL', callPlacerUrl);
+    calls.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
+    calls.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      functions: this.functions,
+      queues: Object.fromEntries(queueNames.map((name) => [name, { queue: this.jobQueues[name].queue, workerTimeoutSeconds: queues[name].timeoutSeconds }])),
+      tables: Object.fromEntries(Object.entries(tables).map(([key, definition]) => [key, { table: this.tables[key as TableKey], indexes: definition.indexes.map((i) => i.name) }])),
+      api: this.api,
+      scheduleGroupName: this.scheduleGroup.ref,
+      rescuer: { fn: this.rescuerFunction, logGroup: rescuer.logGroup },
+      ...(props.alarmEmail ? { alarmEmail: props.alarmEmail } : {}),
+    });
 
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'HTTP API base URL' });
     new CfnOutput(this, 'JobsTableName', { value: this.tables.jobs.tableName, description: 'The jobs table' });
-    new CfnOutput(this, 'AlarmTopicArn', { value: this.alarmTopic.topicArn, description: 'Subscribe here for job discard alerts' });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn, description: 'Subscribe here for alarms (runbook: docs/operations.md)' });
+    new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName, description: 'The CloudWatch dashboard' });
   }
 
   /**
-   * What a function that enqueues or runs jobs needs (functions/jobs/aws.ts `jobsAwsConfig`): the table
-   * names, every queue's address, the Scheduler group and role, and the least privilege to use them.
+   * What every function parses at cold start (functions/ops/aws.ts `awsSystem`): the table names, every
+   * queue's address, the Scheduler group and role, the mail configuration. Names and addresses only: what a
+   * function may do with them is its role's business ({@link grantAccess}).
    */
-  private grantJobs(fn: NodejsFunction): void {
-    if (!fn.role) throw new Error(`${fn.node.path} has no role to grant job access to`);
-    for (const [key, table] of Object.entries(this.tables)) {
-      fn.addEnvironment(tableEnvName(key), table.tableName);
-      table.grantReadWriteData(fn);
-    }
+  private configureEnvironment(fn: NodejsFunction, mail: RedialMailProps): void {
+    for (const [key, table] of Object.entries(this.tables)) fn.addEnvironment(tableEnvName(key), table.tableName);
     fn.addEnvironment(
       'JOB_QUEUES',
       this.toJsonString(Object.fromEntries(Object.entries(this.jobQueues).map(([name, { queue }]) => [name, { url: queue.queueUrl, arn: queue.queueArn }]))),
     );
-    for (const { queue } of Object.values(this.jobQueues)) queue.grant(fn, 'sqs:SendMessage');
-    fn.addEnvironment('SCHEDULER_GROUP', this.scheduleGroup.scheduleGroupName);
+    fn.addEnvironment('SCHEDULER_GROUP', this.scheduleGroup.ref);
     fn.addEnvironment('SCHEDULER_ROLE_ARN', this.schedulerRole.roleArn);
-    const schedulesInGroup = this.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${this.scheduleGroup.scheduleGroupName}/*` });
-    fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['scheduler:CreateSchedule'], resources: [schedulesInGroup] }));
+    // functions/mail/config.ts: MAIL_DOMAIN, MAIL_FROM, PUBLIC_BASE_URL, MAIL_TRANSPORT=ses, SES_CONFIGURATION_SET.
+    fn.addEnvironment('MAIL_DOMAIN', mail.domain);
+    if (mail.from) fn.addEnvironment('MAIL_FROM', mail.from);
+    fn.addEnvironment('MAIL_TRANSPORT', 'ses');
+    fn.addEnvironment('PUBLIC_BASE_URL', mail.publicBaseUrl ?? this.api.apiEndpoint);
+    if (mail.configurationSet) fn.addEnvironment('SES_CONFIGURATION_SET', mail.configurationSet);
+  }
 
-    this.schedulerRole.grantPassRole(fn.role);
+  /** Grants a function exactly its {@link FunctionAccess} (lib/access.ts). */
+  private grantAccess(fn: NodejsFunction, access: FunctionAccess): void {
+    const role = fn.role;
+    if (!role) throw new Error(`${fn.node.path} has no role to grant to`);
+    const allow = (actions: string[], resources: string[], conditions?: Record<string, unknown>) =>
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources, ...(conditions ? { conditions } : {}) }));
 
-    // The findings sit on the role's default policy; an acknowledgement covers the construct and its children.
-    const acknowledge = Validations.of(fn.role);
-    for (const table of Object.values(this.tables)) {
-      acknowledge.acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${this.logicalIdOf(table)}.Arn>/index/*]`,
-        reason: "Queries the table's own secondary indexes (the jobs table's byState: rescuer passes and ops listings); the wildcard covers index names of this one table.",
+    for (const [key, grant] of Object.entries(access.tables)) {
+      const table = this.tables[key as TableKey];
+      const leadingKeys = grant.partitionKeyPrefixes ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': grant.partitionKeyPrefixes.map((p) => `${p}*`) } } : undefined;
+      allow(
+        grant.actions.map((a) => `dynamodb:${a}`),
+        [table.tableArn],
+        leadingKeys,
+      );
+      if (grant.indexes?.length) allow(['dynamodb:Query'], grant.indexes.map((index) => `${table.tableArn}/index/${index}`));
+    }
+    if (access.sendTo.length) allow(['sqs:SendMessage'], access.sendTo.map((q) => this.jobQueues[q].queue.queueArn));
+
+    const schedules = this.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${this.scheduleGroup.ref}/*` });
+    if (access.schedules?.create) {
+      allow(['scheduler:CreateSchedule'], [schedules]);
+      // The role a schedule runs with, handed to Scheduler only.
+      allow(['iam:PassRole'], [this.schedulerRole.roleArn], { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } });
+    }
+    if (access.schedules?.delete) allow(['scheduler:DeleteSchedule'], [schedules]);
+    if (access.schedules) {
+      Validations.of(role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/<${this.logicalIdOf(this.scheduleGroup)}>/*]`,
+        reason: 'One-time job wake-up schedules are named per job and attempt at run time; the wildcard stays inside the job schedule group.',
       });
     }
-    acknowledge.acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${this.scheduleGroup.scheduleGroupName}/*]`,
-      reason: 'Creates one-time job wake-up schedules, named per job and attempt at run time; the wildcard stays inside the job schedule group.',
-    });
-  }
 
-  /**
-   * The calls context's configuration: the intake's secret for the API (by ARN, read at cold start, never
-   * in an environment variable), and for the calls worker the placer's URL, the intake's public URL
-   * (its callbackUrl) and the call timeout.
-   */
-  private callsConfiguration(props: RedialStackProps): secretsmanager.Secret {
-    const secret = new secretsmanager.Secret(this, 'CallWebhookSecret', {
-      description: 'redial: Standard Webhooks secret the AI call handler signs call results with',
-      generateSecretString: { passwordLength: 32, excludePunctuation: true, includeSpace: false },
-    });
-    Validations.of(secret).acknowledge({
-      id: 'AwsSolutions-SMG4',
-      reason: 'Shared with an outside signer (the AI call handler); rotating it is a coordinated change with that vendor, not an automatic one. The intake accepts several signatures, so a rotation can overlap.',
-    });
-    secret.grantRead(this.apiFunction);
-    this.apiFunction.addEnvironment('CALL_WEBHOOK_SECRET_ARN', secret.secretArn);
-
-    const worker = this.jobQueues.calls.worker;
-    if (props.callPlacerUrl !== undefined) {
-      const url = new URL(props.callPlacerUrl);
-      if (url.protocol !== 'https:') throw new Error(`callPlacerUrl must be https, got ${props.callPlacerUrl}`);
-      worker.addEnvironment('CALL_PLACER_URL', url.toString());
+    if (access.callWebhookSecret) {
+      allow(['secretsmanager:GetSecretValue'], [this.callWebhookSecret.secretArn]);
+      fn.addEnvironment('CALL_WEBHOOK_SECRET_ARN', this.callWebhookSecret.secretArn);
     }
-    worker.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
-    worker.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
-    return secret;
-  }
-
-  /**
-   * What functions/mail/config.ts parses at every cold start (MAIL_DOMAIN, MAIL_FROM, PUBLIC_BASE_URL,
-   * MAIL_TRANSPORT=ses, SES_CONFIGURATION_SET), and for the mail worker alone, leave to send as the one
-   * configured SES identity (and through the configured configuration set).
-   */
-  private configureMail(mail: RedialMailProps, functions: NodejsFunction[]): void {
-    for (const fn of functions) {
-      fn.addEnvironment('MAIL_DOMAIN', mail.domain);
-      if (mail.from) fn.addEnvironment('MAIL_FROM', mail.from);
-      fn.addEnvironment('MAIL_TRANSPORT', 'ses');
-      fn.addEnvironment('PUBLIC_BASE_URL', mail.publicBaseUrl ?? this.api.apiEndpoint);
-      if (mail.configurationSet) fn.addEnvironment('SES_CONFIGURATION_SET', mail.configurationSet);
-    }
-    const sender = this.jobQueues.mail.worker;
-    ses.EmailIdentity.fromEmailIdentityName(this, 'MailIdentity', mail.sesIdentity ?? mail.domain).grantSendEmail(sender);
-    if (mail.configurationSet) {
-      sender.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['ses:SendEmail', 'ses:SendRawEmail'],
-          resources: [this.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: mail.configurationSet })],
-        }),
+    if (access.webhookSecretsKey?.length) {
+      allow(
+        access.webhookSecretsKey.map((use) => (use === 'encrypt' ? 'kms:Encrypt' : 'kms:Decrypt')),
+        [this.webhookSecretsKey.keyArn],
       );
+      fn.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', this.webhookSecretsKey.keyArn);
+    }
+    if (access.sendMail) {
+      ses.EmailIdentity.fromEmailIdentityName(this, 'MailIdentity', this.mail.sesIdentity ?? this.mail.domain).grantSendEmail(fn);
+      if (this.mail.configurationSet) {
+        allow(['ses:SendEmail', 'ses:SendRawEmail'], [this.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.mail.configurationSet })]);
+      }
     }
   }
 
   /** The logical id of a construct's CloudFormation resource, as cdk-nag names it in a finding. */
   private logicalIdOf(construct: Construct): string {
-    return this.getLogicalId(construct.node.defaultChild as CfnElement);
+    return this.getLogicalId((construct.node.defaultChild ?? construct) as CfnElement);
   }
 
-  /** The HTTP API: one Lambda behind it; IAM auth on every route except {@link PUBLIC_ROUTES}. */
-  private httpApi(handler: NodejsFunction, logRetention: logs.RetentionDays): { api: apigw.HttpApi; stage: apigw.HttpStage } {
+  /**
+   * The HTTP API: every route behind IAM goes to the API function, each {@link PUBLIC_ROUTES} entry to its
+   * own function without auth. The stage limits requests per route (default: the API's limit; the public
+   * routes: their function's), and logs every request.
+   */
+  private httpApi(logRetention: logs.RetentionDays, throttling: ApiThrottling): { api: apigw.HttpApi; stage: apigw.HttpStage } {
     const api = new apigw.HttpApi(this, 'HttpApi', { description: 'redial ops and tenant API', createDefaultStage: false });
     const accessLogs = new logs.LogGroup(this, 'HttpApiAccessLogs', { retention: logRetention });
+    // HTTP APIs have no X-Ray tracing (REST APIs only); each function's active tracing starts the trace.
     const stage = api.addStage('DefaultStage', {
       stageName: '$default',
       autoDeploy: true,
+      throttle: throttling.api,
       accessLogSettings: {
         destination: new apigw.LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(
@@ -360,57 +467,55 @@ export class RedialStack extends Stack {
         ),
       },
     });
-    const integration = new HttpLambdaIntegration('ApiIntegration', handler);
-    api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration, authorizer: new HttpIamAuthorizer() });
+    const integrations: Record<HttpFunction, HttpLambdaIntegration> = {
+      api: new HttpLambdaIntegration('ApiIntegration', this.apiFunction),
+      intake: new HttpLambdaIntegration('IntakeIntegration', this.intakeFunction),
+      publicLinks: new HttpLambdaIntegration('PublicLinksIntegration', this.publicLinksFunction),
+    };
+    api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration: integrations.api, authorizer: new HttpIamAuthorizer() });
+    const routeSettings: Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = {};
     for (const route of PUBLIC_ROUTES) {
-      const added = api.addRoutes({ path: route.path, methods: [apigw.HttpMethod[route.method]], integration, authorizer: new apigw.HttpNoneAuthorizer() });
-      for (const r of added) Validations.of(r).acknowledge({ id: 'AwsSolutions-APIG4', reason: `Public by design (brief §7): ${route.reason}` });
+      const added = api.addRoutes({ path: route.path, methods: [apigw.HttpMethod[route.method]], integration: integrations[route.servedBy], authorizer: new apigw.HttpNoneAuthorizer() });
+      for (const r of added) {
+        Validations.of(r).acknowledge({ id: 'AwsSolutions-APIG4', reason: `Public by design (brief §7): ${route.reason}` });
+        // A stage's route settings name existing routes: CloudFormation must create the route first.
+        stage.node.addDependency(r);
+      }
+      const limit = throttling[route.servedBy];
+      routeSettings[`${route.method} ${route.path}`] = { ThrottlingRateLimit: limit.rateLimit, ThrottlingBurstLimit: limit.burstLimit };
     }
+    (stage.node.defaultChild as apigw.CfnStage).routeSettings = routeSettings;
     return { api, stage };
-  }
-
-  /** An alarm on any discard with an alert (attempts exhausted), notifying an encrypted SNS topic. */
-  private discardAlarm(alarmEmail: string | undefined): sns.Topic {
-    // CloudWatch cannot publish to a topic under the AWS-managed SNS key; it needs a key that lets it in.
-    const key = new kms.Key(this, 'AlarmTopicKey', { description: 'Encrypts the redial alarm topic', enableKeyRotation: true });
-    key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        resources: ['*'],
-      }),
-    );
-    const topic = new sns.Topic(this, 'AlarmTopic', { displayName: 'redial alarms', enforceSSL: true, masterKey: key });
-    if (alarmEmail) topic.addSubscription(new EmailSubscription(alarmEmail));
-
-    // Powertools adds a `service` dimension to every metric, and each function has its own service name;
-    // a Metrics Insights query sums the metric over all of them, so a new worker needs no new alarm.
-    const alarm = new cloudwatch.Alarm(this, 'JobDiscardedAlarm', {
-      alarmDescription: 'A job was discarded with an alert (its attempts ran out); inspect and retry it from the ops CLI or panel.',
-      metric: new cloudwatch.MathExpression({
-        expression: `SELECT SUM(${DISCARD_ALERT_METRIC}) FROM "${METRICS_NAMESPACE}"`,
-        period: Duration.minutes(5),
-        label: DISCARD_ALERT_METRIC,
-        usingMetrics: {},
-      }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      datapointsToAlarm: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    alarm.addAlarmAction(new SnsAction(topic));
-    topic.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-        actions: ['sns:Publish'],
-        resources: [topic.topicArn],
-        conditions: { ArnLike: { 'aws:SourceArn': alarm.alarmArn }, StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
-      }),
-    );
-    return topic;
   }
 }
 
-/** `ops` → `Ops`, `webhookDeliver` → `WebhookDeliver`: construct ids from logical names. */
+/** The stack cannot be deployed as configured; the message names each problem. */
+export class StackConfigurationError extends Error {
+  override readonly name = 'StackConfigurationError';
+}
+
+/**
+ * Refuses, at synth, a configuration the functions would refuse at every cold start: no https placer, a
+ * mail domain or From that functions/mail/config.ts would not parse, a call timeout out of range.
+ */
+function checkedConfiguration(props: RedialStackProps): { callPlacerUrl: string; mail: RedialMailProps } {
+  const problems: string[] = [];
+  let placer: URL | undefined;
+  try {
+    placer = new URL(props.callPlacerUrl);
+  } catch {
+    problems.push(`callPlacerUrl must be an https URL, got ${JSON.stringify(props.callPlacerUrl)}`);
+  }
+  if (placer && placer.protocol !== 'https:') problems.push(`callPlacerUrl must be https, got ${props.callPlacerUrl}`);
+  const domain = mailEnv.shape.MAIL_DOMAIN.safeParse(props.mail?.domain);
+  if (!domain.success) problems.push(`mail domain ${JSON.stringify(props.mail?.domain)}: ${domain.error.issues[0]?.message ?? 'invalid'}`);
+  if (props.mail?.from !== undefined && !mailEnv.shape.MAIL_FROM.safeParse(props.mail.from).success) problems.push(`mail from ${JSON.stringify(props.mail.from)} is not a From header`);
+  if (props.callTimeoutSeconds !== undefined && !callsEnv.shape.CALL_TIMEOUT_SECONDS.safeParse(props.callTimeoutSeconds).success) {
+    problems.push(`callTimeoutSeconds must be a whole number of seconds from 10 to 86400, got ${props.callTimeoutSeconds}`);
+  }
+  if (problems.length > 0) throw new StackConfigurationError(`redial cannot be deployed as configured:\n  - ${problems.join('\n  - ')}`);
+  return { callPlacerUrl: placer!.toString(), mail: props.mail };
+}
+
+/** `ops` → `Ops`, `publicLinks` → `PublicLinks`: construct ids from logical names. */
 const pascal = (name: string): string => name.charAt(0).toUpperCase() + name.slice(1);

@@ -147,6 +147,27 @@ export function apiRoutes(deps: SystemDeps): Route<never, never, never>[] {
   return routes;
 }
 
+/**
+ * The deployed functions that serve HTTP on AWS, each with only the grants its routes need (lib/access.ts):
+ * `intake` serves the calls context's public route (the signed call-result intake), `publicLinks` the other
+ * public routes (the links sent by mail, and /healthz), `api` every route behind IAM.
+ */
+export type HttpFunction = 'intake' | 'publicLinks' | 'api';
+
+const routeKey = (r: Pick<Route<never, never, never>, 'method' | 'path'>) => `${r.method} ${r.path}`;
+
+/** Which deployed function serves each route of {@link apiRoutes}, by `METHOD /path`. */
+export function httpFunctionsByRoute(deps: SystemDeps): Record<string, HttpFunction> {
+  const intake = new Set(callsRoutes(callsDepsOf(deps)).filter((r) => r.auth === 'none').map(routeKey));
+  return Object.fromEntries(apiRoutes(deps).map((r) => [routeKey(r), r.auth === 'iam' ? 'api' : intake.has(routeKey(r)) ? 'intake' : 'publicLinks']));
+}
+
+/** The routes one deployed function serves (its Lambda entry point routes these and nothing else). */
+export function routesServedBy(deps: SystemDeps, fn: HttpFunction): Route<never, never, never>[] {
+  const byRoute = httpFunctionsByRoute(deps);
+  return apiRoutes(deps).filter((r) => byRoute[routeKey(r)] === fn);
+}
+
 /** Every HTTP route: the API, plus what a host serves beside it (the local panel, the call-placer simulator). */
 export function allRoutes(deps: SystemDeps, extra: readonly Route<never, never, never>[] = []): Route<never, never, never>[] {
   return [...apiRoutes(deps), ...extra];

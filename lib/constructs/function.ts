@@ -26,6 +26,13 @@ export interface RedialFunctionProps {
    * @default 0
    */
   readonly asyncRetryAttempts?: number;
+  /**
+   * Concurrency reserved for this function, and its ceiling: a flood on it cannot take more of the
+   * account's concurrency than this, and it always has this much.
+   *
+   * @default - none: the function draws on the account's unreserved pool
+   */
+  readonly reservedConcurrentExecutions?: number;
 }
 
 /**
@@ -61,6 +68,9 @@ export class RedialFunction extends Construct {
       // Stack traces in the logs point into the TypeScript sources, not the minified bundle.
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
       retryAttempts: props.asyncRetryAttempts ?? 0,
+      ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
+      // Every invocation is traced (X-Ray), so one intake result can be followed through fanout and delivery.
+      tracing: lambda.Tracing.ACTIVE,
       bundling: {
         forceDockerBundling: false,
         format: OutputFormat.ESM,
@@ -74,6 +84,11 @@ export class RedialFunction extends Construct {
       },
     });
 
+    // Active tracing adds the X-Ray writes to the role; X-Ray has no resource to scope them to.
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'xray:PutTraceSegments and xray:PutTelemetryRecords (added by active tracing) support no resource-level permissions; they write this function’s traces only.',
+    });
     Validations.of(this.function).acknowledge({
       id: 'AwsSolutions-L1',
       reason:

@@ -1,5 +1,5 @@
 import { Duration, Validations } from 'aws-cdk-lib';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -62,12 +62,15 @@ export class JobQueue extends Construct {
       ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
       ...(props.environment ? { environment: props.environment } : {}),
     }).function;
-    this.worker.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: props.spec.batchSize,
-        maxConcurrency: props.spec.maxConcurrency,
-        reportBatchItemFailures: true,
-      }),
-    );
+    new lambda.EventSourceMapping(this, 'Messages', {
+      target: this.worker,
+      eventSourceArn: this.queue.queueArn,
+      batchSize: props.spec.batchSize,
+      maxConcurrency: props.spec.maxConcurrency,
+      reportBatchItemFailures: true,
+    });
+    // What Lambda's poller needs and nothing more (AWSLambdaSQSQueueExecutionRole's three actions; CDK's
+    // SqsEventSource would add ChangeMessageVisibility and GetQueueUrl, which nothing here calls).
+    this.queue.grant(this.worker, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes');
   }
 }

@@ -1,40 +1,15 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
-import type { CfnElement } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { parseMailConfig } from '../../functions/mail/config.ts';
 import { linkPaths } from '../../functions/mail/links.ts';
-import { PUBLIC_ROUTES, RedialStack } from '../../lib/redial-stack.ts';
-import type { RedialStackProps } from '../../lib/redial-stack.ts';
+import { PUBLIC_ROUTES } from '../../lib/redial-stack.ts';
+import type { RedialMailProps } from '../../lib/redial-stack.ts';
+import { synth as synthStack } from './synth.ts';
+import type { Statement } from './synth.ts';
 
-const root = join(import.meta.dirname, '..', '..');
-
-interface Resource {
-  Type: string;
-  Properties: Record<string, unknown>;
-}
-interface Statement {
-  Effect: string;
-  Action: string | string[];
-  Resource: unknown;
-}
-
-function synth(props: RedialStackProps = {}) {
-  const { context } = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
-  const app = new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: false });
-  const stack = new RedialStack(app, 'MailTest', props);
-  const resources = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
-  const idOf = (construct: IConstruct) => stack.getLogicalId((construct.node.defaultChild ?? construct) as CfnElement);
-  const statementsOfRole = (roleId: string): Statement[] =>
-    Object.values(resources)
-      .filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties['Roles'] as { Ref: string }[]).some((ref) => ref.Ref === roleId))
-      .flatMap((p) => (p.Properties['PolicyDocument'] as { Statement: Statement[] }).Statement);
-  const functions = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
-  const roleOf = (fn: Resource) => (fn.Properties['Role'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-  return { stack, resources, idOf, statementsOfRole, functions, roleOf };
+function synth(props: { mail: RedialMailProps }) {
+  const s = synthStack(props);
+  const functions = s.ofType('AWS::Lambda::Function');
+  return { stack: s.stack, resources: s.resources, idOf: s.idOf, statementsOfRole: s.roleStatements, functions, roleOf: s.roleOf };
 }
 
 const actionsOf = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);

@@ -1,12 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { writeFileAtomic } from '../../platform/local/files.ts';
 import { mailKinds, ownerNotifyKind } from '../../mail/kinds.ts';
 import { DemoApi } from './client.ts';
 import { DemoReceivers, demoReceivers } from './receivers.ts';
 import type { ReceiverStats } from './receivers.ts';
+import { roundContacts } from './progress.ts';
+import type { ContactSeen, DemoProgress } from './progress.ts';
+import { lineView } from './progress-view.ts';
+import type { ProgressView } from './progress-view.ts';
 
 /** The demo's tenant and owner: a client of redial, as far as the API can tell. */
 export const DEMO_TENANT = 'demo';
@@ -34,6 +39,11 @@ interface Notices {
 }
 interface JobList {
   jobs: { id: string; kind: string; state: string; discardReason: string | null }[];
+  cursor?: string;
+}
+interface Contacts {
+  contacts: ContactSeen[];
+  cursor?: string;
 }
 
 /**
@@ -78,16 +88,21 @@ export interface DemoOptions {
   /** .data/demo.json; undefined (--memory) remembers nothing. */
   stateFile: string | undefined;
   print: (line: string) => void;
+  /** Where the live progress goes; by default a short line through `print` every few seconds. */
+  progress?: ProgressView;
+  /** Aborted when the process is stopping (Ctrl-C): the progress is left as it was shown, and the demo ends. */
+  signal?: AbortSignal;
   /** Real ms between progress checks. */
   pollMs?: number;
   /** Give up waiting after this many real ms. */
   timeoutMs?: number;
 }
 
-/** The mail kinds, whose snoozed jobs (a recipient's cap reached) the progress line counts. */
+/** The mail kinds, whose snoozed jobs (a recipient's cap reached) the progress counts. */
 const MAIL_KINDS = mailKinds.map((k) => k.kind);
 const pending = ['scheduled', 'available', 'running', 'retryable', 'snoozed'];
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Pages read at most when the demo lists jobs or contacts (200 jobs a page; the demo has a few hundred). */
+const MAX_PAGES = 50;
 const tally = (values: string[]) => values.reduce<Record<string, number>>((acc, v) => ((acc[v] = (acc[v] ?? 0) + 1), acc), {});
 const list = (counts: Record<string, number>) =>
   Object.entries(counts)
@@ -196,40 +211,103 @@ async function confirmationLink(options: DemoOptions): Promise<string> {
   throw new Error('the confirmation mail did not reach the sink within 30 s');
 }
 
-/** Prints a progress line whenever something changed, until the batch is finalised and deliveries settle. */
+/** Shows the progress about once a second until the batch is finalised and deliveries settle. */
 async function follow(options: DemoOptions, state: DemoState): Promise<void> {
-  const { api, print } = options;
+  const view = options.progress ?? lineView(options.print);
+  const { signal } = options;
+  // A stop (Ctrl-C) leaves the progress as shown, at once: what the process prints next goes below it.
+  const stop = () => view.stop();
+  signal?.addEventListener('abort', stop, { once: true });
   const started = Date.now();
-  let last = '';
-  for (;;) {
-    const batch = await api.get<Batch>(`/v1/batches/${state.batchId}`);
-    const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
-    const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
-    const mailJobs = await Promise.all(MAIL_KINDS.map((kind) => api.get<JobCounts>(`/v1/ops/job-counts?kind=${kind}`)));
-    const notify = mailJobs[MAIL_KINDS.indexOf(ownerNotifyKind.kind)]!;
-    const notices = await api.get<Notices>(`/v1/tenants/${DEMO_TENANT}/notices`);
-    const discarded = await api.get<JobCounts>('/v1/ops/job-counts');
-    const line = [
-      `round ${batch.round}/${batch.maxAttempts} ${batch.status}`,
-      `contacts ${list(batch.counts.byStatus)}`,
-      `codes ${list(batch.counts.byCode)}`,
-      `deliveries ${list(deliveries.counts)}`,
-      `mail sent ${mail.total}, snoozed ${mailJobs.reduce((n, c) => n + (c.counts['snoozed'] ?? 0), 0)}, dropped ${notices.notices.filter((n) => n.status === 'dropped').length}`,
-      `discarded jobs ${discarded.counts['discarded'] ?? 0}`,
-    ].join(' · ');
-    if (line !== last) {
-      print(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}`);
-      last = line;
+  const timeoutMs = options.timeoutMs ?? 10 * 60_000;
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const { progress, settled } = await readProgress(options, state, started);
+      if (settled) return view.finish(progress);
+      view.update(progress);
+      if (Date.now() - started > timeoutMs) throw new Error(`the demo did not settle within ${timeoutMs / 1000} s`);
+      await sleep(options.pollMs ?? 1000, undefined, signal ? { signal } : {});
     }
-    const settled =
-      batch.status === 'Finalised' &&
-      pending.every((s) => !deliveries.counts[s]) &&
-      pending.every((s) => !notify.counts[s]) &&
-      (notify.counts['completed'] ?? 0) > 0;
-    if (settled) return;
-    if (Date.now() - started > (options.timeoutMs ?? 10 * 60_000)) throw new Error(`the demo did not settle within ${(options.timeoutMs ?? 600_000) / 1000} s`);
-    await sleep(options.pollMs ?? 1000);
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    view.stop();
   }
+}
+
+/** One look at the demo through the API: what the progress shows, and whether everything has settled. */
+async function readProgress(options: DemoOptions, state: DemoState, started: number): Promise<{ progress: DemoProgress; settled: boolean }> {
+  const { api } = options;
+  const batch = await api.get<Batch>(`/v1/batches/${state.batchId}`);
+  const contacts = await pages(api, `/v1/batches/${state.batchId}/contacts`, (p: Contacts) => p.contacts);
+  const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
+  const endpoints = await deliveriesByEndpoint(api, state.endpoints, deliveries.counts);
+  const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
+  const mailJobs = await Promise.all(MAIL_KINDS.map((kind) => api.get<JobCounts>(`/v1/ops/job-counts?kind=${kind}`)));
+  const notify = mailJobs[MAIL_KINDS.indexOf(ownerNotifyKind.kind)]!;
+  const notices = await api.get<Notices>(`/v1/tenants/${DEMO_TENANT}/notices`);
+  const discarded = await pages(api, '/v1/ops/jobs?state=discarded&limit=200', (p: JobList) => p.jobs);
+  const discards: DemoProgress['discards'] = {};
+  for (const job of discarded) {
+    const reasons = (discards[job.kind] ??= {});
+    reasons[job.discardReason ?? 'unknown'] = (reasons[job.discardReason ?? 'unknown'] ?? 0) + 1;
+  }
+  const answers = options.receivers.snapshot();
+  const progress: DemoProgress = {
+    elapsedMs: Date.now() - started,
+    batchId: batch.batchId,
+    status: batch.status,
+    round: batch.round,
+    maxAttempts: batch.maxAttempts,
+    roundContacts: roundContacts(batch.round, contacts),
+    contactsByStatus: batch.counts.byStatus,
+    contactsByCode: batch.counts.byCode,
+    endpoints: endpoints.map((e) => ({ ...e, answers: answers.find((r) => r.name === e.name)?.byStatus ?? {} })),
+    mail: {
+      sent: mail.total,
+      snoozed: mailJobs.reduce((n, c) => n + (c.counts['snoozed'] ?? 0), 0),
+      dropped: notices.notices.filter((n) => n.status === 'dropped').length,
+    },
+    discards,
+  };
+  const settled =
+    batch.status === 'Finalised' &&
+    pending.every((s) => !deliveries.counts[s]) &&
+    pending.every((s) => !notify.counts[s]) &&
+    (notify.counts['completed'] ?? 0) > 0;
+  return { progress, settled };
+}
+
+/**
+ * The demo's deliveries counted per endpoint and job state: the jobs of each state that has any, listed,
+ * and told apart by their ids (`webhook.deliver:<event>:<endpoint>`, as the ops API shows them).
+ */
+async function deliveriesByEndpoint(
+  api: DemoApi,
+  endpoints: DemoState['endpoints'],
+  counts: Record<string, number>,
+): Promise<{ name: string; byState: Record<string, number> }[]> {
+  const byEndpoint: { name: string; endpointId: string; byState: Record<string, number> }[] = endpoints.map((e) => ({ ...e, byState: {} }));
+  const states = Object.keys(counts).filter((s) => (counts[s] ?? 0) > 0);
+  const lists = await Promise.all(states.map((s) => pages(api, `/v1/ops/jobs?state=${s}&kind=webhook.deliver&limit=200`, (p: JobList) => p.jobs)));
+  for (const job of lists.flat()) {
+    const endpoint = byEndpoint.find((e) => job.id.endsWith(`:${e.endpointId}`));
+    if (endpoint) endpoint.byState[job.state] = (endpoint.byState[job.state] ?? 0) + 1;
+  }
+  return byEndpoint.map((e) => ({ name: e.name, byState: e.byState }));
+}
+
+/** Every item of a paginated list, following its cursor (at most MAX_PAGES pages). */
+async function pages<P extends { cursor?: string }, T>(api: DemoApi, path: string, items: (page: P) => T[]): Promise<T[]> {
+  const all: T[] = [];
+  let cursor: string | undefined;
+  for (let n = 0; n < MAX_PAGES; n++) {
+    const page = await api.get<P>(cursor ? `${path}${path.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(cursor)}` : path);
+    all.push(...items(page));
+    cursor = page.cursor;
+    if (!cursor) break;
+  }
+  return all;
 }
 
 async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoState): Promise<DemoSummary> {

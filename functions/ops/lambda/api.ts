@@ -1,16 +1,9 @@
-// API Gateway (HTTP API) entry point: every route of redial, behind IAM auth except the public ones.
-import { z } from 'zod';
-import { checkWebhookSecret } from '../../calls/config.ts';
-import { readSecretString } from '../../platform/aws.ts';
-import { parseConfig } from '../../platform/config.ts';
+// API Gateway (HTTP API) entry point of every route behind IAM auth. The public routes have functions of
+// their own (functions/calls/lambda/intake.ts, functions/mail/lambda/links.ts) with narrower grants.
 import { createApiHandler } from '../../platform/http.ts';
 import { awsSystem } from '../aws.ts';
-import { allRoutes } from '../system.ts';
+import { routesServedBy } from '../system.ts';
 
-const system = awsSystem('redial-api');
-// The call-result intake's signing secret, read once per cold start (lib/ keeps it in Secrets Manager).
-const { CALL_WEBHOOK_SECRET_ARN } = parseConfig(z.object({ CALL_WEBHOOK_SECRET_ARN: z.string().startsWith('arn:') }));
-const webhookSecret = checkWebhookSecret(await readSecretString(system.clients.secrets, CALL_WEBHOOK_SECRET_ARN));
-const deps = { ...system.deps, calls: { ...system.deps.calls, webhookSecret } };
+const { deps } = awsSystem('redial-api');
 
-export const handler = createApiHandler(allRoutes(deps), deps.logger);
+export const handler = createApiHandler(routesServedBy(deps, 'api'), deps.logger);

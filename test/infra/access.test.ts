@@ -1,0 +1,245 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { queueNames } from '../../functions/jobs/queues.ts';
+import type { QueueName } from '../../functions/jobs/queues.ts';
+import { httpFunctionsByRoute, tables } from '../../functions/ops/system.ts';
+import type { SystemDeps, TableKey } from '../../functions/ops/system.ts';
+import { PUBLIC_ROUTES } from '../../lib/redial-stack.ts';
+import { actionsOf, resourcesOf, synth } from './synth.ts';
+import type { Intrinsic, Resource, Statement } from './synth.ts';
+
+/**
+ * Every role's grants, written out here on their own (not read from lib/access.ts), one line per action
+ * and resource: a grant added to the stack that is not on this list fails the test, and so does one
+ * taken away. Each line is justified in lib/access.ts and docs/operations.md by the code that needs it.
+ */
+const ALWAYS = ['logs:CreateLogStream ownLogs', 'logs:PutLogEvents ownLogs', 'xray:PutTelemetryRecords *', 'xray:PutTraceSegments *'];
+const consumes = (queue: QueueName) => [`sqs:ReceiveMessage queue:${queue}`, `sqs:DeleteMessage queue:${queue}`, `sqs:GetQueueAttributes queue:${queue}`];
+const sendsTo = (...names: QueueName[]) => names.map((q) => `sqs:SendMessage queue:${q}`);
+const createsSchedules = ['scheduler:CreateSchedule scheduler:schedule/jobSchedules/*', 'iam:PassRole schedulerRole if iam:PassedToService=scheduler.amazonaws.com'];
+const deletesSchedules = ['scheduler:DeleteSchedule scheduler:schedule/jobSchedules/*'];
+
+const EXPECTED: Record<string, string[]> = {
+  intake: [
+    'dynamodb:GetItem table:calls',
+    'dynamodb:UpdateItem table:calls',
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
+    ...sendsTo('calls', 'webhooks'),
+    'secretsmanager:GetSecretValue secret:callWebhook',
+  ],
+  publicLinks: ['dynamodb:UpdateItem table:mail if dynamodb:LeadingKeys=TENANT#*'],
+  api: [
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'Query', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
+    ...['GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
+    'dynamodb:Query table:jobs/index/byState',
+    ...['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
+    ...sendsTo('ops', 'calls', 'webhooks', 'mail'),
+    ...deletesSchedules,
+    'kms:Encrypt key:webhookSecrets',
+    'kms:Decrypt key:webhookSecrets',
+  ],
+  rescuer: [
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    'dynamodb:Query table:jobs/index/byState',
+    ...sendsTo('ops', 'calls', 'webhooks', 'mail'),
+    ...createsSchedules,
+  ],
+  opsWorker: [...consumes('ops'), 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops'), ...createsSchedules, ...deletesSchedules],
+  callsWorker: [
+    ...consumes('calls'),
+    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
+    ...sendsTo('calls', 'webhooks', 'mail'),
+    ...createsSchedules,
+    ...deletesSchedules,
+  ],
+  webhooksWorker: [
+    ...consumes('webhooks'),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
+    'dynamodb:Query table:webhooks/index/byWatch',
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    ...sendsTo('webhooks'),
+    ...createsSchedules,
+    ...deletesSchedules,
+    'kms:Decrypt key:webhookSecrets',
+  ],
+  mailWorker: [
+    ...consumes('mail'),
+    ...['GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
+    'dynamodb:UpdateItem table:jobs',
+    ...sendsTo('mail'),
+    ...createsSchedules,
+    ...deletesSchedules,
+    'ses:SendEmail ses:identity/mail.example.org',
+    'ses:SendRawEmail ses:identity/mail.example.org',
+  ],
+};
+
+type Synth = ReturnType<typeof synth>;
+
+/** `action resource[ if key=values]` for every action × resource of a role's statements, names in place of logical ids. */
+function grantsOf(s: Synth, fnId: string): string[] {
+  const fn = s.resources[fnId]!;
+  const names: Record<string, string> = {
+    'AWS::Partition': '',
+    'AWS::Region': '',
+    'AWS::AccountId': '',
+    [(fn.Properties['LoggingConfig'] as { LogGroup: { Ref: string } }).LogGroup.Ref]: 'ownLogs',
+    [s.idOf(s.stack.schedulerRole)]: 'schedulerRole',
+    [s.idOf(s.stack.scheduleGroup)]: 'jobSchedules',
+    [s.idOf(s.stack.callWebhookSecret)]: 'secret:callWebhook',
+    [s.idOf(s.stack.webhookSecretsKey)]: 'key:webhookSecrets',
+  };
+  for (const key of Object.keys(tables) as TableKey[]) names[s.idOf(s.stack.tables[key])] = `table:${key}`;
+  for (const name of queueNames) names[s.idOf(s.stack.jobQueues[name].queue)] = `queue:${name}`;
+  const describe = (value: Intrinsic): string => {
+    if (typeof value === 'string') return value;
+    if ('Ref' in value) return names[value.Ref] ?? value.Ref;
+    if ('Fn::GetAtt' in value) return names[value['Fn::GetAtt'][0]] ?? value['Fn::GetAtt'][0];
+    return value['Fn::Join'][1].map(describe).join(value['Fn::Join'][0]);
+  };
+  const condition = (s: Statement): string =>
+    Object.values(s.Condition ?? {})
+      .flatMap((byKey) => Object.entries(byKey).map(([key, values]) => ` if ${key}=${([] as unknown[]).concat(values).join('|')}`))
+      .join('');
+  return s
+    .roleStatements(s.roleOf(fn))
+    .filter((statement) => statement.Effect === 'Allow')
+    .flatMap((statement) =>
+      actionsOf(statement).flatMap((action) =>
+        resourcesOf(statement).map((r) => `${action} ${describe(r as Intrinsic).replace(/^arn::(\w+):::/, '$1:')}${condition(statement)}`),
+      ),
+    );
+}
+
+/** The functions behind each route key, read from the template (route → integration → function). */
+function functionsByRouteKey(s: Synth): Record<string, string> {
+  return Object.fromEntries(
+    s.ofType('AWS::ApiGatewayV2::Route').map(([, route]) => {
+      const target = JSON.stringify(route.Properties['Target']);
+      const integrationId = s.ofType('AWS::ApiGatewayV2::Integration').find(([id]) => target.includes(`"${id}"`))?.[0];
+      const uri = (s.resources[integrationId!]!.Properties['IntegrationUri'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      return [route.Properties['RouteKey'] as string, uri];
+    }),
+  );
+}
+
+let s: Synth;
+let functionIds: Record<string, string>;
+
+beforeAll(() => {
+  s = synth();
+  functionIds = Object.fromEntries(Object.entries(s.stack.functions).map(([name, fn]) => [name, s.idOf(fn)]));
+});
+
+describe('function roles', () => {
+  it('exist for exactly the functions the access list names, one role each', () => {
+    expect(Object.keys(functionIds).sort()).toEqual(Object.keys(EXPECTED).sort());
+    expect(s.ofType('AWS::Lambda::Function').map(([id]) => id).sort()).toEqual(Object.values(functionIds).sort());
+    const roles = Object.values(functionIds).map((id) => s.roleOf(s.resources[id]!));
+    expect(new Set(roles).size).toBe(roles.length);
+  });
+
+  for (const name of Object.keys(EXPECTED)) {
+    it(`${name} may do exactly what its code does, nothing more`, () => {
+      expect(grantsOf(s, functionIds[name]!).sort()).toEqual([...ALWAYS, ...EXPECTED[name]!].sort());
+    });
+  }
+
+  it('notices a grant a function does not need (the check is live)', () => {
+    const extra = synth({}, undefined, (stack) => stack.tables.jobs.grantReadData(stack.intakeFunction));
+    const grants = grantsOf(extra, extra.idOf(extra.stack.intakeFunction));
+    expect(grants.sort()).not.toEqual([...ALWAYS, ...EXPECTED['intake']!].sort());
+    expect(grants).toContain('dynamodb:Scan table:jobs');
+  });
+});
+
+describe('functions that serve public routes', () => {
+  const publicFunctionIds = () => {
+    const byKey = functionsByRouteKey(s);
+    return [...new Set(PUBLIC_ROUTES.map((r) => byKey[`${r.method} ${r.path}`]!))];
+  };
+
+  it('are the intake and the mail-links function, never the API function', () => {
+    expect(publicFunctionIds().sort()).toEqual([functionIds['intake'], functionIds['publicLinks']].sort());
+  });
+
+  it('can neither Scan, Delete nor BatchWrite anything', () => {
+    for (const id of publicFunctionIds()) {
+      const actions = s.roleStatements(s.roleOf(s.resources[id]!)).flatMap(actionsOf);
+      for (const forbidden of ['dynamodb:Scan', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:*', 'sqs:*', '*']) expect(actions, `${id} ${forbidden}`).not.toContain(forbidden);
+    }
+  });
+
+  it('cannot read endpoint secrets: only event rows of the webhooks table, written, and never the secrets key', () => {
+    const webhooksTable = s.idOf(s.stack.tables.webhooks);
+    const key = s.idOf(s.stack.webhookSecretsKey);
+    for (const id of publicFunctionIds()) {
+      const statements = s.roleStatements(s.roleOf(s.resources[id]!));
+      const onWebhooks = statements.filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${webhooksTable}"`));
+      for (const st of onWebhooks) {
+        expect(actionsOf(st), id).toEqual(['dynamodb:PutItem']);
+        expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['EVENT#*'] } });
+      }
+      expect(JSON.stringify(statements), id).not.toContain(`"${key}"`);
+    }
+  });
+
+  it('serve what functions/ routes to them: lib/ and the composition root agree on every public route', () => {
+    const deps = {
+      jobs: { client: {} },
+      clock: { now: () => 0 },
+      tableNames: { jobs: 'j', webhooks: 'w', calls: 'c', mail: 'm' },
+      calls: { webhookSecret: undefined },
+    } as unknown as SystemDeps;
+    const servedBy = httpFunctionsByRoute(deps);
+    const byKey = functionsByRouteKey(s);
+    for (const route of PUBLIC_ROUTES) {
+      const key = `${route.method} ${route.path}`;
+      expect(servedBy[key], key).toBe(route.servedBy);
+      expect(byKey[key], key).toBe(functionIds[route.servedBy]);
+    }
+    // Everything else is behind IAM and goes to the API function.
+    const iamKeys = Object.entries(servedBy).filter(([, fn]) => fn === 'api');
+    expect(iamKeys.length).toBeGreaterThan(0);
+    expect(Object.keys(servedBy).length).toBe(iamKeys.length + PUBLIC_ROUTES.length);
+    expect(byKey['ANY /{proxy+}']).toBe(functionIds['api']);
+  });
+});
+
+describe('the intake', () => {
+  it('has concurrency reserved (and capped), so a flood of unsigned POSTs cannot starve the workers', () => {
+    expect(s.resources[functionIds['intake']!]?.Properties['ReservedConcurrentExecutions']).toBe(100);
+    for (const [name, id] of Object.entries(functionIds)) if (name !== 'intake') expect(s.resources[id]?.Properties, name).not.toHaveProperty('ReservedConcurrentExecutions');
+    const custom = synth({ intakeReservedConcurrency: 25 });
+    expect(custom.resources[custom.idOf(custom.stack.intakeFunction)]?.Properties['ReservedConcurrentExecutions']).toBe(25);
+  });
+
+  it('reads its signing secret from Secrets Manager by ARN; no function has the secret itself in its environment', () => {
+    expect(s.envOf(functionIds['intake']!)['CALL_WEBHOOK_SECRET_ARN']).toEqual({ Ref: s.idOf(s.stack.callWebhookSecret) });
+    for (const [name, id] of Object.entries(functionIds)) {
+      const env = s.envOf(id);
+      expect(Object.keys(env), name).not.toContain('CALL_WEBHOOK_SECRET');
+      if (name !== 'intake') expect(Object.keys(env), name).not.toContain('CALL_WEBHOOK_SECRET_ARN');
+    }
+  });
+});
+
+describe('webhook endpoint secrets key', () => {
+  it('is handed (by ARN) only to the functions that may use it: the API and the webhooks worker', () => {
+    const holders = Object.entries(functionIds)
+      .filter(([, id]) => s.envOf(id)['WEBHOOK_SECRETS_KEY_ARN'] !== undefined)
+      .map(([name]) => name);
+    expect(holders.sort()).toEqual(['api', 'webhooksWorker']);
+    const key = s.resources[s.idOf(s.stack.webhookSecretsKey)] as Resource;
+    expect(key.Properties['EnableKeyRotation']).toBe(true);
+    // It protects secrets in tables that outlive the stack, so it outlives the stack too.
+    expect(key.DeletionPolicy).toBe('Retain');
+  });
+});
