@@ -10,8 +10,8 @@ import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
 import { transportFor } from '../../functions/mail/transport.ts';
 import type { MailTransport } from '../../functions/mail/transport.ts';
-import { allKinds, allRoutes, handlersByQueue, tables } from '../../functions/ops/system.ts';
-import type { SystemDeps, TableNames } from '../../functions/ops/system.ts';
+import { allKinds, allRoutes, handlersByQueue, httpFunctionsByRoute, tables } from '../../functions/ops/system.ts';
+import type { HttpFunction, SystemDeps, TableNames } from '../../functions/ops/system.ts';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import type { AwsClients } from '../../functions/platform/aws.ts';
 import { ScaledClock, systemClock } from '../../functions/platform/clock.ts';
@@ -69,12 +69,21 @@ const kindOfMessage = (body: string): string => {
   }
 };
 
-/** `/v1/batches/b_123/contacts` → `/v1/batches/{id}/contacts`: requests grouped by route, not by id. */
-const routeOf = (path: string): string =>
-  path
-    .split('/')
-    .map((s) => (/^v\d+$/.test(s) || !/\d/.test(s) ? s : '{id}'))
-    .join('/');
+/**
+ * Which route a request is, and which deployed function serves it (the intake, the mail links, or the IAM
+ * API: httpFunctionsByRoute in functions/ops/system.ts).
+ */
+function routeResolver(deps: SystemDeps): (method: string, path: string) => { route: string; fn: HttpFunction } {
+  const routes = Object.entries(httpFunctionsByRoute(deps)).map(([key, fn]) => {
+    const [method, pattern] = key.split(' ') as [string, string];
+    const regex = new RegExp(`^${pattern.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    return { method, pattern, regex, fn };
+  });
+  return (method, path) => {
+    const found = routes.find((r) => r.method === method && r.regex.test(path));
+    return found ? { route: `${method} ${found.pattern}`, fn: found.fn } : { route: `${method} ${path}`, fn: 'api' };
+  };
+}
 
 /**
  * The local host the capacity run measures, assembled in this one function (as the local runtime,
@@ -210,13 +219,15 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       await running;
     });
 
-    // The API, as API Gateway and its Lambda: one invocation per request.
+    // The API, as API Gateway and the function that serves each route: one invocation per request.
     const api = createApiHandler(allRoutes(deps), logger);
+    const resolve = routeResolver(deps);
     const handler: ApiHandler = async (event, context) => {
-      const source = `api:${event.requestContext.http.method} ${routeOf(event.rawPath)}`;
+      const { route, fn } = resolve(event.requestContext.http.method, event.rawPath);
+      const source = `api:${route}`;
       const call = await recorder.measure(source, () => api(event, context), { root: true });
       const bytes = Buffer.byteLength(event.body ?? '') + Buffer.byteLength(call.value.body ?? '');
-      recorder.record({ service: 'Lambda', operation: 'Invoke', function: 'api', records: 1, durationMs: call.durationMs, bytes, source });
+      recorder.record({ service: 'Lambda', operation: 'Invoke', function: fn, records: 1, durationMs: call.durationMs, bytes, source });
       return call.value;
     };
     const server = await startHttpServer({ port, handler });

@@ -182,6 +182,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   }
   lines.push(
     `scheduler           ${fmt(report.scheduler.createsPerSecondAtAverage, 1)} creates/s average, ${fmt(report.scheduler.createsPerSecondAtBurst, 1)}/s burst; mean wait ${fmt(report.scheduler.meanDelaySeconds)} s, so ${fmt(report.scheduler.liveSchedulesAtAverage)} live schedules on average, ${fmt(report.scheduler.liveSchedulesAtBurst)} at a sustained burst`,
+    `api gateway         ${report.http.map((h) => `${h.function} ${fmt(h.requestsPerSecondAtAverage)}/s average, ${fmt(h.requestsPerSecondAtBurst)}/s burst${h.rateLimit === null ? '' : ` (limit ${fmt(h.rateLimit)}/s a route, burst ${fmt(h.burstLimit ?? 0)})`}`).join('; ')}`,
     `lambda concurrency  ${fmt(report.lambdaConcurrencyAtAverage, 1)} on average, ${fmt(report.lambdaConcurrencyAtBurst, 1)} at the burst: ${report.lambda.map((l) => `${l.function} ${fmt(l.concurrencyAtBurst, 1)}${l.maxConcurrency === null ? '' : ` (cap ${l.maxConcurrency})`}`).join(', ')}`,
     `storage             ${fmt(storedGb)} GB at 10 M results/day (${Object.entries(storage).map(([k, v]) => `${k} ${fmt(v.bytesPerResult)} B/result × ${v.retentionDays === null ? '30 days, growing: no TTL' : `${fmt(v.retentionDays)} days`}`).join(', ')}): ${usd(storageUsdPerMonth)}/month with point-in-time recovery`,
     `fixed               ${Object.entries(report.fixedUsdPerMonth).map(([k, v]) => `${k} ${usd(v)}/month`).join(', ')}`,

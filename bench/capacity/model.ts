@@ -148,8 +148,19 @@ export interface LambdaRow {
   /** Instances busy at once (Little's law); a queue worker's from full batches of its measured records. */
   concurrencyAtAverage: number;
   concurrencyAtBurst: number;
-  /** The event source's maximum concurrency, for a queue worker. */
+  /** What caps it: the event source's maximum concurrency for a queue worker, the reserved concurrency for another function. */
   maxConcurrency: number | null;
+}
+
+/** Requests to one HTTP function's routes against API Gateway's limit for them. */
+export interface HttpRow {
+  function: string;
+  requestsPerResult: number;
+  requestsPerSecondAtAverage: number;
+  requestsPerSecondAtBurst: number;
+  /** API Gateway's steady rate limit per route of this function (null: none set). */
+  rateLimit: number | null;
+  burstLimit: number | null;
 }
 
 export interface CapacityModel {
@@ -188,11 +199,14 @@ export interface CapacityModel {
     liveSchedulesAtBurst: number;
   };
   lambda: LambdaRow[];
+  http: HttpRow[];
   lambdaConcurrencyAtAverage: number;
   lambdaConcurrencyAtBurst: number;
 }
 
 const add = (map: Map<string, number>, key: string, n: number) => map.set(key, (map.get(key) ?? 0) + n);
+/** The functions API Gateway invokes (functions/ops/system.ts, HttpFunction); the others are queue workers and the rescuer. */
+const isHttpFunction = (fn: string): boolean => fn === 'intake' || fn === 'publicLinks' || fn === 'api';
 const tableLabel = (table: string, index: string | null) => (index ? `${table}.${index}` : table);
 
 /** Derives the per-result model from a run's records. */
@@ -224,6 +238,7 @@ export function buildModel(input: ModelInput): CapacityModel {
   const lambda = new Map<string, { invocations: number; gbSeconds: number; durationMs: number; count: number }>();
   const messages = new Map<string, number>();
   const runs = new Map<string, number[]>();
+  const httpRequests = new Map<string, number>();
 
   for (const record of records) {
     const weight = weightOf(input.categorize(record));
@@ -265,7 +280,10 @@ export function buildModel(input: ModelInput): CapacityModel {
       row.durationMs += inv.durationMs;
       row.count++;
       lambda.set(inv.function, row);
-      if (inv.function === 'api') apiRequests += weight * chunkedRequests(inv.bytes, prices.apiGateway.chunkBytes);
+      if (isHttpFunction(inv.function)) {
+        apiRequests += weight * chunkedRequests(inv.bytes, prices.apiGateway.chunkBytes);
+        add(httpRequests, inv.function, weight);
+      }
       if (inv.function.startsWith('worker:')) {
         add(messages, inv.function.slice('worker:'.length), weight * inv.records);
         // The event source's poller: one ReceiveMessage for the batch, one DeleteMessageBatch after it.
@@ -299,7 +317,7 @@ export function buildModel(input: ModelInput): CapacityModel {
         gbSecondsPerResult: row.gbSeconds,
         concurrencyAtAverage: concurrency(rates.average),
         concurrencyAtBurst: concurrency(rates.burst),
-        maxConcurrency: queue?.maxConcurrency ?? null,
+        maxConcurrency: queue?.maxConcurrency ?? settings.reservedConcurrency[fn] ?? null,
       };
     })
     .sort((a, b) => a.function.localeCompare(b.function));
@@ -393,6 +411,14 @@ export function buildModel(input: ModelInput): CapacityModel {
       liveSchedulesAtBurst: scheduleLive * rates.burst,
     },
     lambda: lambdaRows,
+    http: [...httpRequests.entries()].map(([fn, perResult]) => ({
+      function: fn,
+      requestsPerResult: perResult,
+      requestsPerSecondAtAverage: perResult * rates.average,
+      requestsPerSecondAtBurst: perResult * rates.burst,
+      rateLimit: settings.throttling?.[fn as keyof NonNullable<DeployedSettings['throttling']>]?.rateLimit ?? null,
+      burstLimit: settings.throttling?.[fn as keyof NonNullable<DeployedSettings['throttling']>]?.burstLimit ?? null,
+    })),
     lambdaConcurrencyAtAverage: lambdaRows.reduce((n, r) => n + r.concurrencyAtAverage, 0),
     lambdaConcurrencyAtBurst: lambdaRows.reduce((n, r) => n + r.concurrencyAtBurst, 0),
   };

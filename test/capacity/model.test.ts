@@ -30,12 +30,14 @@ const write = (fields: Partial<ItemWrite>): ItemWrite => ({ table: 'jobs', pk: '
 
 const settings: DeployedSettings = {
   memoryMb: { api: 512, rescuer: 512, 'worker:calls': 1024, 'worker:webhooks': 512, 'worker:mail': 512, 'worker:ops': 512 },
+  reservedConcurrency: { api: 50 },
   queues: {
     ops: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
     calls: { batchSize: 2, maxConcurrency: 5, timeoutSeconds: 60 },
     webhooks: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     mail: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
   },
+  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, api: { rateLimit: 100, burstLimit: 200 } },
 };
 
 describe('DynamoDB units', () => {
@@ -189,6 +191,8 @@ describe('the model of a run', () => {
     expect(model.scheduler.liveSchedulesAtBurst).toBe(900_000);
     const api = model.lambda.find((l) => l.function === 'api')!;
     expect(api.concurrencyAtBurst).toBeCloseTo(1 * 1000 * 0.05, 10);
+    expect(api.maxConcurrency).toBe(50);
+    expect(model.http).toEqual([{ function: 'api', requestsPerResult: 1, requestsPerSecondAtAverage: 100, requestsPerSecondAtBurst: 1000, rateLimit: 100, burstLimit: 200 }]);
     // A worker at the burst: 1,000 messages a second in full batches of ten, each as long as the slowest record.
     const worker = model.lambda.find((l) => l.function === 'worker:webhooks')!;
     expect(worker.concurrencyAtBurst).toBeCloseTo((1000 / 10) * (batchMs / 1000), 10);
