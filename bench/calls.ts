@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../functions/calls/config.ts';
-import { batchKey, contactKey, jobIds, tenantKey } from '../functions/calls/model.ts';
+import { batchKey, callIdFor, contactKey, jobIds, tenantKey } from '../functions/calls/model.ts';
 import type { BatchRow, ContactRow, TenantRow } from '../functions/calls/model.ts';
 import { signCallWebhook } from '../functions/calls/signature.ts';
 import { createJobRuntime } from '../functions/jobs/runtime.ts';
@@ -50,9 +50,10 @@ async function seedCalling(deps: SystemDeps, n: number): Promise<string> {
   await put(deps.tableNames.calls, tenant);
   await put(deps.tableNames.calls, batch);
   await pool(n, CONCURRENCY, async (i) => {
-    const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, watchdogJobId: jobIds.watchdog(batchId, numberOf(i), 1), dialledAt: at, updatedAt: at };
+    const callId = callIdFor(batchId, numberOf(i), 1);
+    const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, callId, watchdogJobId: jobIds.watchdog(batchId, numberOf(i), 1), dialledAt: at, updatedAt: at };
     await put(deps.tableNames.calls, contact);
-    const watchdog = deps.jobs.client.prepare(watchdogKind, { batchId, contactNumber: numberOf(i), round: 1 }, { id: contact.watchdogJobId!, at: now + 3_600_000 });
+    const watchdog = deps.jobs.client.prepare(watchdogKind, { batchId, contactNumber: numberOf(i), round: 1, callId }, { id: contact.watchdogJobId!, at: now + 3_600_000 });
     await put(deps.tableNames.jobs, watchdog.item.Put!.Item!);
   });
   return batchId;
@@ -60,7 +61,7 @@ async function seedCalling(deps: SystemDeps, n: number): Promise<string> {
 
 /**
  * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: six items on the same
- * hot tenant and batch (contact Calling → Completed, tenant − 1, batch counters, watchdog cancel, event,
+ * hot tenant and batch (contact Calling with this callId → Completed, tenant − 1, batch counters, watchdog cancel, event,
  * fanout job), `CONCURRENCY` in flight, no HTTP, no classification, no job layer.
  */
 async function rawIntakeShapeRate(deps: SystemDeps, batchId: string, n: number): Promise<number> {
@@ -71,7 +72,7 @@ async function rawIntakeShapeRate(deps: SystemDeps, batchId: string, n: number):
     await deps.db.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #u = :now', ConditionExpression: '#s = :calling AND #r = :round', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':calling': 'Calling', ':round': 1 } } },
+          { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #u = :now', ConditionExpression: '#s = :calling AND #r = :round AND #call = :call', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round', '#call': 'callId' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':calling': 'Calling', ':round': 1, ':call': callIdFor(batchId, numberOf(i), 1) } } },
           { Update: { TableName: deps.tableNames.calls, Key: tenantKey('bench'), UpdateExpression: 'SET #a = #a - :one', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeNames: { '#a': 'active' }, ExpressionAttributeValues: { ':one': 1 } } },
           { Update: { TableName: deps.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET #bc.#k = if_not_exists(#bc.#k, :zero) + :one, #nc = #nc - :one, #nd = #nd + :one', ConditionExpression: '#s = :ip AND #r = :round AND NOT (#dc = :t AND #nc = :one)', ExpressionAttributeNames: { '#bc': 'byCode', '#k': 'NO_PICKUP', '#nc': 'nCalling', '#nd': 'nCompleted', '#s': 'status', '#r': 'round', '#dc': 'dialComplete' }, ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':ip': 'InProgress', ':round': 1, ':t': true } } },
           { Update: { TableName: deps.tableNames.jobs, Key: { id: jobIds.watchdog(batchId, numberOf(i), 1) }, UpdateExpression: 'SET cancelRequestedAt = :now', ConditionExpression: 'attribute_exists(id)', ExpressionAttributeValues: { ':now': now } } },
@@ -128,7 +129,7 @@ export async function benchCalls(endpoint: string, n = 1500): Promise<CallsBench
   const batchId = await seedCalling(intake.deps, n + 1);
   // Signed up front: signing is the caller's work, not the intake's.
   const requests = Array.from({ length: n + 1 }, (_, i) => {
-    const body = JSON.stringify({ batchId, contactNumber: numberOf(i), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
+    const body = JSON.stringify({ batchId, contactNumber: numberOf(i), callId: callIdFor(batchId, numberOf(i), 1), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
     return { body, headers: { 'content-type': 'application/json', ...signCallWebhook(SECRET, `msg_${randomUUID()}`, Math.floor(Date.now() / 1000), body) } };
   });
   const post = async (i: number) => {

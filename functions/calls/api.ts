@@ -299,7 +299,7 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     maxBodyBytes: INTAKE_MAX_BODY_BYTES,
     body: callResultBody,
     responses: {
-      200: { description: 'applied, or ignored (duplicate, stale, deleted batch): nothing to try again', schema: callResultResponse },
+      200: { description: 'applied, or ignored (a duplicate, a result for another call than the one in progress, a deleted batch): nothing to try again', schema: callResultResponse },
       400: { description: 'invalid body' },
       401: { description: 'missing, wrong or stale signature' },
       413: { description: 'body too large' },
@@ -321,9 +321,10 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
       const outcome = await completeCall(deps, batch, {
         batchId: body.batchId,
         contactNumber: body.contactNumber,
+        callId: body.callId,
         classification,
         source: 'webhook',
-        report: { reportedCode: body.code, emptyTranscription: body.emptyTranscription, durationSeconds: body.durationSeconds, ...(body.callId ? { callId: body.callId } : {}) },
+        report: { reportedCode: body.code, emptyTranscription: body.emptyTranscription, durationSeconds: body.durationSeconds },
       });
       switch (outcome.outcome) {
         case 'applied':

@@ -13,7 +13,7 @@ import type { CancelReason, CompletionWrite } from './store.ts';
  * INTERNAL_ERROR all end a call through {@link completeCall}, in ONE transaction:
  *
  * ```
- *  0 contact   Calling in round r → Completed, normalised code      (condition: Calling, round r)
+ *  0 contact   Calling in round r → Completed, normalised code      (condition: Calling, round r, this callId)
  *  1 tenant    active − 1: the slot is released
  *  2 batch     nCalling − 1, nCompleted + 1, byCode[code] + 1       (condition: InProgress, round r,
  *                                                                     and "not the last call" / "the last call")
@@ -23,12 +23,16 @@ import type { CancelReason, CompletionWrite } from './store.ts';
  * ```
  *
  * No read first: the batch's settings come from a per-container cache, and a refused condition returns
- * the stored item, which says what to do — ignore (not Calling, batch deleted), or write once more with
- * what it revealed (the contact's real round; "this is the round's last call", which adds the finaliser).
+ * the stored item, which says what to do — ignore (not Calling, another call, batch deleted), or write
+ * once more with what it revealed (the round of this same call; "this is the round's last call", which
+ * adds the finaliser).
+ *
+ * The callId condition is what makes a result belong to its call: a contact is called again in later
+ * rounds, so "Calling" alone would let a re-sent or late result of round r complete round r + 1's call.
  */
 
 /** Why a result changed nothing. */
-export type IgnoredReason = 'no_such_batch' | 'not_dialled' | 'not_calling' | 'batch_deleted' | 'batch_not_in_progress';
+export type IgnoredReason = 'no_such_batch' | 'not_dialled' | 'not_calling' | 'another_call' | 'batch_deleted' | 'batch_not_in_progress';
 
 export type CompletionOutcome =
   | { outcome: 'applied'; code: string; retryable: boolean; finaliserEnqueued: boolean; transactions: number }
@@ -41,6 +45,11 @@ export interface CompletionRequest {
   contactNumber: string;
   /** The round of the call, when the caller knows it (watchdog, placer); the intake uses the cached hint. */
   round?: number;
+  /**
+   * The call to complete: the one the dialer gave the placer. Undefined only for a watchdog enqueued
+   * before calls had ids, which its round binds instead.
+   */
+  callId: string | undefined;
   classification: Classification;
   source: CompletionSource;
   report?: CompletionWrite['report'];
@@ -61,17 +70,19 @@ export type CancelVerdict =
 
 /**
  * Reads a cancelled completion's reasons (items in the order of {@link CallsStore.completionItems}:
- * contact, tenant, batch, …). `roundKnown`: the caller named the call's round (a job), so a contact
- * Calling in another round is another call, not a stale hint.
+ * contact, tenant, batch, …). `call` is the completion's call: its id, and whether its round is known
+ * (a job names it; the intake only has a hint, so the same call found in another round is a replan).
  */
-export function judgeCompletionCancel(reasons: readonly CancelReason[], plan: CompletionPlan, roundKnown = false): CancelVerdict {
+export function judgeCompletionCancel(reasons: readonly CancelReason[], plan: CompletionPlan, call: { callId: string | undefined; roundKnown: boolean }): CancelVerdict {
   if (reasons.some((r) => CONTENTION_CODES.has(r.code))) return { type: 'contention' };
   const [contact, , batch] = reasons;
   if (contact?.code === 'ConditionalCheckFailed') {
     const row = contact.item as ContactRow | undefined;
     if (!row) return { type: 'ignored', reason: 'not_dialled' };
-    if (row.status === ContactStatus.Calling && row.round !== plan.round && !roundKnown) return { type: 'replan', plan: { ...plan, round: row.round } };
-    return { type: 'ignored', reason: 'not_calling' };
+    if (row.status !== ContactStatus.Calling) return { type: 'ignored', reason: 'not_calling' };
+    if (call.callId !== undefined && row.callId !== call.callId) return { type: 'ignored', reason: 'another_call' };
+    if (row.round !== plan.round) return call.roundKnown ? { type: 'ignored', reason: 'another_call' } : { type: 'replan', plan: { ...plan, round: row.round } };
+    return { type: 'unexplained' };
   }
   if (batch?.code === 'ConditionalCheckFailed') {
     const row = batch.item as BatchRow | undefined;
@@ -112,7 +123,8 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
           code,
           retryable,
           source: request.source,
-          ...(request.report ? { durationSeconds: request.report.durationSeconds, ...(request.report.callId ? { callId: request.report.callId } : {}) } : {}),
+          ...(request.callId !== undefined ? { callId: request.callId } : {}),
+          ...(request.report ? { durationSeconds: request.report.durationSeconds } : {}),
         },
       },
       now,
@@ -124,6 +136,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
         tenantId: batch.tenantId,
         contactNumber: request.contactNumber,
         round: plan.round,
+        callId: request.callId,
         last: plan.last,
         code,
         retryable,
@@ -141,7 +154,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
       await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
     }
-    const verdict = judgeCompletionCancel(result.reasons, plan, request.round !== undefined);
+    const verdict = judgeCompletionCancel(result.reasons, plan, { callId: request.callId, roundKnown: request.round !== undefined });
     switch (verdict.type) {
       case 'ignored':
         return { outcome: 'ignored', reason: verdict.reason };
@@ -168,14 +181,15 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
 
 /**
  * DynamoDB cancelled the transaction because another one held an item: it says nothing about the
- * contact. One consistent read decides honestly: no longer Calling (a duplicate lost the race) →
- * ignored; still Calling → unavailable, nothing written.
+ * contact. One consistent read decides honestly: no longer Calling (a duplicate lost the race), or
+ * Calling with another call → ignored; still Calling with this call → unavailable, nothing written.
  */
 async function resolveContention(deps: CallsDeps, batchId: string, contactNumber: string, request: CompletionRequest): Promise<CompletionOutcome> {
   const contact = await deps.store.getContact(batchId, contactNumber);
   if (!contact) return { outcome: 'ignored', reason: 'not_dialled' };
   if (contact.status !== ContactStatus.Calling) return { outcome: 'ignored', reason: 'not_calling' };
+  if (request.callId !== undefined && contact.callId !== request.callId) return { outcome: 'ignored', reason: 'another_call' };
   // A job knows its call's round: a contact Calling in another round is another call.
-  if (request.round !== undefined && contact.round !== request.round) return { outcome: 'ignored', reason: 'not_calling' };
+  if (request.round !== undefined && contact.round !== request.round) return { outcome: 'ignored', reason: 'another_call' };
   return { outcome: 'unavailable', reason: 'contention' };
 }

@@ -6,7 +6,7 @@ import { CallCode, isRetryableCode } from './codes.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { dialKind, finaliseKind, watchdogKind } from './kinds.ts';
-import { BatchStatus, jobIds } from './model.ts';
+import { BatchStatus, callIdFor, jobIds } from './model.ts';
 import type { BatchRow, ListPage } from './model.ts';
 import { placeCall } from './placer.ts';
 import { CONTENTION_CODES } from './store.ts';
@@ -71,11 +71,11 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
     const batch = await deps.store.getBatch(args.batchId);
     if (!isDialling(batch, args.round)) return;
     // Each call is placed before the next contact is dialled, so the placer sees the list's order.
-    await dialRun(deps, batch, ctx, (contactNumber, dialled) => place(deps, dialled, contactNumber, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx));
+    await dialRun(deps, batch, ctx, (contactNumber, callId, dialled) => place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx));
   });
 }
 
-async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, batch: BatchRow) => Promise<void>): Promise<void> {
+async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, callId: string, batch: BatchRow) => Promise<void>): Promise<void> {
   const { store, jobs, config } = deps;
   const started = performance.now();
   const pages = new Map<number, ListPage>();
@@ -93,19 +93,20 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     pages.set(batch.dialPage, page);
     const next = advance(batch, page.numbers.length);
 
+    const callId = callIdFor(batch.batchId, contactNumber, batch.round);
     const watchdog = jobs.prepare(
       watchdogKind,
-      { batchId: batch.batchId, contactNumber, round: batch.round },
+      { batchId: batch.batchId, contactNumber, round: batch.round, callId },
       { id: jobIds.watchdog(batch.batchId, contactNumber, batch.round), at: now + config.callTimeoutSeconds * 1000 },
     );
     const result = await store.transact([
-      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, watchdogJobId: watchdog.id, now }),
+      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, watchdogJobId: watchdog.id, now }),
       watchdog.item,
     ]);
     if (result.committed) {
       batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + 1 };
       await jobs.afterCommit([watchdog]);
-      await onDialled(contactNumber, batch);
+      await onDialled(contactNumber, callId, batch);
       dials++;
       continue;
     }
@@ -163,11 +164,11 @@ async function skip(deps: CallsDeps, batch: BatchRow, contactNumber: string, nex
  * Asks the placer for the call, once. A refusal completes the contact with INTERNAL_ERROR through the
  * completion path; if even that cannot be written now, the call's watchdog ends it later (TIMEOUT).
  */
-async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, placer: { url: string; callbackUrl: string }, ctx: JobContext): Promise<void> {
+async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext): Promise<void> {
   const { logger } = deps;
   const placed = await placeCall(
     placer.url,
-    { batchId: batch.batchId, contactNumber, round: batch.round, callbackUrl: placer.callbackUrl },
+    { batchId: batch.batchId, contactNumber, round: batch.round, callId, callbackUrl: placer.callbackUrl },
     { timeoutMs: deps.config.placerTimeoutMs, signal: ctx.signal },
   );
   if (placed.accepted) return;
@@ -177,6 +178,7 @@ async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, pl
       batchId: batch.batchId,
       contactNumber,
       round: batch.round,
+      callId,
       classification: { code: CallCode.internalError, retryable: isRetryableCode(CallCode.internalError) },
       source: 'placer',
     });

@@ -23,7 +23,8 @@ export const watchdogKind = defineKind({
   queue: 'calls',
   policy: policies['calls.watchdog'],
   timeoutSeconds: 20,
-  args: z.object({ batchId: z.string().min(1), contactNumber: e164, round: z.number().int().min(1) }),
+  // callId: the call it watches; a job enqueued before calls had ids has none and is bound by its round alone.
+  args: z.object({ batchId: z.string().min(1), contactNumber: e164, round: z.number().int().min(1), callId: z.string().min(1).max(200).optional() }),
   description: 'Ends a call still Calling after the call timeout, with TIMEOUT',
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { TableDefinition } from '../platform/tables.ts';
 import type { RoundRetry } from './backoff.ts';
 import type { CallingWindow } from './window.ts';
@@ -125,6 +126,11 @@ export interface ContactRow {
   reportedCode?: string;
   durationSeconds?: number;
   emptyTranscription?: boolean;
+  /**
+   * The call of its latest dial ({@link callIdFor}): written with the Calling state, sent to the placer,
+   * and required back on the result. Only a result or a watchdog naming it may complete the contact.
+   * (Absent on a contact dialled before calls had ids.)
+   */
   callId?: string;
   updatedAt: string;
 }
@@ -151,6 +157,14 @@ export const CONTACT_PREFIX = 'CONTACT#';
 
 /** Status → the batch row's counter attribute. */
 export const countAttribute = (status: ContactStatus): `n${ContactStatus}` => `n${status}`;
+
+/**
+ * The id of the call placed for a contact in a round: derived from the three, so a re-run of the same
+ * dial names the same call, and every round's call has its own. Opaque to the placer and the AI call
+ * handler, which echo it back with the result (`call_` and 22 base64url characters of a SHA-256).
+ */
+export const callIdFor = (batchId: string, contactNumber: string, round: number): string =>
+  `call_${createHash('sha256').update(`${batchId}\n${contactNumber}\n${round}`).digest('base64url').slice(0, 22)}`;
 
 /** Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial, one finaliser per round. */
 export const jobIds = {

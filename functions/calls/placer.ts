@@ -5,6 +5,8 @@ export interface PlaceCallRequest {
   batchId: string;
   contactNumber: string;
   round: number;
+  /** This call's id: the result must carry it back (a contact is called again in later rounds). */
+  callId: string;
   /** Where the placer posts the call's result (the intake). */
   callbackUrl: string;
 }

@@ -17,7 +17,9 @@ export const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–
 export const MAX_CONTACTS_PER_BATCH = 10_000;
 
 export const tenantParams = z.object({ tenantId: idSchema });
-export const tenantBody = z.object({
+// Request bodies are strict: an unknown field (a typo such as `maxAtempts`) is a 400 naming it, never a
+// silent fallback to a default.
+export const tenantBody = z.strictObject({
   concurrencyLimit: z.number().int().min(1).max(1000),
   ownerEmail: z.email().max(254).optional(),
 });
@@ -33,14 +35,14 @@ export const tenantResponse = z.object({
 export const batchParams = z.object({ id: idSchema });
 
 export const batchBody = z
-  .object({
+  .strictObject({
     tenantId: idSchema,
-    contacts: z.array(z.object({ number: e164 })).min(1).max(MAX_CONTACTS_PER_BATCH),
+    contacts: z.array(z.strictObject({ number: e164 })).min(1).max(MAX_CONTACTS_PER_BATCH),
     /** Rounds: how many times a contact may be dialled. */
     maxAttempts: z.number().int().min(1).max(10),
     callingWindow: callingWindowSchema.optional(),
     retry: z
-      .object({ baseSeconds: z.number().int().min(1).max(86_400), capSeconds: z.number().int().min(1).max(7 * 86_400) })
+      .strictObject({ baseSeconds: z.number().int().min(1).max(86_400), capSeconds: z.number().int().min(1).max(7 * 86_400) })
       .refine((r) => r.capSeconds >= r.baseSeconds, { message: 'capSeconds must be at least baseSeconds', path: ['capSeconds'] })
       .optional(),
     minConversationDurationSeconds: z.number().int().min(0).max(3600).default(10),
@@ -89,16 +91,18 @@ export const contactsResponse = z.object({
 });
 
 /**
- * The call-result webhook's body (brief §7). `code` is the handler's coarse code, trimmed and
+ * The call-result webhook's body. `callId` is the one the dialer gave the placer for this call: only a
+ * result for the contact's current call applies. Not strict, unlike the API's bodies: the AI call handler
+ * may add fields of its own, and a result refused for them would be a result lost. `code` is the handler's coarse code, trimmed and
  * upper-cased before classification; empty means FAILED. Codes are identifiers (letters, digits, `_`).
  */
 export const callResultBody = z.object({
   batchId: idSchema,
   contactNumber: e164,
+  callId: z.string().min(1).max(200).describe('the callId the placer was given for this call'),
   code: z.string().regex(/^\s*[A-Za-z0-9_]{0,64}\s*$/, 'expected a code of letters, digits and _ (at most 64), or empty'),
   emptyTranscription: z.boolean(),
   durationSeconds: z.number().min(-86_400).max(86_400),
-  callId: z.string().min(1).max(200).optional(),
 });
 export type CallResultBody = z.infer<typeof callResultBody>;
 

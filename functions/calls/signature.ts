@@ -38,14 +38,28 @@ export function callWebhookVerifier(secret: string): (headers: Record<string, st
     const now = Math.floor(nowMs / 1000);
     if (now - timestamp > SIGNATURE_TOLERANCE_SECONDS) throw new SignatureError('timestamp_too_old');
     if (timestamp - now > SIGNATURE_TOLERANCE_SECONDS) throw new SignatureError('timestamp_too_new');
-    const expected = Buffer.from(signer.sign(id, new Date(timestamp * 1000), rawBody));
-    // The header may carry several space-separated signatures (key rotation); one valid v1 suffices.
-    for (const candidate of signatures.split(' ')) {
+    const expected = Buffer.from(signer.sign(id, new Date(timestamp * 1000), rawBody).slice('v1,'.length));
+    for (const candidate of v1Signatures(signatures)) {
       const given = Buffer.from(candidate);
       if (given.length === expected.length && timingSafeEqual(given, expected)) return;
     }
     throw new SignatureError('no_matching_signature');
   };
+}
+
+/**
+ * The `v1` signatures in a `webhook-signature` value. Several are space-separated (key rotation); two
+ * header lines reach us joined with ", " (or "," by API Gateway), so each space-separated part is read as
+ * `version,signature` pairs: `v1,a, v1,b` and `v1,a,v1,b` both give `a` and `b`. The `standardwebhooks`
+ * library accepts those shapes too (it reads the first pair of each part); other versions are skipped.
+ */
+export function v1Signatures(header: string): string[] {
+  const found: string[] = [];
+  for (const part of header.split(' ')) {
+    const fields = part.split(',');
+    for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'v1' && fields[i + 1]) found.push(fields[i + 1]!);
+  }
+  return found;
 }
 
 /** Signs a body as the AI call handler does (the local simulator and tests use it). */

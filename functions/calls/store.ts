@@ -14,6 +14,8 @@ const is = {
   absent: (e: Expression) => `attribute_not_exists(${e.name('pk')})`,
   /** The contact's call of this round is in progress: the only state a result may complete. */
   callingIn: (e: Expression, round: number) => `${e.name('status')} = ${e.value(ContactStatus.Calling)} AND ${e.name('round')} = ${e.value(round)}`,
+  /** The call in progress is this one: a result or a watchdog of another call (an earlier round's) never matches. */
+  theCall: (e: Expression, callId: string) => `${e.name('callId')} = ${e.value(callId)}`,
   /** The contact may be dialled in `round`: never dialled (round 1), or promoted by the last round's finaliser. */
   dialableIn: (e: Expression, round: number) =>
     round === 1
@@ -59,12 +61,14 @@ export interface CompletionWrite {
   tenantId: string;
   contactNumber: string;
   round: number;
+  /** The call to complete; undefined only for a watchdog enqueued before calls had ids (bound by its round alone). */
+  callId: string | undefined;
   /** Whether this completion ends the last active call of a fully dialled round (see {@link is.lastCall}). */
   last: boolean;
   code: string;
   retryable: boolean;
   source: CompletionSource;
-  report?: { reportedCode: string; emptyTranscription: boolean; durationSeconds: number; callId?: string };
+  report?: { reportedCode: string; emptyTranscription: boolean; durationSeconds: number };
   now: number;
 }
 
@@ -75,6 +79,8 @@ export interface DialWrite {
   page: number;
   pos: number;
   next: { page: number; pos: number };
+  /** The call this dial places (`callIdFor` in model.ts). */
+  callId: string;
   watchdogJobId: string;
   now: number;
 }
@@ -304,10 +310,11 @@ export class CallsStore {
       .set('contactNumber', d.contactNumber)
       .set('status', ContactStatus.Calling)
       .set('round', round)
+      .set('callId', d.callId)
       .set('watchdogJobId', d.watchdogJobId)
       .set('dialledAt', iso(now))
       .set('updatedAt', iso(now))
-      .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription', 'callId');
+      .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
 
     const tenant = new Expression();
     tenant.when(is.exists(tenant)).when(is.slotFree(tenant)).add('active', 1).set('updatedAt', iso(now));
@@ -351,14 +358,15 @@ export class CallsStore {
   // ─── completing a call ──────────────────────────────────────────────────────────────────────────
 
   /**
-   * One completion, items [contact, tenant, batch]: the contact must be Calling in this round and
-   * becomes Completed with its normalised code; the tenant's slot is released; the batch counts the
-   * code and, by the last-call condition, says whether this completion ends the round.
+   * One completion, items [contact, tenant, batch]: the contact must be Calling in this round with this
+   * call and becomes Completed with its normalised code; the tenant's slot is released; the batch counts
+   * the code and, by the last-call condition, says whether this completion ends the round.
    */
   completionItems(c: CompletionWrite): TransactItem[] {
     const contact = new Expression();
+    contact.when(is.callingIn(contact, c.round));
+    if (c.callId !== undefined) contact.when(is.theCall(contact, c.callId));
     contact
-      .when(is.callingIn(contact, c.round))
       .set('status', ContactStatus.Completed)
       .set('code', c.code)
       .set('retryable', c.retryable)
@@ -367,7 +375,6 @@ export class CallsStore {
       .set('updatedAt', iso(c.now));
     if (c.report) {
       contact.set('reportedCode', c.report.reportedCode).set('emptyTranscription', c.report.emptyTranscription).set('durationSeconds', c.report.durationSeconds);
-      if (c.report.callId !== undefined) contact.set('callId', c.report.callId);
     }
 
     const tenant = new Expression();

@@ -7,11 +7,12 @@ import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { watchdogKind } from './kinds.ts';
 
 /**
- * calls.watchdog: due at dial time + the call timeout. A contact still Calling in that round is
- * completed with TIMEOUT through the same path as a result; anything else means the result came, and
+ * calls.watchdog: due at dial time + the call timeout. A contact still Calling with the call it watches
+ * (its callId, of its round) is completed with TIMEOUT through the same path as a result; anything else
+ * means the result came — or the contact is on a later round's call, which is not this watchdog's — and
  * the watchdog completes as a no-op. (A result normally cancels it first.)
  */
-export function watchdogHandler(deps: CallsDeps): JobHandler<{ batchId: string; contactNumber: string; round: number }> {
+export function watchdogHandler(deps: CallsDeps): JobHandler<{ batchId: string; contactNumber: string; round: number; callId?: string | undefined }> {
   return handle(watchdogKind, async (args, ctx) => {
     const batch = await deps.batches.get(args.batchId);
     if (!batch) return;
@@ -19,6 +20,7 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<{ batchId: string; 
       batchId: args.batchId,
       contactNumber: args.contactNumber,
       round: args.round,
+      callId: args.callId,
       classification: { code: CallCode.timeout, retryable: isRetryableCode(CallCode.timeout) },
       source: 'watchdog',
     });

@@ -11,7 +11,7 @@ export const ALL_WEEKDAYS = [1, 2, 3, 4, 5, 6, 7] as const;
  * while local wall time is in [start, end).
  */
 export const callingWindowSchema = z
-  .object({
+  .strictObject({
     timezone: z.string().refine((zone) => IANAZone.isValidZone(zone), { message: 'not an IANA time zone (e.g. Europe/Berlin)' }),
     start: z.string().regex(HH_MM, 'expected HH:MM (24 h)'),
     end: z.string().regex(HH_MM, 'expected HH:MM (24 h)'),

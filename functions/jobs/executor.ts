@@ -5,6 +5,7 @@ import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
 import { assertNever, decide } from './decide.ts';
 import type { Decision } from './decide.ts';
+import { Discards, unknownKindDiscard } from './discards.ts';
 import type { Dispatcher, WakeUpMessage } from './dispatch.ts';
 import { ClaimRefusedError, LeaseLostError } from './errors.ts';
 import type { JobHandler } from './kinds.ts';
@@ -16,9 +17,8 @@ import type { JobRow } from './row.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 import { periodicStatusId } from './store.ts';
 
-/** The discard metrics. `JobDiscarded` carries kind and reason; `JobDiscardedAlert` (no dimensions) drives the alarm. */
-export const DISCARD_METRIC = 'JobDiscarded';
-export const DISCARD_ALERT_METRIC = 'JobDiscardedAlert';
+// The discard metrics live with the one discard path (discards.ts); lib/ reads the alarm's name from here.
+export { DISCARD_ALERT_METRIC, DISCARD_METRIC } from './discards.ts';
 
 export interface ExecutorDeps {
   store: JobStore;
@@ -47,10 +47,12 @@ export type ExecutionResult =
 export class Executor {
   private readonly deps: ExecutorDeps;
   private readonly handlers: Map<string, JobHandler<unknown>>;
+  private readonly discards: Discards;
 
   constructor(deps: ExecutorDeps) {
     this.deps = deps;
     this.handlers = new Map(deps.handlers.map((h) => [h.kind.kind, h as unknown as JobHandler<unknown>]));
+    this.discards = new Discards(deps.store, deps.metrics);
   }
 
   async execute(message: WakeUpMessage, queue: QueueName): Promise<ExecutionResult> {
@@ -65,18 +67,17 @@ export class Executor {
 
     const handler = this.handlers.get(job.kind);
     const started = performance.now();
-    let outcome: RunOutcome;
+    let decision: Decision;
     if (!handler) {
-      outcome = { type: 'discarded', reason: DiscardReason.unknown_kind, error: `no handler for kind ${job.kind} on queue ${queue}` };
+      decision = unknownKindDiscard(job.kind, `on queue ${queue}`);
     } else {
       const parsed = handler.kind.args.safeParse(job.args);
-      outcome = parsed.success
+      const outcome: RunOutcome = parsed.success
         ? classifyRun(await this.run(handler, parsed.data, job))
         : { type: 'discarded', reason: DiscardReason.invalid_args, error: `invalid args: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
+      decision = decide(outcome, job, handler.kind.policy, clock.now(), this.deps.rng);
     }
     const durationMs = performance.now() - started;
-    const policy = handler?.kind.policy ?? { maxAttempts: 1, backoff: { type: 'none' as const }, jitter: 0, onExhausted: 'discard_alert' as const };
-    const decision = decide(outcome, job, policy, clock.now(), this.deps.rng);
 
     let row: JobRow;
     try {
@@ -90,7 +91,6 @@ export class Executor {
       throw error;
     }
 
-    if (decision.type === 'discard') this.countDiscard(job.kind, decision.reason, decision.alert);
     if (handler?.kind.periodic) await this.recordPeriodic(job, decision);
     if (decision.type === 'retry' || decision.type === 'snooze') await this.wake(row);
     return { jobId: job.id, result: resultOf(decision) };
@@ -141,7 +141,7 @@ export class Executor {
       case 'snooze':
         return store.snooze(job, now, decision.until, decision.reason);
       case 'discard':
-        return store.discard(job, now, decision.reason, decision.error, durationMs);
+        return this.discards.claimed(job, now, decision, durationMs);
       default:
         return assertNever(decision);
     }
@@ -170,11 +170,6 @@ export class Executor {
     } catch (error) {
       this.deps.logger.error('wake-up not sent; the rescuer will send it', { jobId: row.id, error: describeError(error) });
     }
-  }
-
-  private countDiscard(kind: string, reason: string, alert: boolean): void {
-    this.deps.metrics.count(DISCARD_METRIC, { kind, reason });
-    if (alert) this.deps.metrics.count(DISCARD_ALERT_METRIC);
   }
 
   private async recordPeriodic(job: ClaimedJob, decision: Decision): Promise<void> {

@@ -1,14 +1,15 @@
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
+import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { JobClient } from './client.ts';
-import { decide } from './decide.ts';
+import { assertNever, decide } from './decide.ts';
+import type { Decision } from './decide.ts';
+import { Discards, unknownKindDiscard } from './discards.ts';
 import type { Dispatcher } from './dispatch.ts';
 import { TransitionRefusedError } from './errors.ts';
 import type { JobKind } from './kinds.ts';
 import { describeError } from './outcomes.ts';
-import { DefaultBackoff } from './policies.ts';
-import type { Policy } from './policies.ts';
 import type { JobRow } from './row.ts';
 import { JobState, pendingStates } from './states.ts';
 import type { JobStore } from './store.ts';
@@ -30,6 +31,8 @@ export interface RescuerOptions {
   clock: Clock;
   rng: Rng;
   logger: Logger;
+  /** Where a discard is counted (a lost last attempt): the same metrics as the executor's. */
+  metrics: MetricsSink;
   /** Every kind the system runs: their policies price a lost attempt, the periodic ones are enqueued here. */
   kinds: readonly JobKind<never>[];
   /** A job due longer ago than this with no claim is taken for a lost wake-up. */
@@ -37,8 +40,6 @@ export interface RescuerOptions {
   /** Rows read per state per pass. */
   pageSize?: number;
 }
-
-const fallbackPolicy: Policy = { maxAttempts: 10, backoff: DefaultBackoff, jitter: 0.1, onExhausted: 'discard_alert' };
 
 /**
  * The rescuer (River's name): a periodic pass that makes sure no job is lost. It reschedules running
@@ -49,10 +50,12 @@ const fallbackPolicy: Policy = { maxAttempts: 10, backoff: DefaultBackoff, jitte
 export class Rescuer {
   private readonly options: RescuerOptions;
   private readonly kinds: Map<string, JobKind<never>>;
+  private readonly discards: Discards;
 
   constructor(options: RescuerOptions) {
     this.options = options;
     this.kinds = new Map(options.kinds.map((k) => [k.kind, k]));
+    this.discards = new Discards(options.store, options.metrics);
   }
 
   async run(): Promise<RescueReport> {
@@ -87,15 +90,31 @@ export class Rescuer {
     const rows = await store.findDue(JobState.running, now - 1, this.options.pageSize ?? 100);
     let count = 0;
     for (const row of rows) {
-      const policy = this.kinds.get(row.kind)?.policy ?? fallbackPolicy;
-      const decision = decide({ type: 'retryable', error: 'worker lost' }, row, policy, now, rng);
-      const at = decision.type === 'retry' ? decision.at : undefined;
-      const rescued = await this.attempt(() => store.rescue(row, now, at), row);
+      const kind = this.kinds.get(row.kind);
+      // A lost attempt is a retryable failure, priced by the kind's policy; a kind nobody runs is discarded as the executor would.
+      const decision: Decision = kind ? decide({ type: 'retryable', error: 'worker lost' }, row, kind.policy, now, rng) : unknownKindDiscard(row.kind, 'in the rescuer');
+      const rescued = await this.attempt(() => this.rescue(row, decision, now), row);
       if (!rescued) continue;
       count++;
       if (rescued.state === JobState.retryable) await this.wake(rescued);
     }
     return count;
+  }
+
+  /** Writes a lost attempt's decision: run it again, or discard it (through the one discard path). */
+  private rescue(row: JobRow, decision: Decision, now: number): Promise<JobRow> {
+    switch (decision.type) {
+      case 'retry':
+        return this.options.store.rescue(row, now, { at: decision.at });
+      case 'discard':
+        return this.discards.lost(row, now, decision);
+      // A lost attempt is classified retryable: decide() never completes or snoozes it.
+      case 'complete':
+      case 'snooze':
+        throw new Error(`a lost attempt cannot end as ${decision.type}`);
+      default:
+        return assertNever(decision);
+    }
   }
 
   private async rewakeIdle(): Promise<number> {

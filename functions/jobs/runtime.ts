@@ -53,6 +53,6 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       return createWorker({ queue, executor: executor(handlers), logger: deps.logger });
     },
     rescuer: (kinds, rescueAfterMs) =>
-      new Rescuer({ store, client, dispatcher, clock: deps.clock, rng: deps.rng, logger: deps.logger, kinds, rescueAfterMs }),
+      new Rescuer({ store, client, dispatcher, clock: deps.clock, rng: deps.rng, logger: deps.logger, metrics: deps.metrics, kinds, rescueAfterMs }),
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand, paginateQuery, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, decodeCursor, encodeCursor, Expression } from '../platform/dynamo.ts';
+import { conditionFailure, Expression, InvalidCursorError, keyCursor, queryKeyAttributes } from '../platform/dynamo.ts';
 import { ClaimRefusedError, DuplicateJobError, JobNotFoundError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { ClaimRefusal } from './errors.ts';
 import type { DiscardReason } from './outcomes.ts';
@@ -181,9 +181,10 @@ export class JobStore {
 
   /**
    * rescue: a running job whose lease expired (its worker was lost) is counted as a failed attempt and
-   * rescheduled at `at`, or discarded as exhausted when `at` is undefined.
+   * rescheduled at `next.at`, or discarded with `next.discard` as its reason (through discards.ts, which
+   * counts it).
    */
-  async rescue(job: JobRow, now: number, at: number | undefined): Promise<JobRow> {
+  async rescue(job: JobRow, now: number, next: { at: number } | { discard: DiscardReason }): Promise<JobRow> {
     const e = new Expression();
     e.when(is.from(e, 'rescue')).when(is.holdsLease(e, job.leaseToken ?? '')).when(is.leaseExpired(e, now));
     const lost: AttemptRecord = {
@@ -194,17 +195,17 @@ export class JobStore {
       error: `worker lost: lease expired at ${job.leaseUntil ?? '?'}`,
     };
     e.append('attempts', lost).remove('leaseToken', 'leaseUntil').set('updatedAt', iso(now));
-    if (at === undefined) {
+    if ('discard' in next) {
       e.set('state', JobState.discarded)
-        .set('discardReason', 'exhausted')
+        .set('discardReason', next.discard)
         .set('finalizedAt', iso(now))
         .set('expiresAt', expiry(now, JobState.discarded))
         .set('stateOrder', stateOrder(now, job.id));
     } else {
       e.set('state', JobState.retryable)
-        .set('scheduledAt', iso(at))
+        .set('scheduledAt', iso(next.at))
         .set('seq', job.seq + 1)
-        .set('stateOrder', stateOrder(at, job.id));
+        .set('stateOrder', stateOrder(next.at, job.id));
     }
     return this.write(job.id, e, 'rescue');
   }
@@ -348,10 +349,12 @@ export class JobStore {
 
   /**
    * Jobs by state (newest first) and kind. Without a state, every state is read and merged (no cursor).
+   * A cursor that is not one this state's listing gave out raises {@link InvalidCursorError}.
    */
   async list(query: ListQuery): Promise<{ jobs: JobRow[]; cursor?: string }> {
     const limit = Math.min(Math.max(query.limit ?? 50, 1), 200);
     if (!query.state) {
+      if (query.cursor !== undefined) throw new InvalidCursorError();
       const perState = await Promise.all(allStates.map((state) => this.list({ state, limit, ...(query.kind ? { kind: query.kind } : {}) })));
       const jobs = perState
         .flatMap((page) => page.jobs)
@@ -360,7 +363,8 @@ export class JobStore {
       return { jobs };
     }
     const jobs: JobRow[] = [];
-    let startKey = decodeCursor(query.cursor);
+    const pages = keyCursor(queryKeyAttributes(jobsTable, jobsTable.indexes[0].name), { state: query.state });
+    let startKey: Record<string, unknown> | undefined = pages.decode(query.cursor);
     // A kind filter applies after Limit; read pages until the page is full (bounded: 10 reads).
     for (let page = 0; page < 10 && jobs.length < limit; page++) {
       const result = await this.db.send(
@@ -380,7 +384,7 @@ export class JobStore {
       startKey = result.LastEvaluatedKey;
       if (!startKey) break;
     }
-    const cursor = encodeCursor(startKey);
+    const cursor = pages.encode(startKey);
     return cursor ? { jobs, cursor } : { jobs };
   }
 

@@ -40,8 +40,10 @@ export async function requestAccess(deps: AccessDeps, tenantId: string, email: s
     createdAt: iso(now),
     tokenHash: hash,
     tokenExpiresAt: iso(now + TOKEN_TTL_MS.accessRequest),
+    // The raw token waits on the request until the mail is sent, never in the job row (ops can read jobs).
+    mailToken: token,
   };
-  const job = deps.jobs.prepare(approvalMailKind, { tenantId, requestId, token }, { id: `access_request.approval_mail:${requestId}`, at: now });
+  const job = deps.jobs.prepare(approvalMailKind, { tenantId, requestId }, { id: `access_request.approval_mail:${requestId}`, at: now });
   const result = await deps.store.transact([...deps.store.accessRequestItems(request, now), job.item]);
   if (!result.committed) {
     const open = await deps.store.getOpenRequestOf(tenantId, email);

@@ -143,10 +143,12 @@ function emailConfirmationHandler(deps: MailDeps) {
       skip(deps, ctx, 'expired', { tenantId, confirmationId });
       return;
     }
-    if (hashToken(args.token) !== contact.pendingTokenHash) throw discard('invalid_args', `the job's token is not the one pending for ${confirmationId}`);
+    // The row's token (a job enqueued before rows kept it carries its own); it must be the pending one's.
+    const token = args.token ?? contact.pendingToken;
+    if (token === undefined || hashToken(token) !== contact.pendingTokenHash) throw discard('invalid_args', `no token of the one pending for ${confirmationId}`);
 
     await reserve(deps, ctx, contact.pendingEmail);
-    const link = linkTo(deps.config.publicBaseUrl, linkPaths.confirmEmail, { tenantId }, args.token);
+    const link = linkTo(deps.config.publicBaseUrl, linkPaths.confirmEmail, { tenantId }, token);
     const content = renderEmailConfirmation({ tenantId, email: contact.pendingEmail, link, expiresAt: contact.pendingExpiresAt });
     await send(deps, ctx, outgoing(deps, ctx, `owner.email_confirmation.${confirmationId}`, contact.pendingEmail, content));
     try {
@@ -176,7 +178,8 @@ function approvalMailHandler(deps: MailDeps) {
       skip(deps, ctx, 'expired', { tenantId, requestId });
       return;
     }
-    if (hashToken(args.token) !== request.tokenHash) throw discard('invalid_args', `the job's token is not the one of ${requestId}`);
+    const token = args.token ?? request.mailToken;
+    if (token === undefined || hashToken(token) !== request.tokenHash) throw discard('invalid_args', `no token of the one of ${requestId}`);
     const contact = await deps.store.getContact(tenantId);
     if (!contact?.email || !contact.confirmedAt) {
       skip(deps, ctx, 'no_confirmed_owner', { tenantId, requestId });
@@ -188,8 +191,8 @@ function approvalMailHandler(deps: MailDeps) {
     const content = renderAccessRequest({
       tenantId,
       requesterEmail: request.email,
-      approveLink: linkTo(deps.config.publicBaseUrl, linkPaths.approveAccess, params, args.token),
-      denyLink: linkTo(deps.config.publicBaseUrl, linkPaths.denyAccess, params, args.token),
+      approveLink: linkTo(deps.config.publicBaseUrl, linkPaths.approveAccess, params, token),
+      denyLink: linkTo(deps.config.publicBaseUrl, linkPaths.denyAccess, params, token),
       expiresAt: request.tokenExpiresAt,
     });
     await send(deps, ctx, outgoing(deps, ctx, `access_request.${requestId}`, contact.email, content));

@@ -8,8 +8,11 @@ export const tenantIdSchema = z
   .max(100)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'letters, digits, ".", "_", ":" and "-" only');
 
-/** A link token as mails carry it (32 random bytes, base64url). */
-const tokenArg = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'not a link token');
+/**
+ * A link token as mails carry it (32 random bytes, base64url). Jobs enqueued now carry none (the mail row
+ * keeps the raw token until its mail is sent); only a job enqueued before that change has one.
+ */
+const legacyTokenArg = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'not a link token').optional();
 
 /**
  * owner.notify: tells a tenant's owner something happened (a batch finalised). Subject to the
@@ -32,8 +35,8 @@ export const ownerNotifyKind = defineKind({
 });
 
 /**
- * owner.email_confirmation: mails a pending owner address the link that confirms it. The raw token
- * travels in the job's arguments (the outbox): the mail table keeps only its hash.
+ * owner.email_confirmation: mails a pending owner address the link that confirms it. The raw token is not
+ * in the job's arguments: the owner row keeps it beside its hash until the mail is sent (the mark removes it).
  */
 export const emailConfirmationKind = defineKind({
   kind: 'owner.email_confirmation',
@@ -44,12 +47,15 @@ export const emailConfirmationKind = defineKind({
     tenantId: tenantIdSchema,
     /** The pending change this mail confirms; `<owner.email_confirmation.<id>@MAIL_DOMAIN>` is its Message-ID. */
     confirmationId: z.string().regex(/^conf_[0-9a-f]{32}$/),
-    token: tokenArg,
+    token: legacyTokenArg,
   }),
   description: 'Mails a new owner address the link that confirms it',
 });
 
-/** access_request.approval_mail: asks the tenant's confirmed owner to approve or deny an access request. */
+/**
+ * access_request.approval_mail: asks the tenant's confirmed owner to approve or deny an access request.
+ * The raw token is kept on the request until this mail is sent, not in the job's arguments.
+ */
 export const approvalMailKind = defineKind({
   kind: 'access_request.approval_mail',
   queue: 'mail',
@@ -59,7 +65,7 @@ export const approvalMailKind = defineKind({
     tenantId: tenantIdSchema,
     /** The request; `<access_request.<id>@MAIL_DOMAIN>` is its Message-ID. */
     requestId: z.string().regex(/^areq_[0-9a-f]{32}$/),
-    token: tokenArg,
+    token: legacyTokenArg,
   }),
   description: 'Asks the tenant owner to approve or deny an access request',
 });

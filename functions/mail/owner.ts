@@ -47,8 +47,9 @@ export async function prepareOwnerEmailChange(deps: OwnerEmailDeps, tenantId: st
   const random = deps.random ?? secureRandomBytes;
   const confirmationId = newId('conf', random);
   const { token, hash } = newToken(random);
-  const item = deps.store.pendingEmailItem({ tenantId, email: address, pendingId: confirmationId, tokenHash: hash, expiresAt: now + TOKEN_TTL_MS.emailConfirmation, now });
-  const job = deps.jobs.prepare(emailConfirmationKind, { tenantId, confirmationId, token }, { id: `owner.email_confirmation:${confirmationId}`, at: now });
+  // The raw token waits on the owner row until the mail is sent, never in the job row (ops can read jobs).
+  const item = deps.store.pendingEmailItem({ tenantId, email: address, pendingId: confirmationId, token, tokenHash: hash, expiresAt: now + TOKEN_TTL_MS.emailConfirmation, now });
+  const job = deps.jobs.prepare(emailConfirmationKind, { tenantId, confirmationId }, { id: `owner.email_confirmation:${confirmationId}`, at: now });
   return { status: 'pending', items: [item, job.item], jobs: [job], confirmationId };
 }
 

@@ -128,7 +128,7 @@ export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
     auth: 'iam',
     summary: "Ask the tenant's confirmed owner for access: records a pending request and mails the owner approve/deny links",
     params: tenantParams,
-    body: z.object({ email: emailSchema }),
+    body: z.strictObject({ email: emailSchema }),
     responses: {
       201: { description: 'recorded; the approval mail is on its way', schema: accessViewSchema },
       200: { description: 'this address has an open request already; nothing was mailed', schema: accessViewSchema },

@@ -14,7 +14,7 @@ import { LinkRefusedError, MarkRefusedError } from './errors.ts';
  *
  * | pk | sk | what |
  * |---|---|---|
- * | `TENANT#<tenantId>` | `OWNER` | the owner's contact: confirmed address, pending address with its token hash |
+ * | `TENANT#<tenantId>` | `OWNER` | the owner's contact: confirmed address, pending address with its token hash (and its raw token until mailed) |
  * | `TENANT#<tenantId>` | `NOTICE#<eventId>` | one owner.notify: sent (notifiedAt), dropped (burst cap) or skipped |
  * | `TENANT#<tenantId>` | `ACCESS#<requestId>` | one access request: pending, approved or denied |
  * | `TENANT#<tenantId>` | `ACCESS_BY#<email>` | the open request of an address (one per address per link lifetime) |
@@ -52,6 +52,11 @@ export interface OwnerContact {
   pendingEmail?: string;
   pendingId?: string;
   pendingTokenHash?: string;
+  /**
+   * The pending link's raw token, kept only until its mail is sent: the mark (and a confirmation, or a
+   * newer change) removes it, so no job row and no sent link's row ever holds it.
+   */
+  pendingToken?: string;
   pendingExpiresAt?: string;
   pendingRequestedAt?: string;
   /** Set after the confirmation mail was sent (send, then mark). */
@@ -91,6 +96,8 @@ export interface AccessRequest {
   createdAt: string;
   tokenHash: string;
   tokenExpiresAt: string;
+  /** The links' raw token, kept only until the approval mail is sent (the mark, or a decision, removes it). */
+  mailToken?: string;
   /** Set after the approval mail was sent (send, then mark). */
   mailedAt?: string;
   resolvedAt?: string;
@@ -130,11 +137,12 @@ export class MailStore {
   }
 
   /** The Update that makes `email` the pending owner address (superseding any earlier pending one). */
-  pendingEmailItem(input: { tenantId: string; email: string; pendingId: string; tokenHash: string; expiresAt: number; now: number }): TransactItem {
+  pendingEmailItem(input: { tenantId: string; email: string; pendingId: string; token: string; tokenHash: string; expiresAt: number; now: number }): TransactItem {
     const e = new Expression()
       .set('tenantId', input.tenantId)
       .set('pendingEmail', input.email)
       .set('pendingId', input.pendingId)
+      .set('pendingToken', input.token)
       .set('pendingTokenHash', input.tokenHash)
       .set('pendingExpiresAt', iso(input.expiresAt))
       .set('pendingRequestedAt', iso(input.now))
@@ -152,7 +160,7 @@ export class MailStore {
     e.when(`${e.name('pendingTokenHash')} = ${e.value(tokenHash)}`).when(`${e.name('pendingExpiresAt')} > ${e.value(iso(now))}`);
     const email = e.name('email');
     const pendingEmail = e.name('pendingEmail');
-    const update = `SET ${email} = ${pendingEmail}, ${e.name('confirmedAt')} = ${e.value(iso(now))}, ${e.name('confirmedTokenHash')} = ${e.value(tokenHash)}, ${e.name('updatedAt')} = ${e.value(iso(now))} REMOVE ${pendingEmail}, ${e.name('pendingId')}, ${e.name('pendingTokenHash')}, ${e.name('pendingExpiresAt')}, ${e.name('pendingRequestedAt')}, ${e.name('pendingMailedAt')}`;
+    const update = `SET ${email} = ${pendingEmail}, ${e.name('confirmedAt')} = ${e.value(iso(now))}, ${e.name('confirmedTokenHash')} = ${e.value(tokenHash)}, ${e.name('updatedAt')} = ${e.value(iso(now))} REMOVE ${pendingEmail}, ${e.name('pendingId')}, ${e.name('pendingToken')}, ${e.name('pendingTokenHash')}, ${e.name('pendingExpiresAt')}, ${e.name('pendingRequestedAt')}, ${e.name('pendingMailedAt')}`;
     const built = e.build();
     try {
       const result = await this.db.send(
@@ -178,9 +186,12 @@ export class MailStore {
     }
   }
 
-  /** Send, then mark: records that the confirmation mail for `pendingId` went out. Refused if marked already or superseded. */
+  /**
+   * Send, then mark: records that the confirmation mail for `pendingId` went out, and drops its raw token
+   * (the mail has it now). Refused if marked already or superseded.
+   */
   async markConfirmationMailed(tenantId: string, pendingId: string, now: number): Promise<void> {
-    const e = new Expression().set('pendingMailedAt', iso(now));
+    const e = new Expression().set('pendingMailedAt', iso(now)).remove('pendingToken');
     e.when(`${e.name('pendingId')} = ${e.value(pendingId)}`).when(`attribute_not_exists(${e.name('pendingMailedAt')})`);
     try {
       await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: contactKey(tenantId), ...e.build() }));
@@ -285,7 +296,7 @@ export class MailStore {
 
   /** Consumes an access request's token: pending → approved or denied, once. Refused (nothing changed) otherwise. */
   async resolveAccessRequest(tenantId: string, requestId: string, tokenHash: string, decision: 'approved' | 'denied', now: number): Promise<AccessRequest> {
-    const e = new Expression().set('status', decision).set('resolvedAt', iso(now));
+    const e = new Expression().set('status', decision).set('resolvedAt', iso(now)).remove('mailToken');
     e.when(`${e.name('status')} = ${e.value('pending')}`)
       .when(`${e.name('tokenHash')} = ${e.value(tokenHash)}`)
       .when(`${e.name('tokenExpiresAt')} > ${e.value(iso(now))}`);
@@ -304,9 +315,9 @@ export class MailStore {
     }
   }
 
-  /** Send, then mark: records that the approval mail went out. Refused if marked already. */
+  /** Send, then mark: records that the approval mail went out, and drops its raw token. Refused if marked already. */
   async markAccessMailed(tenantId: string, requestId: string, now: number): Promise<void> {
-    const e = new Expression().set('mailedAt', iso(now));
+    const e = new Expression().set('mailedAt', iso(now)).remove('mailToken');
     e.when(`attribute_exists(${e.name('pk')})`).when(`attribute_not_exists(${e.name('mailedAt')})`);
     try {
       await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: accessKey(tenantId, requestId), ...e.build() }));

@@ -2,9 +2,10 @@ import { createHash, randomBytes as cryptoRandomBytes } from 'node:crypto';
 
 /**
  * Link tokens: single-use, expiring, unguessable. A token is 32 random bytes from the operating system's
- * CSPRNG, base64url (43 characters). Only its SHA-256 is stored; a link is checked by hashing what it
- * carries and comparing inside a conditional write, which also consumes it, so a link changes state at
- * most once. (A fast hash is enough: the input has 256 bits of entropy, there is nothing to brute-force.)
+ * CSPRNG, base64url (43 characters). Its SHA-256 is what links are checked against; the raw token waits on
+ * the mail row only until its mail is sent (store.ts). A link is checked by hashing what it carries and
+ * comparing inside a conditional write, which also consumes it, so a link changes state at most once. (A
+ * fast hash is enough: the input has 256 bits of entropy, there is nothing to brute-force.)
  *
  * Not the seeded {@link Rng} of the job layer: that is a Mersenne Twister, predictable from its output.
  */

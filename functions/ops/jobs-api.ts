@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { conflict, notFound, queryInt, route } from '../platform/http.ts';
+import { conflict, HttpError, notFound, queryInt, route } from '../platform/http.ts';
+import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { Route } from '../platform/http.ts';
 import { allStates, policies, schedule, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobKind } from '../jobs/index.ts';
-import { probeKind } from './probe.ts';
+import { probeArgs, probeKind } from './probe.ts';
 import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema } from './views.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(200) });
@@ -28,14 +29,22 @@ export function jobRoutes(deps: { jobs: JobClient; kinds: readonly JobKind<never
       limit: queryInt(1, 200).optional(),
       cursor: z.string().max(2000).optional(),
     }),
-    responses: { 200: { description: 'jobs', schema: z.object({ jobs: z.array(jobSummarySchema), cursor: z.string().optional() }) } },
+    responses: {
+      200: { description: 'jobs; `cursor`, when present, asks for the next page (with the same state)', schema: z.object({ jobs: z.array(jobSummarySchema), cursor: z.string().optional() }) },
+      400: { description: 'a bad filter, or a cursor this listing did not give out' },
+    },
     handler: async ({ query }) => {
-      const page = await jobs.list({
-        ...(query.state ? { state: query.state as (typeof allStates)[number] } : {}),
-        ...(query.kind ? { kind: query.kind } : {}),
-        ...(query.limit ? { limit: query.limit } : {}),
-        ...(query.cursor ? { cursor: query.cursor } : {}),
-      });
+      const page = await jobs
+        .list({
+          ...(query.state ? { state: query.state as (typeof allStates)[number] } : {}),
+          ...(query.kind ? { kind: query.kind } : {}),
+          ...(query.limit ? { limit: query.limit } : {}),
+          ...(query.cursor ? { cursor: query.cursor } : {}),
+        })
+        .catch((error: unknown) => {
+          if (error instanceof InvalidCursorError) throw new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
+          throw error;
+        });
       return { status: 200, body: { jobs: page.jobs.map(jobSummary), ...(page.cursor ? { cursor: page.cursor } : {}) } };
     },
   });
@@ -90,7 +99,7 @@ export function jobRoutes(deps: { jobs: JobClient; kinds: readonly JobKind<never
     path: '/v1/ops/probes',
     auth: 'iam',
     summary: 'Enqueue an ops.probe job that fails failTimes times, then succeeds',
-    body: probeKind.args,
+    body: probeArgs.strict(),
     responses: { 201: { description: 'enqueued', schema: z.object({ jobId: z.string() }) } },
     handler: async ({ body }) => {
       const { id } = await jobs.enqueue(probeKind, body);

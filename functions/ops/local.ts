@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFileAtomic } from '../platform/local/files.ts';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { ensureTables, freePort, startDynamoDbLocal } from '../platform/local/dy
 import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import { startHttpServer } from '../platform/local/http-server.ts';
 import type { LocalHttpServer } from '../platform/local/http-server.ts';
+import { sameOriginOnly } from '../platform/local/same-origin.ts';
 import { startSmtpSink } from '../platform/local/smtp-sink.ts';
 import type { SmtpSink } from '../platform/local/smtp-sink.ts';
 import { parseMailConfig } from '../mail/config.ts';
@@ -232,6 +234,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     stops.push(() => clearInterval(interval));
 
     const panel = panelRoutes({
+      // The panel's forms carry it; a POST without it is refused (a second guard beside sameOriginOnly).
+      formToken: randomBytes(32).toString('base64url'),
       jobs: jobs.client,
       kinds: allKinds,
       periodicStatus: (kind) => jobs.store.getPeriodic(kind),
@@ -240,7 +244,9 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       sink: smtpSink,
     });
     const extra = [...panel, ...(smtpSink ? mailSinkRoutes(smtpSink) : []), ...devEventRoutes(() => webhooksContext(deps)), ...(options.extraRoutes ?? [])];
-    const api = createApiHandler(allRoutes(deps, extra), logger);
+    // No IAM here: only the runtime's own pages and clients are served (not a page on another site).
+    const ownOrigins = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, publicBaseUrl];
+    const api = sameOriginOnly(createApiHandler(allRoutes(deps, extra), logger), ownOrigins);
     const server: LocalHttpServer = await startHttpServer({ port, handler: api });
     stops.push(() => server.close());
 

@@ -6,15 +6,17 @@ import { defineKind, handle, policies } from '../jobs/index.ts';
  * (`npm run ops -- probe --fail 2`) to watch the job layer retry on its schedule, locally or on a
  * deployed stack, without touching any customer-facing pipeline.
  */
+export const probeArgs = z.object({
+  failTimes: z.number().int().min(0).max(20),
+  note: z.string().max(200).optional(),
+});
+
 export const probeKind = defineKind({
   kind: 'ops.probe',
   queue: 'ops',
   policy: policies['ops.probe'],
   timeoutSeconds: 10,
-  args: z.object({
-    failTimes: z.number().int().min(0).max(20),
-    note: z.string().max(200).optional(),
-  }),
+  args: probeArgs,
   description: 'Fails its first failTimes attempts, then completes: a smoke test of retries.',
 });
 

@@ -44,8 +44,8 @@ export function jobSummary(row: JobRow): JobSummary {
 }
 
 /**
- * Argument keys whose values are secrets: the raw token of a mail link travels in its job's arguments
- * (the outbox; the mail table keeps only its hash), and the ops API never shows it.
+ * Argument keys whose values are secrets: a mail job enqueued before the mail row kept its link's raw
+ * token carries it in its arguments, and neither the ops API nor the panel shows it.
  */
 export const SECRET_ARG_KEYS: readonly string[] = ['token'];
 

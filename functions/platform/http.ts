@@ -55,6 +55,7 @@ export interface Route<P = unknown, Q = unknown, B = unknown, H = unknown> {
   summary: string;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
+  /** The JSON body's schema. A route with one takes `Content-Type: application/json` only (else 415). */
   body?: z.ZodType<B>;
   /**
    * Request headers the route reads, by lower-cased name (`idempotency-key`): validated like the body (a
@@ -81,11 +82,20 @@ const issuePath = (path: readonly PropertyKey[]): string => path.map(String).joi
 
 function invalid(where: 'body' | 'query' | 'path' | 'headers', error: z.ZodError): HttpError {
   return new HttpError(400, 'invalid_request', `invalid ${where}`, {
-    issues: error.issues.map((issue) => ({ path: [where, issueErrorPath(issue)].filter(Boolean).join('.'), message: issue.message })),
+    issues: error.issues.flatMap((issue) =>
+      // An unknown field is named by its own path (`body.maxAtempts`), not its object's.
+      issue.code === 'unrecognized_keys'
+        ? issue.keys.map((key) => ({ path: [where, issuePath([...issue.path, key])].filter(Boolean).join('.'), message: 'unknown field' }))
+        : [{ path: [where, issuePath(issue.path)].filter(Boolean).join('.'), message: issue.message }],
+    ),
   });
 }
 
-const issueErrorPath = (issue: z.core.$ZodIssue): string => issuePath(issue.path);
+/** Whether a Content-Type is JSON: `application/json` or a `+json` type, with any parameters. */
+export function isJson(contentType: string | undefined): boolean {
+  const type = contentType?.split(';')[0]?.trim().toLowerCase();
+  return type === 'application/json' || (type !== undefined && /^application\/[a-z0-9.+-]+\+json$/.test(type));
+}
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): APIGatewayProxyStructuredResultV2 {
   return { statusCode: status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
@@ -122,6 +132,10 @@ function adapt(definition: Route<unknown, unknown, unknown>, logger: Logger) {
       if (size > max) throw new HttpError(413, 'payload_too_large', `body is ${size} bytes; the limit is ${max}`);
       const rawBody = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
       const headers = lowerHeaders(event.headers);
+      // A JSON route takes JSON only: a browser sends text/plain or a form cross-site without asking first.
+      if (definition.body && !isJson(headers['content-type'])) {
+        throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json (Content-Type: application/json)');
+      }
       if (definition.guard) await definition.guard({ headers, rawBody });
 
       const params = definition.params ? definition.params.safeParse(decodeParams(event.pathParameters)) : { success: true as const, data: {} };

@@ -56,6 +56,7 @@ export function openApiDocument(routes: readonly Route<never, never, never>[], i
     );
     if (r.body) responses['400'] ??= { description: 'Invalid request: `{error, message, issues: [{path, message}]}`' };
     if (r.body) responses['413'] ??= { description: `Body over ${r.maxBodyBytes ?? 256 * 1024} bytes` };
+    if (r.body) responses['415'] ??= { description: 'The body was not sent as `application/json`' };
     paths[r.path] ??= {};
     paths[r.path]![r.method.toLowerCase()] = {
       summary: r.summary,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { unstorableParts } from '../platform/dynamo.ts';
 import { route } from '../platform/http.ts';
 import type { Route } from '../platform/http.ts';
 import type { WebhooksContext } from './context.ts';
@@ -18,9 +19,17 @@ export function devEventRoutes(context: () => WebhooksContext): Route<never, nev
     body: z.strictObject({
       tenantId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/),
       type: z.enum(eventTypes),
-      data: z.record(z.string(), z.unknown()).default({}),
+      data: z
+        .record(z.string(), z.unknown())
+        .default({})
+        .superRefine((data, ctx) => {
+          for (const issue of unstorableParts(data)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+        }),
     }),
-    responses: { 201: { description: 'recorded', schema: z.object({ eventId: z.string() }) } },
+    responses: {
+      201: { description: 'recorded', schema: z.object({ eventId: z.string() }) },
+      400: { description: 'invalid body, or `data` DynamoDB cannot store (an empty key, nesting past 31 levels, a number out of range); nothing written' },
+    },
     handler: async ({ body }) => {
       const { deps } = context();
       const prepared = prepareEvent(deps.jobs, deps.store.tableName, body, deps.clock.now());

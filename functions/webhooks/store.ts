@@ -3,7 +3,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, decodeCursor, encodeCursor, Expression, transactionCancelled } from '../platform/dynamo.ts';
+import { conditionFailure, Expression, keyCursor, queryKeyAttributes, transactionCancelled } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError, IncompleteReadError } from './errors.ts';
 import { discardMarkerKey, endpointKey, tenantEndpointKey } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
@@ -306,7 +306,8 @@ export class WebhookStore {
   }
 
   async discardMarkers(endpointId: string, cursor?: string, limit = 100): Promise<{ markers: DiscardMarker[]; cursor?: string }> {
-    const startKey = decodeCursor(cursor);
+    const pages = keyCursor(queryKeyAttributes(webhooksTable), { pk: `ENDPOINT#${endpointId}` });
+    const startKey = pages.decode(cursor);
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
@@ -317,7 +318,7 @@ export class WebhookStore {
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
     );
-    const next = encodeCursor(result.LastEvaluatedKey);
+    const next = pages.encode(result.LastEvaluatedKey);
     return { markers: (result.Items ?? []) as DiscardMarker[], ...(next ? { cursor: next } : {}) };
   }
 
@@ -356,7 +357,8 @@ export class WebhookStore {
 
   /** Ids of the endpoints in the sparse `byWatch` index (leased or failing), a page at a time. */
   async watched(cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
-    const startKey = decodeCursor(cursor);
+    const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: WATCHED });
+    const startKey = pages.decode(cursor);
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
@@ -368,7 +370,7 @@ export class WebhookStore {
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
     );
-    const next = encodeCursor(result.LastEvaluatedKey);
+    const next = pages.encode(result.LastEvaluatedKey);
     const endpointIds = (result.Items ?? []).map((i) => (i['pk'] as string).slice('ENDPOINT#'.length));
     return { endpointIds, ...(next ? { cursor: next } : {}) };
   }

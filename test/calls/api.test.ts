@@ -74,6 +74,32 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
     expect(await fx.allJobs()).toEqual([]);
   });
 
+  it('UnknownFieldsAre400NamingEachOneAndWriteNothing_ATypoNeverFallsBackToADefault', async () => {
+    const fx = await fixture();
+    const tenant = await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3, ownerMail: 'owner@example.com' });
+    expect(tenant.status).toBe(400);
+    expect(paths(tenant.body)).toEqual(['body.ownerMail']);
+    expect(await fx.callsItems()).toEqual([]);
+
+    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3 })).status).toBe(200);
+    const tenantOnly = await fx.callsItems();
+    const ok = { tenantId: 'acme', contacts: [{ number: '+14155550100' }], maxAttempts: 2 };
+    const cases: [unknown, string[]][] = [
+      [{ ...ok, maxAtempts: 3 }, ['body.maxAtempts']],
+      [{ ...ok, contacts: [{ number: '+14155550100', name: 'Ada' }] }, ['body.contacts.0.name']],
+      [{ ...ok, retry: { baseSeconds: 5, capSeconds: 60, jitter: 0 } }, ['body.retry.jitter']],
+      [{ ...ok, callingWindow: { timezone: 'Europe/Berlin', start: '09:00', end: '17:00', weekday: [1] } }, ['body.callingWindow.weekday']],
+      [{ ...ok, minConversationDuration: 30, retries: 2 }, ['body.minConversationDuration', 'body.retries']],
+    ];
+    for (const [body, expected] of cases) {
+      const response = await fx.api('POST', '/v1/batches', body);
+      expect(response.status, JSON.stringify(expected)).toBe(400);
+      expect(paths(response.body)).toEqual(expected);
+    }
+    expect(await fx.callsItems()).toEqual(tenantOnly);
+    expect(await fx.allJobs()).toEqual([]);
+  });
+
   it('ABatchIsCreatedWithItsRoundOneListAndItsDialerInOneTransactionAndListsItsContactsInUploadOrder', async () => {
     const fx = await fixture();
     await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3 });
@@ -179,7 +205,7 @@ describe('tenant PUT: other contexts add to the same transaction', () => {
     const server = await startHttpServer({ port: 0, handler: createApiHandler(callsRoutes(deps), createLogger('test')) });
     servers.push(server);
     return async (tenantId: string, body: unknown) => {
-      const response = await fetch(`${server.url}/v1/tenants/${tenantId}`, { method: 'PUT', body: JSON.stringify(body) });
+      const response = await fetch(`${server.url}/v1/tenants/${tenantId}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       return { status: response.status, body: await response.json() };
     };
   }

@@ -1,6 +1,6 @@
 import { UpdateCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { jobIds } from '../../functions/calls/model.ts';
+import { callIdFor, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -9,7 +9,8 @@ afterEach(async () => {
   await Promise.all(fixtures.splice(0).map((fx) => fx.stop()));
 });
 
-const result = (batchId: string, contactNumber: string) => ({ batchId, contactNumber, code: 'COMPLETED', emptyTranscription: false, durationSeconds: 50 });
+// The result of the contact's round-1 call (the id the dialer derived and sent the placer).
+const result = (batchId: string, contactNumber: string) => ({ batchId, contactNumber, callId: callIdFor(batchId, contactNumber, 1), code: 'COMPLETED', emptyTranscription: false, durationSeconds: 50 });
 
 describe('DELETE a batch: it stops, its results are ignored, its slots go back', () => {
   it('ReleasesTheSlotsOfItsCallsIgnoresTheirResultsAndStopsDialling', async () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { callIdFor } from '../../functions/calls/model.ts';
 import { FUNCTION_ACCESS } from '../../lib/access.ts';
 import type { ItemAction } from '../../lib/access.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
@@ -99,9 +100,11 @@ function allowed(request: Request): boolean {
   return !grant.partitionKeyPrefixes || grant.partitionKeyPrefixes.some((prefix) => request.partitionKey?.startsWith(prefix));
 }
 
+/** A result for the contact's round-1 call (its callId is the one the dialer gave the placer). */
 const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}) => ({
   batchId,
   contactNumber,
+  callId: callIdFor(batchId, contactNumber, 1),
   code: 'NO_PICKUP',
   emptyTranscription: true,
   durationSeconds: 0,

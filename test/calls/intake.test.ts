@@ -1,9 +1,11 @@
+import { request as httpRequest } from 'node:http';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { INTAKE_MAX_BODY_BYTES } from '../../functions/calls/config.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
-import { jobIds } from '../../functions/calls/model.ts';
+import { signCallWebhook } from '../../functions/calls/signature.ts';
+import { callIdFor, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers, TEST_SECRET } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -24,9 +26,11 @@ async function callingBatch(count: number, options: { concurrencyLimit?: number;
   return { fx, batchId, contacts };
 }
 
-const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}) => ({
+/** A result for the contact's call of `round` (default 1): its callId is the one the dialer gave the placer. */
+const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}, round = 1) => ({
   batchId,
   contactNumber,
+  callId: callIdFor(batchId, contactNumber, round),
   code: 'NO_PICKUP',
   emptyTranscription: true,
   durationSeconds: 0,
@@ -125,7 +129,7 @@ describe('intake: what the refused condition says, it acts on', () => {
 
     // This process still thinks the batch is in round 1: the refused contact says round 2, then it is the last call.
     fx.counter.reset();
-    expect((await fx.webhook(result(batchId, contact!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 60 }))).body.outcome).toBe('applied');
+    expect((await fx.webhook(result(batchId, contact!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 60 }, 2))).body.outcome).toBe('applied');
     expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.TransactWriteItems': 3 });
     expect(await run(jobIds.finalise(batchId, 2))).toBe('completed');
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', round: 2, counts: { byCode: { COMPLETED: 1 } } });
@@ -205,6 +209,31 @@ describe('intake: refused before anything is read', () => {
     expect((await fx.webhook(body, { timestampSeconds: now - 300 })).body.outcome).toBe('applied');
   });
 
+  it('ASignatureSentAsTwoHeaderLinesIsAcceptedWhicheverLineHoldsTheValidOne', async () => {
+    const { fx, batchId, contacts } = await callingBatch(2);
+    /** POSTs `body` with each `webhook-signature` value on a line of its own (node:http sends them as given). */
+    const twoLines = (body: string, signatures: string[]) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const signed = signCallWebhook(TEST_SECRET, `msg_${contacts.length}${signatures.length}${body.length}`, Math.floor(fx.clock.now() / 1000), body);
+        const url = new URL(fx.url);
+        const req = httpRequest({ host: url.hostname, port: url.port, method: 'POST', path: '/v1/calls/webhook' }, (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.setHeader('content-type', 'application/json');
+        req.setHeader('webhook-id', signed['webhook-id']!);
+        req.setHeader('webhook-timestamp', signed['webhook-timestamp']!);
+        req.setHeader('webhook-signature', signatures.map((s) => (s === 'valid' ? signed['webhook-signature']! : s)));
+        req.end(body);
+      });
+    const rotated = 'v1,' + Buffer.from('a signature of the previous secret').toString('base64');
+    expect(await twoLines(JSON.stringify(result(batchId, contacts[0]!)), ['valid', rotated])).toEqual({ status: 200, body: { outcome: 'applied', code: 'NO_PICKUP', retryable: true } });
+    expect(await twoLines(JSON.stringify(result(batchId, contacts[1]!)), [rotated, 'valid'])).toEqual({ status: 200, body: { outcome: 'applied', code: 'NO_PICKUP', retryable: true } });
+    expect((await twoLines(JSON.stringify(result(batchId, contacts[1]!)), [rotated, rotated])).status).toBe(401);
+  });
+
   it('ABodyOneByteOverTheCapIs413EvenWhenSigned', async () => {
     const { fx, batchId, contacts } = await callingBatch(1);
     const base = JSON.stringify({ ...result(batchId, contacts[0]!), pad: '' });
@@ -226,7 +255,8 @@ describe('intake: refused before anything is read', () => {
       [result(batchId, contacts[0]!, { durationSeconds: 'ten' }), 'body.durationSeconds'],
       [result(batchId, contacts[0]!, { emptyTranscription: 'yes' }), 'body.emptyTranscription'],
       [result(batchId, contacts[0]!, { code: 'NO PICKUP!' }), 'body.code'],
-      [{ contactNumber: contacts[0], code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
+      [{ contactNumber: contacts[0], callId: callIdFor('b', contacts[0]!, 1), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
+      [result(batchId, contacts[0]!, { callId: '' }), 'body.callId'],
     ];
     for (const [body, path] of cases) {
       const response = await fx.webhook(body);
@@ -260,13 +290,13 @@ describe('intake: refused before anything is read', () => {
     const response = await fetch(`${fx.url}/v1/calls/webhook`, {
       method: 'POST',
       body: '{"test": 2432232314}',
-      headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
     });
     expect(response.status).toBe(400);
     const tampered = await fetch(`${fx.url}/v1/calls/webhook`, {
       method: 'POST',
       body: '{"test": 2432232315}',
-      headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
     });
     expect(tampered.status).toBe(401);
   });

@@ -1,3 +1,4 @@
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { callWebhookVerifier, isWebhookSecret, SignatureError, signCallWebhook } from '../../functions/calls/signature.ts';
 
@@ -58,6 +59,25 @@ describe('call-result signature: Standard Webhooks on an injected clock', () => 
     const verify = callWebhookVerifier(VECTOR.secret);
     const several = { ...headers, 'webhook-signature': `v1,bm9wZQ== v2,${VECTOR.signature.slice(3)} ${VECTOR.signature}` };
     expect(refusal(() => verify(several, VECTOR.body, VECTOR.timestamp * 1000))).toBeUndefined();
+  });
+
+  it('AcceptsTwoSignatureHeaderLinesJoinedByHttpAsTheReferenceLibraryDoes', () => {
+    const verify = callWebhookVerifier(VECTOR.secret);
+    const wrong = 'v1,bm9wZQ==';
+    // Two `webhook-signature` lines reach the receiver as one value joined with ", " (RFC 9110 §5.3).
+    const joined = [`${wrong}, ${VECTOR.signature}`, `${VECTOR.signature}, ${wrong}`, `${VECTOR.signature},${wrong}`];
+    const library = new Webhook(VECTOR.secret);
+    const now = Math.floor(Date.now() / 1000);
+    const fresh = library.sign(VECTOR.id, new Date(now * 1000), VECTOR.body);
+    for (const value of joined) {
+      expect(refusal(() => verify({ ...headers, 'webhook-signature': value }, VECTOR.body, VECTOR.timestamp * 1000)), value).toBeUndefined();
+      // The reference library, at its own Date.now(), on the same shapes.
+      const same = value.replaceAll(VECTOR.signature, fresh);
+      expect(() => library.verify(VECTOR.body, { ...headers, 'webhook-timestamp': String(now), 'webhook-signature': same }), same).not.toThrow();
+    }
+    // Joined or not, a header with no valid signature is still refused.
+    expect(refusal(() => verify({ ...headers, 'webhook-signature': `${wrong}, v1,${'A'.repeat(43)}=` }, VECTOR.body, VECTOR.timestamp * 1000))).toBe('no_matching_signature');
+    expect(refusal(() => verify({ ...headers, 'webhook-signature': `v2,${VECTOR.signature.slice(3)}` }, VECTOR.body, VECTOR.timestamp * 1000))).toBe('no_matching_signature');
   });
 
   it('KnowsASecretFromSomethingElse', () => {

@@ -37,7 +37,7 @@ async function receiver(clock: ManualClock) {
 }
 
 async function place(simulator: CallPlacerSimulator, callbackUrl: string, contactNumber: string) {
-  return fetch(simulator.url, { method: 'POST', body: JSON.stringify({ batchId: 'b1', contactNumber, round: 1, callbackUrl }) });
+  return fetch(simulator.url, { method: 'POST', body: JSON.stringify({ batchId: 'b1', contactNumber, round: 1, callId: `call_${contactNumber.slice(1)}`, callbackUrl }) });
 }
 
 describe('call-placer simulator', () => {
@@ -52,12 +52,15 @@ describe('call-placer simulator', () => {
     expect((await place(simulator, url, '+1003')).status).toBe(202);
     expect((await place(simulator, url, '+1004')).status).toBe(503);
     expect((await fetch(simulator.url, { method: 'POST', body: '{"batchId":"b1"}' })).status).toBe(400);
+    // The placer contract names the call: a request without its callId is refused.
+    expect((await fetch(simulator.url, { method: 'POST', body: JSON.stringify({ batchId: 'b1', contactNumber: '+1005', round: 1, callbackUrl: url }) })).status).toBe(400);
     expect(simulator.inProgress).toBe(3);
     expect(received).toEqual([]);
 
     clock.advance(3_000 + 4_000); // the short call: 3 s ringing + 4 s
     await simulator.idle();
-    expect(received.map((r) => r.body)).toEqual([{ batchId: 'b1', contactNumber: '+1001', code: 'FAILED', emptyTranscription: true, durationSeconds: 4, callId: expect.any(String) }]);
+    // The result names the call the placer was asked for.
+    expect(received.map((r) => r.body)).toEqual([{ batchId: 'b1', contactNumber: '+1001', callId: 'call_1001', code: 'FAILED', emptyTranscription: true, durationSeconds: 4 }]);
     clock.advance(63_000 - 7_000); // the lost and the duplicated call: 3 s + 60 s
     await simulator.idle();
     const duplicate = received.filter((r) => r.body.contactNumber === '+1003');

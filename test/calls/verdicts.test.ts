@@ -10,12 +10,15 @@ const batch = (over: Record<string, unknown> = {}) => ({ status: 'InProgress', r
 
 describe('reading a cancelled completion from the items DynamoDB returns, without a read', () => {
   const plan = { round: 1, last: false };
+  // The intake's view: the result names its call; the round is only the cached hint.
+  const intake = { callId: 'call_b', roundKnown: false };
   // [what, reasons (contact, tenant, batch, …), verdict]
   const cases: [string, CancelReason[], ReturnType<typeof judgeCompletionCancel>][] = [
     ['contact never dialled', [failed(undefined), ok, ok], { type: 'ignored', reason: 'not_dialled' }],
-    ['contact already completed', [failed({ status: 'Completed', round: 1 }), ok, ok], { type: 'ignored', reason: 'not_calling' }],
-    ['contact promoted, waiting for its next round', [failed({ status: 'RetryEligible', round: 1 }), ok, ok], { type: 'ignored', reason: 'not_calling' }],
-    ['contact Calling in a later round than the hint', [failed({ status: 'Calling', round: 2 }), ok, failed(batch({ round: 2 }))], { type: 'replan', plan: { round: 2, last: false } }],
+    ['contact already completed', [failed({ status: 'Completed', round: 1, callId: 'call_b' }), ok, ok], { type: 'ignored', reason: 'not_calling' }],
+    ['contact promoted, waiting for its next round', [failed({ status: 'RetryEligible', round: 1, callId: 'call_b' }), ok, ok], { type: 'ignored', reason: 'not_calling' }],
+    ['the same call, Calling in a later round than the hint', [failed({ status: 'Calling', round: 2, callId: 'call_b' }), ok, failed(batch({ round: 2 }))], { type: 'replan', plan: { round: 2, last: false } }],
+    ['another call of the contact is in progress (a later round)', [failed({ status: 'Calling', round: 2, callId: 'call_c' }), ok, failed(batch({ round: 2 }))], { type: 'ignored', reason: 'another_call' }],
     ['batch deleted', [ok, ok, failed(batch({ status: 'Deleted' }))], { type: 'ignored', reason: 'batch_deleted' }],
     ['batch gone', [ok, ok, failed(undefined)], { type: 'ignored', reason: 'no_such_batch' }],
     ['the last call of a fully dialled round', [ok, ok, failed(batch({ dialComplete: true, nCalling: 1 }))], { type: 'replan', plan: { round: 1, last: true } }],
@@ -24,15 +27,20 @@ describe('reading a cancelled completion from the items DynamoDB returns, withou
     ['an item nobody expected failed', [ok, ok, ok, failed(undefined)], { type: 'unexplained' }],
   ];
   it.each(cases)('%s', (_what, reasons, verdict) => {
-    expect(judgeCompletionCancel(reasons, plan)).toEqual(verdict);
+    expect(judgeCompletionCancel(reasons, plan, intake)).toEqual(verdict);
   });
 
   it('AJobThatNamesItsRoundDoesNotFollowTheContactIntoAnotherRound', () => {
-    expect(judgeCompletionCancel([failed({ status: 'Calling', round: 2 }), ok, ok], plan, true)).toEqual({ type: 'ignored', reason: 'not_calling' });
+    expect(judgeCompletionCancel([failed({ status: 'Calling', round: 2, callId: 'call_c' }), ok, ok], plan, { callId: 'call_b', roundKnown: true })).toEqual({
+      type: 'ignored',
+      reason: 'another_call',
+    });
+    // A watchdog enqueued before calls had ids is bound by its round alone.
+    expect(judgeCompletionCancel([failed({ status: 'Calling', round: 2 }), ok, ok], plan, { callId: undefined, roundKnown: true })).toEqual({ type: 'ignored', reason: 'another_call' });
   });
 
   it('TheLastCallVariantGoesBackWhenTheRoundIsNotOverAfterAll', () => {
-    expect(judgeCompletionCancel([ok, ok, failed(batch({ dialComplete: true, nCalling: 2 }))], { round: 1, last: true })).toEqual({ type: 'replan', plan: { round: 1, last: false } });
+    expect(judgeCompletionCancel([ok, ok, failed(batch({ dialComplete: true, nCalling: 2 }))], { round: 1, last: true }, intake)).toEqual({ type: 'replan', plan: { round: 1, last: false } });
   });
 });
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { alive, startLocalProcess } from '../support/local-process.ts';
 
+/** A JSON request, as the API's clients send it (a body is sent as application/json). */
 async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
-  const response = await fetch(url, init);
+  const response = await fetch(url, init?.body === undefined ? init : { ...init, headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) } });
   return { status: response.status, body: await response.json() };
 }
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { alive, processesMatching, startLocalProcess } from '../support/local-process.ts';
 
+/** A JSON request, as the API's clients send it (a body is sent as application/json). */
 async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
-  const response = await fetch(url, init);
+  const response = await fetch(url, init?.body === undefined ? init : { ...init, headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) } });
   return { status: response.status, body: await response.json() };
 }
 
@@ -95,7 +96,7 @@ describe('npm start, stopped with Ctrl-C', () => {
     while (!/pid (\d+)/.test(output) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     const url = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)![1]!;
     const dynamoPid = Number(/DynamoDB Local\s+\S+\s+pid (\d+)/.exec(output)?.[1]);
-    const probe = () => fetch(`${url}/v1/ops/probes`, { method: 'POST', body: JSON.stringify({ failTimes: 0 }) }).then((r) => r.status);
+    const probe = () => fetch(`${url}/v1/ops/probes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ failTimes: 0 }) }).then((r) => r.status);
     expect(await probe()).toBe(201);
     // Jobs enqueued and running while the signal arrives.
     const enqueued = Promise.all(Array.from({ length: 300 }, probe)).catch(() => []);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineKind, handle } from '../../functions/jobs/index.ts';
 import type { JobHandler, JobKind } from '../../functions/jobs/index.ts';
+import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../../functions/jobs/executor.ts';
 import { periodicPolicy } from '../../functions/jobs/policies.ts';
 import { leaseMs } from '../../functions/jobs/queues.ts';
 import { jobsFixture } from '../support/jobs.ts';
@@ -86,7 +87,7 @@ describe('rescuer: no job is lost, none ends twice', () => {
     expect(fx.recording.sent).toHaveLength(5);
   });
 
-  it('AJobWhoseLastAttemptWasLostIsDiscardedAsExhausted', async () => {
+  it('AJobWhoseLastAttemptWasLostIsDiscardedAsExhaustedCountedAndAlerted', async () => {
     const kinds = testKinds({ maxAttempts: 1 });
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
@@ -96,6 +97,42 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const row = await fx.jobs.store.mustGet(id);
     expect(row.state).toBe('discarded');
     expect(row.discardReason).toBe('exhausted');
+    // The failures that most need the alarm (a crash, a timeout, out of memory on the last attempt) fire it.
+    expect(fx.metrics.total(DISCARD_METRIC, { kind: 'test.flaky', reason: 'exhausted' })).toBe(1);
+    expect(fx.metrics.total(DISCARD_ALERT_METRIC)).toBe(1);
+  });
+
+  it('ALostLastAttemptUnderAQuietPolicyIsCountedWithoutAlert', async () => {
+    const kinds = testKinds({ maxAttempts: 1, onExhausted: 'discard' });
+    const fx = await jobsFixture({ handlers: kinds.handlers });
+    const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
+    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
+    fx.clock.advance(leaseMs('ops') + 1);
+    await fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER).run();
+    expect((await fx.jobs.store.mustGet(id)).discardReason).toBe('exhausted');
+    expect(fx.metrics.total(DISCARD_METRIC, { kind: 'test.flaky', reason: 'exhausted' })).toBe(1);
+    expect(fx.metrics.total(DISCARD_ALERT_METRIC)).toBe(0);
+  });
+
+  it('AJobOfAKindNobodyRunsIsDiscardedAlikeByTheExecutorAndTheRescuer', async () => {
+    const kinds = testKinds();
+    // Jobs of test.flaky, but a runtime that knows only test.picky (the kind was removed, or is a newer deploy's).
+    const known = kinds.handlers.filter((h) => h.kind.kind === 'test.picky');
+    const fx = await jobsFixture({ handlers: known });
+    const run = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
+    const lost = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
+
+    expect((await fx.jobs.executor(known).execute({ jobId: run.id, seq: 1 }, 'ops')).result).toBe('discarded');
+    await fx.jobs.store.claim(lost.id, 1, fx.clock.now(), leaseMs('ops'));
+    fx.clock.advance(leaseMs('ops') + 1);
+    expect(await fx.jobs.rescuer(known.map((h) => h.kind), RESCUE_AFTER).run()).toMatchObject({ expired: 1 });
+
+    for (const id of [run.id, lost.id]) {
+      const row = await fx.jobs.store.mustGet(id);
+      expect(row, id).toMatchObject({ state: 'discarded', discardReason: 'unknown_kind', attempt: 1 });
+    }
+    expect(fx.metrics.total(DISCARD_METRIC, { kind: 'test.flaky', reason: 'unknown_kind' })).toBe(2);
+    expect(fx.metrics.total(DISCARD_ALERT_METRIC)).toBe(2);
   });
 });
 

@@ -51,7 +51,7 @@ function run(store: JobStore, name: TransitionName, row: JobRow): Promise<JobRow
     case 'discard':
       return store.discard(claimed, NOW, 'http_4xx', 'no', 5);
     case 'rescue':
-      return store.rescue(row, NOW, NOW + 1000);
+      return store.rescue(row, NOW, { at: NOW + 1000 });
     case 'cancel':
       return store.cancel(row.id, NOW);
     case 'retryNow':
@@ -101,6 +101,6 @@ describe('job state transitions, on DynamoDB Local', () => {
 
   it('rescue is refused while the lease is still live', async () => {
     const row = await rowIn(fx, 'running', 'live-lease');
-    await expect(fx.jobs.store.rescue(row, Date.parse(row.leaseUntil!) - 5_000, NOW + 1000)).rejects.toBeInstanceOf(TransitionRefusedError);
+    await expect(fx.jobs.store.rescue(row, Date.parse(row.leaseUntil!) - 5_000, { at: NOW + 1000 })).rejects.toBeInstanceOf(TransitionRefusedError);
   });
 });

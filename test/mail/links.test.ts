@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../functions/platform/http.ts';
 import { startHttpServer } from '../../functions/platform/local/http-server.ts';
 import type { ApiHandler, LocalHttpServer } from '../../functions/platform/local/http-server.ts';
+import { requestAccess } from '../../functions/mail/access.ts';
 import { changeOwnerEmail, prepareOwnerEmailChange } from '../../functions/mail/owner.ts';
 import { mailRoutes } from '../../functions/mail/routes.ts';
 import { TOKEN_TTL_MS } from '../../functions/mail/tokens.ts';
@@ -278,5 +279,34 @@ describe('access requests', () => {
     expect((await f.jobs.client.list({})).jobs).toEqual([]);
     const { Items } = await f.clients.dynamo.send(new (await import('@aws-sdk/lib-dynamodb')).ScanCommand({ TableName: f.tableNames.mail }));
     expect(Items!.map((i) => i['sk'])).toEqual(['OWNER']);
+  });
+});
+
+describe('where a raw link token is kept', () => {
+  /** Every item of the jobs table and of the mail table, as text (a scan: tests only). */
+  async function everything(f: MailFixture) {
+    const { ScanCommand } = await import('@aws-sdk/lib-dynamodb');
+    const scan = async (table: string) => JSON.stringify((await f.clients.dynamo.send(new ScanCommand({ TableName: table, ConsistentRead: true }))).Items ?? []);
+    return { jobs: await scan(f.tableNames.jobs), mail: await scan(f.tableNames.mail) };
+  }
+
+  it('NeverInAJobRow_AndInTheMailTableOnlyUntilItsMailIsSent', async () => {
+    const { f } = await setup();
+    await f.store.putConfirmedContact('beta', 'owner@beta.test', f.clock.now());
+    await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
+    const access = await requestAccess(f.deps, 'beta', 'pat@partner.test', f.clock.now());
+    await f.settle();
+
+    const confirmLink = linkIn(f.sink.messages().find((m) => m.envelope.to[0] === 'owner@acme.test')!, '/confirm-email');
+    const approveLink = linkIn(f.sink.messages().find((m) => m.envelope.to[0] === 'owner@beta.test')!, '/approve');
+    const tokens = [new URL(confirmLink).searchParams.get('token')!, new URL(approveLink).searchParams.get('token')!];
+    const stored = await everything(f);
+    for (const token of tokens) {
+      expect(stored.jobs).not.toContain(token);
+      expect(stored.mail).not.toContain(token);
+    }
+    // The links work: the tokens are the real ones.
+    expect((await use(confirmLink)).status).toBe(200);
+    expect((await use(approveLink)).body).toMatchObject({ requestId: access.requestId, status: 'approved' });
   });
 });

@@ -55,7 +55,7 @@ describe('the local runtime', () => {
       expect((await json(`${runtime.url}/v1/tenants/acme/owner-email`)).body).toMatchObject({ email: 'owner@acme.test', pending: null });
 
       // The tenant API asks a new owner address to confirm itself, in the tenant's own transaction.
-      const put = await fetch(`${runtime.url}/v1/tenants/acme2`, { method: 'PUT', body: JSON.stringify({ concurrencyLimit: 2, ownerEmail: 'boss@acme2.test' }) });
+      const put = await fetch(`${runtime.url}/v1/tenants/acme2`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 2, ownerEmail: 'boss@acme2.test' }) });
       expect(put.status).toBe(200);
       let forBoss: { status: number; body: any } | undefined;
       const bossDeadline = Date.now() + 15_000;

@@ -73,6 +73,17 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
   });
 
+  it('TheSweepsThresholdIsFiveDaysOf24Hours_432000000MsAfterFailingSince_NotAMillisecondSooner', async () => {
+    const { fx, endpointId, ids } = await setup({ status: 400 }, 1);
+    const failingFrom = fx.clock.now();
+    expect((await fx.run(ids[0]!)).result).toBe('discarded');
+    fx.clock.set(failingFrom + 432_000_000 - 1);
+    expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(0);
+    fx.clock.set(failingFrom + 432_000_000);
+    expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(1);
+    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+  });
+
   it('TheSweepKindRunsAsAPeriodicJob_EnqueuedByTheRescuer', async () => {
     const { fx, endpointId, ids } = await setup({ status: 400 }, 1);
     await fx.run(ids[0]!);

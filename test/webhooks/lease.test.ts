@@ -68,6 +68,14 @@ describe('afterAttempt', () => {
     expect(afterAttempt(healthy, { type: 'rejected', status: 404 }, at(1)).endpoint.disable).toBeUndefined();
   });
 
+  it('the disable threshold is five days of 24 h, as a number: 432 000 000 ms after failingSince, not a millisecond sooner', () => {
+    const fiveDays = 5 * 24 * 3600 * 1000;
+    expect(fiveDays).toBe(432_000_000);
+    const failing = { type: 'failed', error: 'HTTP 500' } as const;
+    expect(afterAttempt({ ...healthy, failingSince: NOW - (fiveDays - 1) }, failing, at(12)).endpoint.disable).toBeUndefined();
+    expect(afterAttempt({ ...healthy, failingSince: NOW - fiveDays }, failing, at(12))).toMatchObject({ job: { reason: 'endpoint_disabled' }, endpoint: { disable: 'failing' } });
+  });
+
   it('any failure five days after failingSince disables the endpoint and discards the delivery', () => {
     const old: LeaseState = { ...healthy, failingSince: NOW - DISABLE_AFTER_MS };
     for (const result of [

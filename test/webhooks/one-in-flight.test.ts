@@ -46,6 +46,9 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     const receiver = await Receiver.start([{ status: 500 }]);
     const fx = await webhooksFixture({ transport: 'local' });
     closers.push(() => receiver.close(), fx.close);
+    // When each request arrives, on the fixture's clock (the receiver's own `at` is real time).
+    const arrivals: number[] = [];
+    receiver.reply(() => (arrivals.push(fx.clock.now()), { status: 500 }));
     const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
     const start = fx.clock.now();
     const events = await recordMany(fx, 30);
@@ -55,8 +58,15 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     // The seed's 5 s and 5 min retries of the first failure, then one probe per cooldown.
     expect(duringOutage).toBeGreaterThanOrEqual(10);
     expect(duringOutage).toBeLessThanOrEqual(16);
-    const gaps = receiver.requests.slice(3).map((r, i) => r.at - receiver.requests[i + 2]!.at);
-    expect(gaps.length).toBeGreaterThan(0);
+    const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+    // The first delivery's own 5 s and 5 min retries (± 10 % jitter; an SQS timer rounds up to the second) …
+    expect(gaps[0]).toBeGreaterThanOrEqual(4_500);
+    expect(gaps[0]).toBeLessThanOrEqual(6_500);
+    expect(gaps[1]).toBeGreaterThanOrEqual(270_000);
+    expect(gaps[1]).toBeLessThanOrEqual(331_000);
+    // … then every probe exactly one cooldown after the last: 5 min, never sooner, never bunched.
+    expect(gaps.length).toBeGreaterThanOrEqual(9);
+    for (const gap of gaps.slice(2)) expect(gap).toBe(5 * 60_000);
     const rows = await Promise.all(events.map((e) => fx.job(deliveryJobId(e.id, endpointId))));
     // Every request was some delivery's real attempt; nobody else spent one.
     expect(rows.reduce((sum, r) => sum + r.attempt, 0)).toBe(duringOutage);

@@ -81,11 +81,11 @@ describe('the status matrix (brief §5): what each answer does to the delivery a
     expect(endpoint.failingSince).toBe(new Date(before).toISOString());
   });
 
-  it('410 discards the delivery as gone and disables the endpoint', async () => {
-    const { result, row, endpoint } = await attemptOnce({ status: 410 });
+  it('410 discards the delivery as gone, disables the endpoint and sets failingSince (any non-success does)', async () => {
+    const { result, row, endpoint, before } = await attemptOnce({ status: 410 });
     expect(result).toBe('discarded');
     expect(row.discardReason).toBe('gone');
-    expect(endpoint).toMatchObject({ disabled: true, disabledReason: 'gone' });
+    expect(endpoint).toMatchObject({ disabled: true, disabledReason: 'gone', failingSince: new Date(before).toISOString() });
   });
 
   it('429 without Retry-After is retryable', async () => {

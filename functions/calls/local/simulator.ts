@@ -9,9 +9,10 @@ import type { Rng } from '../../platform/rng.ts';
 import { signCallWebhook } from '../signature.ts';
 
 /**
- * The built-in call placer for `npm start` (local only, brief §8): it answers the placer contract and,
- * after the call's simulated length on the runtime's clock (so TIME_SCALE speeds it up), posts a signed
- * result to the callbackUrl — with a seeded mix of outcomes, including the two the intake must survive:
+ * The built-in call placer for `npm start` (local only): it answers the placer contract
+ * (`{batchId, contactNumber, round, callId, callbackUrl}`) and, after the call's simulated length on the
+ * runtime's clock (so TIME_SCALE speeds it up), posts a signed result carrying the call's callId to the
+ * callbackUrl — with a seeded mix of outcomes, including the two the intake must survive:
  * a result that never comes (the watchdog ends the call) and one that comes twice.
  */
 export const SimulatedOutcome = {
@@ -85,13 +86,21 @@ export const simulatorMixEnv = z
     return mix;
   });
 
-const placerRequest = z.object({ batchId: z.string().min(1), contactNumber: z.string().min(1), round: z.number().int().min(1), callbackUrl: z.url() });
+const placerRequest = z.object({
+  batchId: z.string().min(1),
+  contactNumber: z.string().min(1),
+  round: z.number().int().min(1),
+  callId: z.string().min(1).max(200),
+  callbackUrl: z.url(),
+});
 
 /** One call the simulator accepted (or refused), and what became of its result. */
 export interface SimulatedCall {
   batchId: string;
   contactNumber: string;
   round: number;
+  /** The call's id, as the dialer gave it; the result carries it back. */
+  callId: string;
   callbackUrl: string;
   outcome: SimulatedOutcome;
   acceptedAt: number;
@@ -192,7 +201,7 @@ export class CallPlacerSimulator {
       if (req.method !== 'POST' || !result.success) throw new Error('bad request');
       parsed = result.data;
     } catch {
-      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'expected POST {batchId, contactNumber, round, callbackUrl}' }));
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'expected POST {batchId, contactNumber, round, callId, callbackUrl}' }));
       return;
     }
     const outcome = this.options.script?.(parsed) ?? this.pick();
@@ -220,7 +229,7 @@ export class CallPlacerSimulator {
   private async finish(call: SimulatedCall): Promise<void> {
     const report = simulatedReports[call.outcome]!;
     const sends = call.outcome === SimulatedOutcome.lostWebhook ? 0 : call.outcome === SimulatedOutcome.duplicateWebhook ? 2 : 1;
-    const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, ...report, callId: `call_${randomUUID()}` });
+    const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, callId: call.callId, ...report });
     const id = `msg_${randomUUID().replaceAll('-', '')}`;
     for (let n = 0; n < sends; n++) {
       const headers = signCallWebhook(this.options.secret, id, Math.floor((this.options.signingClock ?? this.options.clock).now() / 1000), body);

@@ -12,6 +12,8 @@ import { htmlResponse, page } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
 export interface PanelDeps {
+  /** The per-process token every panel form carries and every panel POST requires. */
+  formToken: string;
   jobs: JobClient;
   kinds: readonly JobKind<never>[];
   periodicStatus(kind: string): Promise<PeriodicStatus | undefined>;

@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { notFound, route } from '../../platform/http.ts';
+import { JobNotFoundError } from '../../jobs/index.ts';
 import type { Route } from '../../platform/http.ts';
 import { allStates, policies, schedule, TransitionRefusedError } from '../../jobs/index.ts';
 import type { JobClient, JobKind, JobRow, PeriodicStatus } from '../../jobs/index.ts';
+import { redactArgs } from '../views.ts';
 import { html } from './html.ts';
-import { htmlResponse, humanDuration, page } from './layout.ts';
+import { formTokenField, htmlResponse, humanDuration, page, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
 export interface JobPagesDeps {
+  formToken: string;
   jobs: JobClient;
   kinds: readonly JobKind<never>[];
   periodicStatus(kind: string): Promise<PeriodicStatus | undefined>;
@@ -16,7 +19,7 @@ export interface JobPagesDeps {
 
 const redirect = (location: string) => ({ status: 303, text: '', headers: { location } });
 
-function jobsTable(rows: readonly JobRow[]) {
+function jobsTable(rows: readonly JobRow[], formToken: string) {
   if (!rows.length) return html`<p>No jobs.</p>`;
   return html`<table>
 <caption class="skip">Jobs</caption>
@@ -30,14 +33,14 @@ function jobsTable(rows: readonly JobRow[]) {
 <td class="mono">${j.scheduledAt}</td>
 <td>${j.discardReason ?? ''}</td>
 <td>${j.attempts.filter((a) => a.error).at(-1)?.error ?? ''}</td>
-<td>${retryable(j) ? retryButton(j.id) : ''}</td>
+<td>${retryable(j) ? retryButton(j.id, formToken) : ''}</td>
 </tr>`,
   )}</tbody></table>`;
 }
 
 const retryable = (j: JobRow) => j.state === 'discarded' || j.state === 'cancelled';
-const retryButton = (id: string) =>
-  html`<form class="inline" method="post" action="/panel/jobs/${encodeURIComponent(id)}/retry"><button type="submit" aria-label="Retry job ${id}">Retry</button></form>`;
+const retryButton = (id: string, formToken: string) =>
+  html`<form class="inline" method="post" action="/panel/jobs/${encodeURIComponent(id)}/retry">${formTokenField(formToken)}<button type="submit" aria-label="Retry job ${id}">Retry</button></form>`;
 
 /**
  * The panel's job pages: jobs by state and kind with their last error and a retry button for discarded
@@ -60,7 +63,7 @@ export function jobPages(deps: JobPagesDeps): Route<never, never, never>[] {
 <button type="submit">Filter</button>
 </form>
 <p>${jobs.length} job${jobs.length === 1 ? '' : 's'}, newest first.</p>
-${jobsTable(jobs)}`;
+${jobsTable(jobs, deps.formToken)}`;
       return htmlResponse(page('Jobs', deps.sections, body, { refreshSeconds: 5 }));
     },
   });
@@ -82,7 +85,7 @@ ${jobsTable(jobs)}`;
 <dt>Created</dt><dd class="mono">${job.createdAt}</dd>
 ${job.finalizedAt ? html`<dt>Finished</dt><dd class="mono">${job.finalizedAt}</dd>` : ''}
 </dl>
-${retryable(job) ? retryButton(job.id) : ''}
+${retryable(job) ? retryButton(job.id, deps.formToken) : ''}
 <h2>Attempt history</h2>
 ${
   job.attempts.length
@@ -91,7 +94,7 @@ ${
     : html`<p>No attempt yet.</p>`
 }
 <h2>Arguments</h2>
-<pre>${JSON.stringify(job.args, null, 2)}</pre>`;
+<pre>${JSON.stringify(redactArgs(job.args), null, 2)}</pre>`;
       return htmlResponse(page(`Job ${job.id}`, deps.sections, body, { refreshSeconds: 5 }));
     },
   });
@@ -102,10 +105,13 @@ ${
     auth: 'none',
     summary: 'Panel: retry a discarded or cancelled job now',
     params: z.object({ id: z.string().min(1).max(200) }),
-    handler: async ({ params }) => {
+    handler: async ({ params, rawBody }) => {
+      requireFormToken(rawBody, deps.formToken);
       try {
         await deps.jobs.retry(params.id);
       } catch (error) {
+        if (error instanceof JobNotFoundError || (error instanceof TransitionRefusedError && !error.current)) throw notFound(`job ${params.id}`);
+        // Running or completed: nothing to retry; the page shows why.
         if (!(error instanceof TransitionRefusedError)) throw error;
       }
       return redirect(`/panel/jobs/${encodeURIComponent(params.id)}`);

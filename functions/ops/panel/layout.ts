@@ -1,3 +1,5 @@
+import { timingSafeEqual } from 'node:crypto';
+import { HttpError } from '../../platform/http.ts';
 import { html, raw } from './html.ts';
 import type { Html } from './html.ts';
 
@@ -76,3 +78,18 @@ export const htmlResponse = (body: string, status = 200) => ({
   text: body,
   headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
 });
+
+/** The hidden field every panel form carries: the runtime's per-process form token. */
+export const formTokenField = (token: string): Html => html`<input type="hidden" name="form_token" value="${token}">`;
+
+/**
+ * Refuses (403) a panel POST whose form does not carry the runtime's form token. A page on another site
+ * cannot read the token, so it cannot build a form that passes (beside sameOriginOnly's Origin check).
+ */
+export function requireFormToken(rawBody: string, token: string): void {
+  const given = Buffer.from(new URLSearchParams(rawBody).get('form_token') ?? '');
+  const expected = Buffer.from(token);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new HttpError(403, 'invalid_form_token', 'this form did not come from this panel; reload the page and press the button again');
+  }
+}

@@ -8,12 +8,14 @@ import { batchView } from '../../calls/api.ts';
 import type { CallsStore } from '../../calls/store.ts';
 import type { WebhooksContext } from '../../webhooks/context.ts';
 import { EndpointDisabledError } from '../../webhooks/endpoints.ts';
+import { EndpointNotFoundError } from '../../webhooks/errors.ts';
 import { html } from './html.ts';
 import type { Html } from './html.ts';
-import { htmlResponse, page } from './layout.ts';
+import { formTokenField, htmlResponse, page, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
 export interface PipelinePagesDeps {
+  formToken: string;
   jobs: JobClient;
   calls: CallsStore;
   webhooks: () => WebhooksContext;
@@ -37,6 +39,16 @@ async function deliveriesOf(jobs: JobClient, endpointId: string): Promise<JobRow
     .flatMap((p) => p.jobs)
     .filter((j) => (j.args as { endpointId?: string }).endpointId === endpointId)
     .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+}
+
+/** Runs a button's action on an endpoint; an endpoint that does not exist is a 404. */
+async function endpointAction(endpointId: string, action: () => Promise<unknown>): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof EndpointNotFoundError) throw notFound(`endpoint ${endpointId}`);
+    throw error;
+  }
 }
 
 /**
@@ -121,8 +133,8 @@ export function pipelinePages(deps: PipelinePagesDeps): Route<never, never, neve
 <dt>Failing since</dt><dd class="mono">${e.failingSince ?? '—'}</dd>
 <dt>Disabled</dt><dd class="${e.disabled ? 'bad' : ''}">${e.disabled ? `yes: ${e.disabledReason ?? ''} (${e.disabledAt ?? ''})` : 'no'}</dd>
 </dl>
-<form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/redeliver"><button type="submit">${e.disabled ? 'Enable and redeliver' : 'Redeliver'} ${discarded.length} discarded</button></form>
-${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/enable"><button type="submit">Enable</button></form>` : ''}
+<form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/redeliver">${formTokenField(deps.formToken)}<button type="submit">${e.disabled ? 'Enable and redeliver' : 'Redeliver'} ${discarded.length} discarded</button></form>
+${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/enable">${formTokenField(deps.formToken)}<button type="submit">Enable</button></form>` : ''}
 <h2>Deliveries (${deliveries.length})</h2>
 <table><thead><tr><th scope="col">Delivery job (event, endpoint)</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Discard reason</th><th scope="col">Last error</th></tr></thead>
 <tbody>${deliveries.map(
@@ -139,8 +151,9 @@ ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints
     auth: 'none',
     summary: 'Panel: enable an endpoint',
     params: z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/) }),
-    handler: async ({ params }) => {
-      await deps.webhooks().endpoints.enable(params.id);
+    handler: async ({ params, rawBody }) => {
+      requireFormToken(rawBody, deps.formToken);
+      await endpointAction(params.id, () => deps.webhooks().endpoints.enable(params.id));
       return redirect(`/panel/endpoints/${params.id}`);
     },
   });
@@ -151,15 +164,18 @@ ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints
     auth: 'none',
     summary: 'Panel: run every discarded delivery of an endpoint again (enabling it first if disabled)',
     params: z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/) }),
-    handler: async ({ params }) => {
+    handler: async ({ params, rawBody }) => {
+      requireFormToken(rawBody, deps.formToken);
       const context = deps.webhooks();
-      try {
-        await context.endpoints.redeliver(params.id);
-      } catch (error) {
-        if (!(error instanceof EndpointDisabledError)) throw error;
-        await context.endpoints.enable(params.id);
-        await context.endpoints.redeliver(params.id);
-      }
+      await endpointAction(params.id, async () => {
+        try {
+          await context.endpoints.redeliver(params.id);
+        } catch (error) {
+          if (!(error instanceof EndpointDisabledError)) throw error;
+          await context.endpoints.enable(params.id);
+          await context.endpoints.redeliver(params.id);
+        }
+      });
       return redirect(`/panel/endpoints/${params.id}`);
     },
   });
