@@ -116,14 +116,20 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
     );
     options.log(`${created.length} batches, ${created.reduce((n, b) => n + b.contacts, 0)} contacts, ${representativeDay.length} tenants`);
 
-    let lastLine = '';
+    let lastPhase = '';
+    let lastLogged = 0;
     for (;;) {
       const batches = await Promise.all(created.map((b) => readBatch(host, b.batchId)));
       const finalised = batches.filter((b) => b?.status === 'Finalised').length;
       const pending = finalised === batches.length ? await pendingJobs(host) : -1;
-      const line = `  … ${finalised}/${batches.length} batches finalised, ${host.simulator.calls.length} calls, ${pending >= 0 ? `${pending} jobs pending` : 'dialling'} (${((Date.now() - startedReal) / 1000).toFixed(0)} s)`;
-      if (line.replace(/\(.*\)$/, '') !== lastLine.replace(/\(.*\)$/, '')) options.log(line);
-      lastLine = line;
+      const line = `  … ${finalised}/${batches.length} batches finalised, ${host.simulator.calls.length} calls, ${pending >= 0 ? `${pending} jobs pending` : 'calling'} (${((Date.now() - startedReal) / 1000).toFixed(0)} s)`;
+      // A line when a batch finalises or the day moves to its last phase, and every ten seconds besides.
+      const phase = `${finalised}/${pending >= 0}`;
+      if (phase !== lastPhase || Date.now() - lastLogged >= 10_000) {
+        options.log(line);
+        lastPhase = phase;
+        lastLogged = Date.now();
+      }
       if (pending === 0 && host.simulator.inProgress === 0) {
         await host.simulator.idle();
         await Promise.all(host.localQueues.map((q) => q.idle()));
