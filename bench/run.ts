@@ -1,13 +1,23 @@
 // npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
+// npm run bench -- <section> [--json FILE] [--records FILE]: one section (jobs, calls, webhooks, capacity);
+// --json writes the capacity report (docs/capacity.md), --records every request it recorded.
 import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
 import { benchCalls } from './calls.ts';
+import { benchCapacity } from './capacity/index.ts';
 import { benchJobs } from './jobs.ts';
 import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
-const only = process.argv[2];
+const sections = ['jobs', 'calls', 'webhooks', 'capacity'];
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' } } });
+const only = positionals[0];
+if (only !== undefined && !sections.includes(only)) {
+  console.error(`unknown section "${only}"; one of: ${sections.join(', ')}`);
+  process.exit(2);
+}
 const dynamo = await startDynamoDbLocal();
 console.log(`redial benchmarks — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), DynamoDB Local in memory`);
 try {
@@ -25,6 +35,11 @@ try {
     console.log('\n## webhooks');
     for (const line of (await benchDeadEndpoint(dynamo.endpoint)).lines) console.log(`  ${line}`);
     for (const line of (await benchBacklog(dynamo.endpoint)).lines) console.log(`  ${line}`);
+  }
+  if (!only || only === 'capacity') {
+    console.log('\n## capacity and cost (docs/capacity.md)');
+    const result = await benchCapacity(dynamo.endpoint, { ...(values.json ? { json: values.json } : {}), ...(values.records ? { records: values.records } : {}) });
+    for (const line of result.lines) console.log(`  ${line}`);
   }
 } finally {
   await dynamo.stop();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
 import { HttpError, notFound, route, unavailable, withErrors } from '../platform/http.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
@@ -26,11 +27,7 @@ import {
 } from './schemas.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
 import { callWebhookVerifier } from './signature.ts';
-import { CONTENTION_CODES, IncompleteContactsReadError } from './store.ts';
-import type { TransactResult } from './store.ts';
 
-
-const busy = (result: Extract<TransactResult, { committed: false }>) => result.reasons.some((r) => CONTENTION_CODES.has(r.code));
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
 
@@ -95,7 +92,7 @@ const contactsQuery = z.object({
 export function callsHttpError(error: unknown): HttpError | undefined {
   if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
   if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
-  if (error instanceof IncompleteContactsReadError) return unavailable();
+  if (error instanceof IncompleteReadError) return unavailable();
   return undefined;
 }
 
@@ -140,8 +137,8 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const mail = body.ownerEmail ? await ports.ownerMail.ownerEmailChanged({ tenantId: params.tenantId, ownerEmail: body.ownerEmail, now }) : { items: [], jobs: [] };
       const result = await store.transact([store.upsertTenantItem(input), ...mail.items]);
       if (!result.committed) {
-        if (busy(result)) throw unavailable();
-        throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { reasons: result.reasons.map((r) => r.code) });
+        if (result.contention) throw unavailable();
+        throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { refused: refusedCodes(result) });
       }
       await jobs.afterCommit(mail.jobs);
       const tenant = await store.getTenant(params.tenantId);
@@ -225,14 +222,14 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       if (!result.committed) {
         // A batch with this id exists: with a key, that is this key's batch (ids without one are random),
         // and the cancellation carries its row (ALL_OLD), so deciding costs no read.
-        if (hash !== undefined && result.reasons[0]?.code === 'ConditionalCheckFailed') {
-          return keyedRetry(result.reasons[0].item as BatchRow | undefined, body.tenantId, hash);
+        if (hash !== undefined && result.refused.batch?.code === 'ConditionalCheckFailed') {
+          return keyedRetry(result.refused.batch.item as BatchRow | undefined, body.tenantId, hash);
         }
-        if (busy(result)) throw unavailable();
-        if (result.reasons[1]?.code === 'ConditionalCheckFailed') {
+        if (result.contention) throw unavailable();
+        if (result.refused.tenant?.code === 'ConditionalCheckFailed') {
           throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.tenantId', message: `no tenant ${body.tenantId}; create it with PUT /v1/tenants/${body.tenantId}` }] });
         }
-        logger.error('batch creation cancelled', { reasons: result.reasons.map((r) => r.code) });
+        logger.error('batch creation cancelled', { refused: refusedCodes(result) });
         throw unavailable();
       }
       await jobs.afterCommit([dial]);

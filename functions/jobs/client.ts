@@ -90,7 +90,7 @@ export class JobClient {
   }
 
   /** Sends the wake-ups of jobs committed in a caller's transaction. Never throws: a lost send is the rescuer's. */
-  async afterCommit(prepared: readonly PreparedJob[]): Promise<void> {
+  async afterCommit(prepared: readonly Pick<PreparedJob, 'id' | 'wakeUp'>[]): Promise<void> {
     await Promise.all(
       prepared.map(async (job) => {
         try {

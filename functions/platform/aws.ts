@@ -4,6 +4,8 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isContention } from './dynamo.ts';
+import type { RequestRecorder } from './recorder.ts';
 
 /**
  * The only place in redial that builds AWS SDK clients. Every client is built with the SDK's own
@@ -18,6 +20,11 @@ export interface AwsClientOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string };
   /** Counts every request sent, by operation; the benchmarks use it. */
   requestCounter?: RequestCounter;
+  /**
+   * Records every request in detail (tables, partitions, item and index sizes); the capacity benchmark
+   * uses it. Absent (production), no middleware is installed at all.
+   */
+  recorder?: RequestRecorder;
 }
 
 /** Counts AWS requests by `Service.Operation`. */
@@ -81,17 +88,23 @@ export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
   };
   const raw = new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) });
   count(raw as unknown as MiddlewareHost, 'DynamoDB', options.requestCounter);
+  // The recorder reads items back on a client of its own, which it does not record.
+  options.recorder?.instrumentDynamo(raw, new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) }));
   const dynamo = DynamoDBDocumentClient.from(raw, {
     marshallOptions: { removeUndefinedValues: true },
   });
   const sqs = new SQSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.sqs) });
   count(sqs as unknown as MiddlewareHost, 'SQS', options.requestCounter);
+  options.recorder?.instrument(sqs, 'SQS');
   const scheduler = new SchedulerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.scheduler) });
   count(scheduler as unknown as MiddlewareHost, 'Scheduler', options.requestCounter);
+  options.recorder?.instrument(scheduler, 'Scheduler');
   const ses = new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) });
   count(ses as unknown as MiddlewareHost, 'SES', options.requestCounter);
+  options.recorder?.instrument(ses, 'SES');
   const secrets = new SecretsManagerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.secrets) });
   count(secrets as unknown as MiddlewareHost, 'SecretsManager', options.requestCounter);
+  options.recorder?.instrument(secrets, 'SecretsManager');
   return { dynamo, sqs, scheduler, ses, secrets };
 }
 
@@ -109,11 +122,8 @@ function endpoint(url: string | undefined): { endpoint?: string } {
 /** Credentials DynamoDB Local accepts; never used against AWS. */
 export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
+/** Transient errors that are not contention ({@link isContention} has those): the service or the network failed. */
 const TRANSIENT_NAMES = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
-  'TransactionConflictException',
   'TransactionInProgressException',
   'InternalServerError',
   'InternalFailure',
@@ -125,17 +135,15 @@ const TRANSIENT_NAMES = new Set([
 
 /**
  * Whether an AWS (or network) error is transient: worth trying again later, by the job layer or by the
- * caller of a synchronous request (which gets a 503 at once).
+ * caller of a synchronous request (which gets a 503 at once). Contention (a conflict, throttling, a
+ * capacity limit; also as a cancelled transaction's reason) is transient.
  */
 export function isTransientAwsError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
+  if (isContention(error)) return true;
   const meta = error as { $retryable?: unknown; $metadata?: { httpStatusCode?: number }; code?: string };
   if (meta.$retryable) return true;
   if (TRANSIENT_NAMES.has(error.name)) return true;
   if ((meta.$metadata?.httpStatusCode ?? 0) >= 500) return true;
-  if (error.name === 'TransactionCanceledException') {
-    const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
-    return reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
-  }
   return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(meta.code ?? '');
 }

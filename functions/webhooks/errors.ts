@@ -56,14 +56,6 @@ export class UrlRefusedError extends WebhooksError {
   }
 }
 
-/** DynamoDB left keys of a batch read unprocessed (throttling); the read is failed rather than half-done. */
-export class IncompleteReadError extends WebhooksError {
-  override readonly name = 'IncompleteReadError';
-  constructor(unprocessed: number, options?: { cause?: unknown }) {
-    super(`${unprocessed} keys left unprocessed by BatchGetItem`, options);
-  }
-}
-
 /** A delivery attempt failed (5xx, 408, 429 without Retry-After, 3xx, timeout, connection failure): retryable. */
 export class DeliveryFailedError extends WebhooksError {
   override readonly name = 'DeliveryFailedError';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { TimerClock } from '../clock.ts';
 import type { DispatchTransport } from '../../jobs/dispatch.ts';
+import type { RequestRecorder } from '../recorder.ts';
 
 interface Message {
   id: string;
@@ -207,18 +208,22 @@ function record(m: Message, queue: string, now: number): SQSRecord {
 export class LocalTransport implements DispatchTransport {
   private readonly queues: Map<string, LocalQueue>;
   private readonly clock: TimerClock;
-  private readonly schedules = new Map<string, () => void>();
+  private readonly schedules = new Map<string, { cancel: () => void; fire: () => void }>();
   private stopped = false;
+  private readonly recorder: RequestRecorder | undefined;
   /** Counts by operation, comparable to the AWS request counts. */
   readonly counts = { sendMessage: 0, createSchedule: 0 };
 
-  constructor(queues: Iterable<LocalQueue>, clock: TimerClock) {
+  /** With a `recorder`, every send, schedule and firing is recorded as the AWS requests it stands for. */
+  constructor(queues: Iterable<LocalQueue>, clock: TimerClock, recorder?: RequestRecorder) {
     this.queues = new Map([...queues].map((q) => [q.name, q]));
     this.clock = clock;
+    this.recorder = recorder;
   }
 
   sendMessage(queue: string, body: string, delaySeconds: number): Promise<void> {
     this.counts.sendMessage++;
+    this.recorder?.record({ service: 'SQS', operation: 'SendMessage', queue, bytes: Buffer.byteLength(body), delaySeconds });
     this.queue(queue).send(body, delaySeconds);
     return Promise.resolve();
   }
@@ -226,13 +231,19 @@ export class LocalTransport implements DispatchTransport {
   createSchedule(name: string, at: number, queue: string, body: string): Promise<void> {
     this.counts.createSchedule++;
     const target = this.queue(queue);
+    const exists = this.schedules.has(name);
+    this.recorder?.record({ service: 'Scheduler', operation: 'CreateSchedule', queue, bytes: Buffer.byteLength(body), delayMs: at - this.clock.now(), created: !exists });
     // After stop(), like a send to a stopped queue: dropped, and no timer left to hold the process.
-    if (this.stopped || this.schedules.has(name)) return Promise.resolve();
-    const cancel = this.clock.setTimer(at, () => {
+    if (this.stopped || exists) return Promise.resolve();
+    const fire = () => {
       this.schedules.delete(name);
+      // Scheduler's invocation, and the SendMessage it makes to the target queue.
+      this.recorder?.record({ service: 'Scheduler', operation: 'Invoke', queue, source: 'scheduler' });
+      this.recorder?.record({ service: 'SQS', operation: 'SendMessage', queue, bytes: Buffer.byteLength(body), delaySeconds: 0, bySchedule: true, source: 'scheduler' });
       target.send(body, 0);
-    });
-    this.schedules.set(name, cancel);
+    };
+    const cancel = this.clock.setTimer(at, fire);
+    this.schedules.set(name, { cancel, fire });
     return Promise.resolve();
   }
 
@@ -241,9 +252,23 @@ export class LocalTransport implements DispatchTransport {
     return this.schedules.size;
   }
 
+  /**
+   * Fires every waiting schedule now, as though its time had come; returns how many. A schedule outlives
+   * the job that made it when the job moved on first (it fires, finds a stale wake-up, and is dropped):
+   * the capacity benchmark fires them at the end of its day to count what they cost.
+   */
+  firePending(): number {
+    const pending = [...this.schedules.values()];
+    for (const { cancel, fire } of pending) {
+      cancel();
+      fire();
+    }
+    return pending.length;
+  }
+
   stop(): void {
     this.stopped = true;
-    for (const cancel of this.schedules.values()) cancel();
+    for (const { cancel } of this.schedules.values()) cancel();
     this.schedules.clear();
   }
 

@@ -1,0 +1,240 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { GetCommand, paginateScan, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { batchKey } from '../../functions/calls/model.ts';
+import type { BatchRow } from '../../functions/calls/model.ts';
+import { pendingStates } from '../../functions/jobs/states.ts';
+import { DemoApi } from '../../functions/demo/client.ts';
+import { tables } from '../../functions/app/system.ts';
+import type { TableKey } from '../../functions/app/system.ts';
+import { inIndex, itemSize, projection } from '../../functions/platform/item-size.ts';
+import type { CapacityHost } from './host.ts';
+
+/** One tenant of the day: its share of the contacts, split into batches, and its webhook endpoints. */
+export interface TenantPlan {
+  tenantId: string;
+  /** Each batch's share of all contacts. */
+  batches: number[];
+  endpoints: number;
+}
+
+/**
+ * A representative day in miniature: eight tenants, the largest with 20 % of the contacts in two batches
+ * of 10 % (the largest batch), the rest from 16 % down to 8 %; one webhook endpoint each, three for the
+ * three smallest; every batch up to three rounds, as the demo's. Call outcomes come from the built-in
+ * simulator's default mix, so about half of the calls are retryable and are called again.
+ */
+export const representativeDay: readonly TenantPlan[] = [
+  { tenantId: 'acme', batches: [0.1, 0.1], endpoints: 1 },
+  { tenantId: 'globex', batches: [0.09, 0.07], endpoints: 1 },
+  { tenantId: 'initech', batches: [0.08, 0.06], endpoints: 1 },
+  { tenantId: 'umbrella', batches: [0.12], endpoints: 1 },
+  { tenantId: 'hooli', batches: [0.11], endpoints: 1 },
+  { tenantId: 'stark', batches: [0.1], endpoints: 3 },
+  { tenantId: 'wayne', batches: [0.09], endpoints: 3 },
+  { tenantId: 'tyrell', batches: [0.08], endpoints: 3 },
+];
+
+export const ROUNDS = 3;
+const RETRY = { baseSeconds: 60, capSeconds: 600 };
+
+/** What the day did, observed outside the recorder. */
+export interface DayOutcome {
+  batches: { batchId: string; tenantId: string; contacts: number; status: string; rounds: number }[];
+  /** Calls placed, per tenant and per batch: every call ends in exactly one result. */
+  resultsByTenant: Record<string, number>;
+  resultsByBatch: Record<string, number>;
+  results: number;
+  mails: number;
+  deliveries: number;
+  /** Schedules still waiting when the day's jobs were done, fired at its end. */
+  leftoverSchedules: number;
+  /** What the day left stored, per table and index (`jobs.byState`): bytes billed (100 per item on top) and items. */
+  stored: Record<string, { bytes: number; items: number }>;
+  realSeconds: number;
+  jobTimeSeconds: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Customer endpoints on 127.0.0.1: each answers 200 at once, and counts what it received. */
+async function startReceivers(): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received: () => received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * Sets the day up (tenants with confirmed owners, endpoints), clears the recorder so setup is not counted,
+ * then runs it: every batch created through the API at once, dialled, called, retried and finalised, every
+ * event delivered and every mail sent. Returns when nothing is pending, observed with unrecorded clients.
+ */
+export async function runDay(host: CapacityHost, contacts: number, options: { timeoutMs: number; log: (line: string) => void }): Promise<DayOutcome> {
+  const api = new DemoApi(host.url);
+  const receivers = await startReceivers();
+  try {
+    for (const tenant of representativeDay) {
+      const owner = `owner@${tenant.tenantId}.capacity.local`;
+      await api.put(`/v1/tenants/${tenant.tenantId}`, { concurrencyLimit: 1000, ownerEmail: owner });
+      await api.post(await confirmationPath(host, owner));
+      for (let e = 0; e < tenant.endpoints; e++) {
+        await api.post('/v1/endpoints', { tenantId: tenant.tenantId, url: `${receivers.url}/hooks/${tenant.tenantId}/${e}` });
+      }
+    }
+    await Promise.all(host.localQueues.map((q) => q.idle()));
+    const mailsBefore = host.smtpSink.messages().length;
+    host.recorder.clear();
+
+    const startedReal = Date.now();
+    const startedJob = host.clock.now();
+    const created = await Promise.all(
+      representativeDay.flatMap((tenant, t) =>
+        tenant.batches.map(async (share, b) => {
+          const count = Math.round(share * contacts);
+          const numbers = Array.from({ length: count }, (_, i) => ({ number: `+1${2 + t}${String(b).padStart(2, '0')}${String(i).padStart(7, '0')}` }));
+          const { batchId } = await api.post<{ batchId: string }>('/v1/batches', { tenantId: tenant.tenantId, contacts: numbers, maxAttempts: ROUNDS, retry: RETRY });
+          return { batchId, tenantId: tenant.tenantId, contacts: count };
+        }),
+      ),
+    );
+    options.log(`${created.length} batches, ${created.reduce((n, b) => n + b.contacts, 0)} contacts, ${representativeDay.length} tenants`);
+
+    let lastPhase = '';
+    let lastLogged = 0;
+    for (;;) {
+      const batches = await Promise.all(created.map((b) => readBatch(host, b.batchId)));
+      const finalised = batches.filter((b) => b?.status === 'Finalised').length;
+      const pending = finalised === batches.length ? await pendingJobs(host) : -1;
+      const line = `  … ${finalised}/${batches.length} batches finalised, ${host.simulator.calls.length} calls, ${pending >= 0 ? `${pending} jobs pending` : 'calling'} (${((Date.now() - startedReal) / 1000).toFixed(0)} s)`;
+      // A line when a batch finalises or the day moves to its last phase, and every ten seconds besides.
+      const phase = `${finalised}/${pending >= 0}`;
+      if (phase !== lastPhase || Date.now() - lastLogged >= 10_000) {
+        options.log(line);
+        lastPhase = phase;
+        lastLogged = Date.now();
+      }
+      if (pending === 0 && host.simulator.inProgress === 0) {
+        await host.simulator.idle();
+        await Promise.all(host.localQueues.map((q) => q.idle()));
+        if ((await pendingJobs(host)) === 0) break;
+      }
+      if (Date.now() - startedReal > options.timeoutMs) throw new Error(`the day did not settle within ${options.timeoutMs / 1000} s: ${line}`);
+      await sleep(500);
+    }
+
+    // Schedules that outlived their jobs fire later on AWS (a parked delivery's six-hour wake-up, after the
+    // lease was handed to it): fired now, so what they cost is in the day.
+    const leftover = host.firePendingSchedules();
+    await sleep(100);
+    await Promise.all(host.localQueues.map((q) => q.idle()));
+    const pendingAfter = await pendingJobs(host);
+    if (pendingAfter > 0) throw new Error(`${pendingAfter} jobs pending after the ${leftover} leftover schedules fired`);
+    options.log(`${leftover} schedules were still waiting at the end of the day: fired, as they would be on AWS`);
+
+    const tenantOf = new Map(created.map((b) => [b.batchId, b.tenantId]));
+    const resultsByTenant: Record<string, number> = {};
+    const resultsByBatch: Record<string, number> = {};
+    for (const call of host.simulator.calls) {
+      resultsByBatch[call.batchId] = (resultsByBatch[call.batchId] ?? 0) + 1;
+      const tenant = tenantOf.get(call.batchId) ?? 'unknown';
+      resultsByTenant[tenant] = (resultsByTenant[tenant] ?? 0) + 1;
+    }
+    const final = await Promise.all(created.map((b) => readBatch(host, b.batchId)));
+    const stillCalling = final.reduce((n, b) => n + (b?.nCalling ?? 0), 0);
+    if (stillCalling > 0) throw new Error(`${stillCalling} calls still in progress after the day settled`);
+    return {
+      batches: created.map((b, i) => ({ ...b, status: final[i]?.status ?? 'missing', rounds: final[i]?.round ?? 0 })),
+      resultsByTenant,
+      resultsByBatch,
+      results: host.simulator.calls.length,
+      mails: host.smtpSink.messages().length - mailsBefore,
+      deliveries: receivers.received(),
+      leftoverSchedules: leftover,
+      stored: await storedBytes(host),
+      realSeconds: (Date.now() - startedReal) / 1000,
+      jobTimeSeconds: (host.clock.now() - startedJob) / 1000,
+    };
+  } finally {
+    await receivers.close();
+  }
+}
+
+/** The owner confirms the address from the mail the sink caught (the link's path and token). */
+async function confirmationPath(host: CapacityHost, owner: string): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const message = host.smtpSink.messages().find((m) => m.envelope.to.includes(owner) && /confirm-email\?token=/.test(m.text ?? ''));
+    const link = message?.text?.match(/https?:\/\/\S+\/confirm-email\?token=[A-Za-z0-9_-]+/)?.[0];
+    if (link) return new URL(link).pathname + new URL(link).search;
+    await sleep(50);
+  }
+  throw new Error(`no confirmation mail for ${owner} within 30 s`);
+}
+
+async function readBatch(host: CapacityHost, batchId: string): Promise<BatchRow | undefined> {
+  const { clients, tableNames } = host.observer;
+  const result = await clients.dynamo.send(new GetCommand({ TableName: tableNames.calls, Key: batchKey(batchId), ConsistentRead: true }));
+  return result.Item as BatchRow | undefined;
+}
+
+/** Jobs not yet finished (watchdogs waiting for their time included), counted on the byState index. */
+async function pendingJobs(host: CapacityHost): Promise<number> {
+  const { clients, tableNames } = host.observer;
+  const counts = await Promise.all(
+    pendingStates.map(async (state) => {
+      const result = await clients.dynamo.send(
+        new QueryCommand({
+          TableName: tableNames.jobs,
+          IndexName: 'byState',
+          KeyConditionExpression: '#s = :s',
+          ExpressionAttributeNames: { '#s': 'state' },
+          ExpressionAttributeValues: { ':s': state },
+          Select: 'COUNT',
+        }),
+      );
+      return result.Count ?? 0;
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Storage the day left behind, read with a Scan on unrecorded clients: each item's size plus the 100 bytes
+ * DynamoDB adds per item, in the table and in every index it appears in (its projection).
+ */
+async function storedBytes(host: CapacityHost): Promise<Record<string, { bytes: number; items: number }>> {
+  const { clients, tableNames } = host.observer;
+  const stored: Record<string, { bytes: number; items: number }> = {};
+  const add = (label: string, bytes: number) => {
+    const entry = (stored[label] ??= { bytes: 0, items: 0 });
+    entry.bytes += bytes + 100;
+    entry.items++;
+  };
+  for (const [key, definition] of Object.entries(tables)) {
+    for await (const page of paginateScan({ client: clients.dynamo }, { TableName: tableNames[key as TableKey] })) {
+      // Back to DynamoDB's own form, to be sized as stored.
+      for (const item of (page.Items ?? []).map((i) => marshall(i, { removeUndefinedValues: true }))) {
+        add(definition.name, itemSize(item));
+        for (const index of definition.indexes) if (inIndex(item, index)) add(`${definition.name}.${index.name}`, itemSize(projection(item, definition, index)));
+      }
+    }
+  }
+  return stored;
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { callsDefaults, DEFAULT_CALL_TIMEOUT_SECONDS } from '../../functions/calls/config.ts';
+import { DEV_WEBHOOK_SECRET } from '../../functions/calls/local/config.ts';
+import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
+import type { JobRuntime } from '../../functions/jobs/runtime.ts';
+import { createLocalHost } from '../../functions/local/host.ts';
+import { parseMailConfig } from '../../functions/mail/config.ts';
+import { transportFor } from '../../functions/mail/transport.ts';
+import { tables } from '../../functions/app/system.ts';
+import type { System, TableNames } from '../../functions/app/system.ts';
+import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
+import type { AwsClients } from '../../functions/platform/aws.ts';
+import { ScaledClock, systemClock } from '../../functions/platform/clock.ts';
+import type { TimerClock } from '../../functions/platform/clock.ts';
+import { ensureTables, freePort } from '../../functions/platform/local/dynamodb-local.ts';
+import type { LocalQueue } from '../../functions/platform/local/queues.ts';
+import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
+import type { SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
+import { createLogger } from '../../functions/platform/logger.ts';
+import { MemoryMetrics } from '../../functions/platform/metrics.ts';
+import { RequestRecorder } from '../../functions/platform/recorder.ts';
+import { seededRng } from '../../functions/platform/rng.ts';
+
+/** How the capacity run's host is set up. */
+export interface CapacityHostOptions {
+  /** A running DynamoDB Local; the host creates fresh tables in it. */
+  dynamoEndpoint: string;
+  /** Job time per real time: 0.03 makes a 10-minute watchdog wait 18 s. */
+  timeScale: number;
+  seed: number;
+  /** How often the rescuer runs, real ms (on AWS: once a minute). */
+  rescueIntervalMs: number;
+}
+
+/** The local stack under the recorder, and what the run needs to drive and observe it. */
+export interface CapacityHost {
+  url: string;
+  recorder: RequestRecorder;
+  clock: TimerClock;
+  system: System;
+  jobs: JobRuntime;
+  simulator: CallPlacerSimulator;
+  smtpSink: SmtpSink;
+  localQueues: LocalQueue[];
+  /** Clients that are not recorded, for the run to watch progress without adding to what it measures. */
+  observer: { clients: AwsClients; tableNames: TableNames };
+  /** Rescuer passes run so far. */
+  rescuerPasses(): number;
+  /** Fires every schedule still waiting, now (see LocalTransport.firePending); returns how many. */
+  firePendingSchedules(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The local host the capacity run measures: the shared local host (functions/local/host.ts) with a request
+ * recorder on every boundary — the AWS clients (DynamoDB), the in-process transport (SQS sends, Scheduler
+ * schedules and firings), each queue worker's batch and each record in it (Lambda invocations and
+ * per-record durations), each API request (API Gateway and the function that serves its route), each
+ * rescuer pass and each mail sent (SES). Fresh tables in a shared DynamoDB Local, the built-in call placer
+ * simulator, the SMTP sink, the rescuer on its interval, the API on a free port.
+ */
+export async function startCapacityHost(options: CapacityHostOptions): Promise<CapacityHost> {
+  const logger = createLogger('capacity');
+  const stops: (() => Promise<void> | void)[] = [];
+  const stop = async () => {
+    for (const fn of stops.splice(0).reverse()) await fn();
+  };
+  try {
+    const prefix = `c${randomBytes(4).toString('hex')}`;
+    const tableNames = Object.fromEntries(Object.keys(tables).map((key) => [key, `${prefix}-${key}`])) as TableNames;
+    await ensureTables(options.dynamoEndpoint, Object.entries(tables).map(([key, definition]) => ({ definition, tableName: tableNames[key as keyof TableNames] })));
+    const recorder = new RequestRecorder({
+      tables: Object.fromEntries(Object.entries(tables).map(([key, definition]) => [tableNames[key as keyof TableNames], definition])),
+      complete: true,
+    });
+    const local = { region: 'local', endpoints: { dynamodb: options.dynamoEndpoint }, credentials: localCredentials };
+    const clients = createAwsClients({ ...local, recorder });
+    // Clients that are not recorded, for the run to watch progress without adding to what it measures.
+    const observer = createAwsClients(local);
+    stops.push(() => {
+      clients.dynamo.destroy();
+      observer.dynamo.destroy();
+    });
+
+    const smtpSink = await startSmtpSink();
+    stops.push(() => smtpSink.stop());
+    const clock = new ScaledClock(options.timeScale);
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const simulator = await CallPlacerSimulator.start({ clock, signingClock: systemClock, rng: seededRng(options.seed + 1), secret: DEV_WEBHOOK_SECRET });
+    stops.push(() => simulator.close());
+    const mail = parseMailConfig({ MAIL_DOMAIN: 'capacity.redial.local', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtpSink.url });
+
+    const host = await createLocalHost({
+      db: clients.dynamo,
+      tableNames,
+      clock,
+      speed: clock.speed,
+      rng: seededRng(options.seed),
+      logger,
+      metrics: new MemoryMetrics(),
+      recorder,
+      contexts: {
+        wallClock: systemClock,
+        calls: { ...callsDefaults, placerUrl: simulator.url, callbackUrl: `${url}/v1/calls/webhook`, webhookSecret: DEV_WEBHOOK_SECRET, callTimeoutSeconds: DEFAULT_CALL_TIMEOUT_SECONDS },
+        mail: { config: mail, transport: transportFor(mail.transport, clients) },
+        webhooks: { allowLoopback: true },
+      },
+      rescuer: { intervalMs: options.rescueIntervalMs, rescueAfterMs: 30_000 * clock.speed },
+      serve: { port },
+    });
+    stops.push(() => host.stop());
+
+    return {
+      url: host.url!,
+      recorder,
+      clock,
+      system: host.system,
+      jobs: host.jobs,
+      simulator,
+      smtpSink,
+      localQueues: host.queues,
+      observer: { clients: observer, tableNames },
+      rescuerPasses: () => host.rescuerPasses(),
+      firePendingSchedules: () => host.firePendingSchedules(),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

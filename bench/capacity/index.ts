@@ -1,0 +1,199 @@
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { retentionSeconds } from '../../functions/jobs/row.ts';
+import { mailKinds } from '../../functions/mail/kinds.ts';
+import { MAIL_RECORD_RETENTION_SECONDS } from '../../functions/mail/store.ts';
+import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
+import { allKinds } from '../../functions/app/system.ts';
+import type { Recorded, RunRecord, ScheduleFiredRecord, SqsRecord } from '../../functions/platform/recorder.ts';
+import { fmt } from '../support.ts';
+import { runDay, representativeDay, ROUNDS } from './day.ts';
+import type { DayOutcome } from './day.ts';
+import { startCapacityHost } from './host.ts';
+import { buildModel, fixedMonthlyUsd } from './model.ts';
+import type { CapacityModel, Category } from './model.ts';
+import { prices } from './prices.ts';
+import { deployedSettings } from './settings.ts';
+
+/** 10 million call results a day, on average, and the burst when large campaigns open their windows. */
+export const RATES = { average: 10_000_000 / 86_400, burst: 1_000 };
+/** Mail per call result the model prices (owner notices, access mails), per the issue's day. */
+export const MAILS_PER_RESULT = 0.1;
+/** The rescuer runs once a minute on AWS (lib/redial-stack.ts, RescuerSchedule). */
+const RESCUER_RUNS_PER_MONTH = 30 * 24 * 60;
+/** How long each table's rows stay (their TTL): most job rows finish completed; calls rows have no TTL. */
+const RETENTION_DAYS: Record<string, number | null> = {
+  jobs: retentionSeconds.completed / 86_400,
+  webhooks: EVENT_RETENTION_SECONDS / 86_400,
+  mail: MAIL_RECORD_RETENTION_SECONDS / 86_400,
+  calls: null,
+};
+
+export interface CapacityOptions {
+  /** Contacts across all batches: about 1.75 results each over three rounds. @default 400 */
+  contacts?: number;
+  /** Job time per real time. @default 0.03 */
+  timeScale?: number;
+  /** Where to write the report as JSON. */
+  json?: string;
+  /** Where to write every record of the day as JSON (large: tens of megabytes), to look closer. */
+  records?: string;
+}
+
+export interface CapacityReport extends CapacityModel {
+  generatedAt: string;
+  machine: string;
+  prices: { region: string; checkedOn: string };
+  day: {
+    tenants: number;
+    batches: number;
+    contacts: number;
+    rounds: number;
+    endpointsPerTenant: Record<string, number>;
+    results: number;
+    mails: number;
+    measuredMailsPerResult: number;
+    deliveriesPerResult: number;
+    largestTenantShare: { tenant: string; share: number };
+    largestBatchShare: { batchId: string; share: number };
+    realSeconds: number;
+    jobTimeSeconds: number;
+    timeScale: number;
+  };
+  fixedUsdPerMonth: Record<string, number>;
+  /**
+   * What stays stored, per table and index: bytes per result the day left behind, how long TTL keeps it,
+   * and the gigabytes that makes at 10 M results a day (steady state; a table without TTL grows by that
+   * much every month).
+   */
+  storage: Record<string, { bytesPerResult: number; retentionDays: number | null; gigabytes: number }>;
+  storageUsdPerMonth: number;
+  /** 10 M results a day for 30 days, priced: per-result costs, the fixed ones and storage (with point-in-time recovery). */
+  monthlyUsdAt10MPerDay: { withoutSes: number; withSes: number };
+}
+
+const mailKindNames = new Set<string>(mailKinds.map((k) => k.kind));
+const periodicKinds = allKinds.filter((k) => k.periodic);
+
+/** Results pay for what the day's calls caused; mail is priced per mail; the rescuer and periodic jobs are fixed. */
+function categorize(record: Recorded): Category {
+  const source = record.source;
+  if (source === 'rescuer' || periodicKinds.some((k) => source === `job:${k.kind}`)) return 'fixed';
+  if (record.service === 'SES' || source === 'worker:mail' || mailKindNames.has(source.replace(/^job:/, ''))) return 'mail';
+  if (source === 'scheduler' && (record as ScheduleFiredRecord | SqsRecord).queue === 'mail') return 'mail';
+  return 'result';
+}
+
+/** `npm run bench -- capacity`: a representative day through the local stack, recorded, modelled and priced. */
+export async function benchCapacity(dynamoEndpoint: string, options: CapacityOptions = {}): Promise<{ lines: string[]; report: CapacityReport }> {
+  const contacts = options.contacts ?? 400;
+  const timeScale = options.timeScale ?? 0.03;
+  const settings = deployedSettings();
+  const lines: string[] = [];
+  const log = (line: string) => console.log(`  ${line}`);
+  const host = await startCapacityHost({ dynamoEndpoint, timeScale, seed: 12, rescueIntervalMs: 60_000 * timeScale });
+  let day: DayOutcome;
+  let records: Recorded[];
+  let passes: number;
+  try {
+    day = await runDay(host, contacts, { timeoutMs: 240_000, log });
+    records = [...host.recorder.records];
+    passes = host.rescuerPasses();
+  } finally {
+    await host.stop();
+  }
+
+  const model = buildModel({ records, results: day.results, mails: day.mails, mailsPerResult: MAILS_PER_RESULT, categorize, settings, prices, rates: RATES });
+  const runs = (kind: string) => records.filter((r) => r.service === 'Lambda' && r.operation === 'Record' && (r as RunRecord).kind === kind).length;
+  const fixedUsdPerMonth = fixedMonthlyUsd(
+    records,
+    [
+      { source: 'rescuer', runsSeen: passes, runsPerMonth: RESCUER_RUNS_PER_MONTH },
+      ...periodicKinds.map((k) => ({ source: `job:${k.kind}`, runsSeen: runs(k.kind), runsPerMonth: (30 * 86_400) / k.periodic!.everySeconds })),
+    ],
+    settings,
+    prices,
+  );
+  const fixed = Object.values(fixedUsdPerMonth).reduce((a, b) => a + b, 0);
+  const resultsPerDay = RATES.average * 86_400;
+  const resultsPerMonth = resultsPerDay * 30;
+  const storage = Object.fromEntries(
+    Object.entries(day.stored).map(([label, { bytes }]) => {
+      const retentionDays = RETENTION_DAYS[label.split('.')[0]!] ?? null;
+      const bytesPerResult = bytes / day.results;
+      return [label, { bytesPerResult, retentionDays, gigabytes: (bytesPerResult * resultsPerDay * (retentionDays ?? 30)) / 2 ** 30 }];
+    }),
+  );
+  const storedGb = Object.values(storage).reduce((n, s) => n + s.gigabytes, 0);
+  const storageUsdPerMonth = storedGb * (prices.dynamodb.storageGbMonth + prices.dynamodb.pitrGbMonth);
+  const [largestTenant, tenantResults] = Object.entries(day.resultsByTenant).sort((a, b) => b[1] - a[1])[0]!;
+  const [largestBatch, batchResults] = Object.entries(day.resultsByBatch).sort((a, b) => b[1] - a[1])[0]!;
+  const report: CapacityReport = {
+    generatedAt: new Date().toISOString(),
+    machine: `node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), DynamoDB Local in memory`,
+    prices: { region: prices.region, checkedOn: prices.checkedOn },
+    day: {
+      tenants: representativeDay.length,
+      batches: day.batches.length,
+      contacts: day.batches.reduce((n, b) => n + b.contacts, 0),
+      rounds: ROUNDS,
+      endpointsPerTenant: Object.fromEntries(representativeDay.map((t) => [t.tenantId, t.endpoints])),
+      results: day.results,
+      mails: day.mails,
+      measuredMailsPerResult: day.mails / day.results,
+      deliveriesPerResult: day.deliveries / day.results,
+      largestTenantShare: { tenant: largestTenant, share: tenantResults / day.results },
+      largestBatchShare: { batchId: largestBatch, share: batchResults / day.results },
+      realSeconds: day.realSeconds,
+      jobTimeSeconds: day.jobTimeSeconds,
+      timeScale,
+    },
+    ...model,
+    fixedUsdPerMonth,
+    storage,
+    storageUsdPerMonth,
+    monthlyUsdAt10MPerDay: {
+      withoutSes: (model.usdPerMillionResults * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
+      withSes: (model.usdPerMillionResultsWithSes * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
+    },
+  };
+  if (options.json) writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
+  if (options.records) writeFileSync(options.records, JSON.stringify(records));
+
+  const d = report.day;
+  lines.push(
+    `the day             ${fmt(d.results)} call results (${fmt(d.contacts)} contacts, ${d.batches} batches, ${d.tenants} tenants, up to ${d.rounds} rounds) in ${fmt(d.realSeconds, 1)} s real, ${fmt(d.jobTimeSeconds / 60, 1)} min job time`,
+    `                    largest tenant ${fmt(100 * d.largestTenantShare.share, 1)} % of results, largest batch ${fmt(100 * d.largestBatchShare.share, 1)} %; ${fmt(d.deliveriesPerResult, 2)} deliveries and ${fmt(d.measuredMailsPerResult, 3)} mails per result (priced at ${MAILS_PER_RESULT})`,
+    `cost                ${usd(report.usdPerMillionResults)} per million results without SES, ${usd(report.usdPerMillionResultsWithSes)} with it (${prices.region} list prices of ${prices.checkedOn})`,
+    `                    ${Object.entries(report.usdPerMillionResultsByService).map(([k, v]) => `${k} ${usd(v)}`).join(', ')}`,
+    `write units         ${fmt(report.writeUnitsPerResult, 1)} per result: ${top(report.perResult.writeUnitsByTable, 6)}`,
+    `                    by source: ${top(report.perResult.writeUnitsBySource, 8)}`,
+    `read units          ${fmt(report.readUnitsPerResult, 2)} per result: ${top(report.perResult.readUnitsByTable, 4)}`,
+    `requests/result     SQS ${fmt(report.perResult.sqsRequests, 2)} (${fmt(report.perResult.sqsSends, 2)} sends), Lambda ${fmt(report.perResult.lambdaInvocations, 2)} invocations (${fmt(report.perResult.lambdaGbSeconds * 1000, 1)} GB-ms), API ${fmt(report.perResult.apiRequests, 2)}, Scheduler ${fmt(report.perResult.schedulerCreates, 3)} creates`,
+    `hottest partition   ${report.hottestPartitionWcuPerSecondAtBurst.table}${report.hottestPartitionWcuPerSecondAtBurst.index ? `.${report.hottestPartitionWcuPerSecondAtBurst.index}` : ''} "${report.hottestPartitionWcuPerSecondAtBurst.key}": ${fmt(report.hottestPartitionWcuPerSecondAtBurst.wcuPerSecondAtAverage)} WCU/s at ${fmt(RATES.average)} results/s, ${fmt(report.hottestPartitionWcuPerSecondAtBurst.wcuPerSecond)} WCU/s at ${fmt(RATES.burst)} (limit 1,000 per partition)`,
+  );
+  for (const p of report.partitions.slice(0, 8)) {
+    lines.push(`  ${`${p.table}${p.index ? `.${p.index}` : ''}`.padEnd(18)}${p.keys.slice(0, 3).map((k) => `"${k.key}" ${fmt(k.wcuPerSecondAtBurst)}`).join(', ')} WCU/s at the burst`);
+  }
+  for (const q of report.queues) {
+    lines.push(
+      `queue ${q.name.padEnd(14)}demand ${fmt(q.demandPerSecondAtAverage)}/s average, ${fmt(q.demandPerSecondAtBurst)}/s burst; capacity ${q.capacityPerSecond === null ? 'not measured (no records)' : `${fmt(q.capacityPerSecond)}/s`} (${q.maxConcurrency} × ${q.batchSize} per ${q.expectedBatchMs === null ? '?' : fmt(q.expectedBatchMs)} ms batch; records p50 ${fmt(q.recordMs.p50, 1)} ms, p99 ${fmt(q.recordMs.p99, 1)} ms)`,
+    );
+  }
+  lines.push(
+    `scheduler           ${fmt(report.scheduler.createsPerSecondAtAverage, 1)} creates/s average, ${fmt(report.scheduler.createsPerSecondAtBurst, 1)}/s burst; mean wait ${fmt(report.scheduler.meanDelaySeconds)} s, so ${fmt(report.scheduler.liveSchedulesAtAverage)} live schedules on average, ${fmt(report.scheduler.liveSchedulesAtBurst)} at a sustained burst`,
+    `api gateway         ${report.http.map((h) => `${h.function} ${fmt(h.requestsPerSecondAtAverage)}/s average, ${fmt(h.requestsPerSecondAtBurst)}/s burst${h.rateLimit === null ? '' : ` (limit ${fmt(h.rateLimit)}/s a route, burst ${fmt(h.burstLimit ?? 0)})`}`).join('; ')}`,
+    `lambda concurrency  ${fmt(report.lambdaConcurrencyAtAverage, 1)} on average, ${fmt(report.lambdaConcurrencyAtBurst, 1)} at the burst: ${report.lambda.map((l) => `${l.function} ${fmt(l.concurrencyAtBurst, 1)}${l.maxConcurrency === null ? '' : ` (cap ${l.maxConcurrency})`}`).join(', ')}`,
+    `storage             ${fmt(storedGb)} GB at 10 M results/day (${Object.entries(storage).map(([k, v]) => `${k} ${fmt(v.bytesPerResult)} B/result × ${v.retentionDays === null ? '30 days, growing: no TTL' : `${fmt(v.retentionDays)} days`}`).join(', ')}): ${usd(storageUsdPerMonth)}/month with point-in-time recovery`,
+    `fixed               ${Object.entries(report.fixedUsdPerMonth).map(([k, v]) => `${k} ${usd(v)}/month`).join(', ')}`,
+    `10 M results/day    ${usd(report.monthlyUsdAt10MPerDay.withoutSes)} a month without SES, ${usd(report.monthlyUsdAt10MPerDay.withSes)} with it${options.json ? `; JSON: ${options.json}` : ''}`,
+  );
+  return { lines, report };
+}
+
+const usd = (n: number) => `$${fmt(n, n < 100 ? 2 : 0)}`;
+const top = (values: Record<string, number>, n: number) =>
+  Object.entries(values)
+    .slice(0, n)
+    .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+    .join(', ');

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { queueNames } from '../../functions/app/system.ts';
+import type { HttpFunction, QueueName } from '../../functions/app/system.ts';
+import { stackPropsFromContext } from '../../lib/context.ts';
+import { DEFAULT_THROTTLING, RedialStack } from '../../lib/redial-stack.ts';
+
+/** What the deployed stack gives each function and each queue's event source: what capacity is priced and sized from. */
+export interface DeployedSettings {
+  /** Memory per function: `intake`, `publicLinks`, `api`, `rescuer`, `worker:<queue>`. */
+  memoryMb: Record<string, number>;
+  /** Concurrency reserved for (and capping) a function, where one is set. */
+  reservedConcurrency: Record<string, number>;
+  /** Per queue, its worker's event source mapping: batch size and maximum concurrency. */
+  queues: Record<QueueName, { batchSize: number; maxConcurrency: number; timeoutSeconds: number }>;
+  /** API Gateway's request limit per HTTP function's routes, per second (steady rate and burst). */
+  throttling?: Record<HttpFunction, { rateLimit: number; burstLimit: number }>;
+}
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** The two values a deployable stack requires and a model does not care about (as `npm run synth` passes them). */
+const PLACEHOLDERS: Record<string, string> = { callPlacerUrl: 'https://placer.example.invalid/calls', mailDomain: 'mail.example.invalid' };
+
+/**
+ * The settings as `cdk synth` would deploy them: the stack is built from lib/ with cdk.json's context read
+ * as bin/app.ts reads it (no bundling), and each function's memory and reserved concurrency and each event
+ * source's batch size and concurrency are read off the constructs. So the model follows lib/ (and the CDK
+ * context lib/ reads them from) with no copy of its own.
+ */
+export function deployedSettings(): DeployedSettings {
+  const { context } = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+  const app = new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] } });
+  const props = stackPropsFromContext((key) => context[key] ?? PLACEHOLDERS[key]);
+  const stack = new RedialStack(app, 'CapacityModel', props);
+  const cfn = (fn: NodejsFunction) => fn.node.defaultChild as lambda.CfnFunction;
+  const memory = (fn: NodejsFunction) => {
+    const value = cfn(fn).memorySize;
+    if (typeof value !== 'number') throw new Error(`${fn.node.path}: memory size is not a number in the synthesized stack`);
+    return value;
+  };
+  const functions: Record<string, NodejsFunction> = {
+    intake: stack.intakeFunction,
+    publicLinks: stack.publicLinksFunction,
+    api: stack.apiFunction,
+    rescuer: stack.rescuerFunction,
+    ...Object.fromEntries(queueNames.map((name) => [`worker:${name}`, stack.jobQueues[name].worker])),
+  };
+  const memoryMb: Record<string, number> = {};
+  const reservedConcurrency: Record<string, number> = {};
+  for (const [name, fn] of Object.entries(functions)) {
+    memoryMb[name] = memory(fn);
+    const reserved = cfn(fn).reservedConcurrentExecutions;
+    if (typeof reserved === 'number') reservedConcurrency[name] = reserved;
+  }
+  const queues = {} as DeployedSettings['queues'];
+  for (const name of queueNames) {
+    const worker = stack.jobQueues[name].worker;
+    // The queue's event source: wherever lib/ puts it, the one mapping whose target is this worker.
+    const esm = stack.node
+      .findAll()
+      .filter((c): c is lambda.CfnEventSourceMapping => c instanceof lambda.CfnEventSourceMapping)
+      .find((m) => m.functionName === worker.functionName);
+    const scaling = esm?.scalingConfig as lambda.CfnEventSourceMapping.ScalingConfigProperty | undefined;
+    const timeout = cfn(worker).timeout;
+    if (!esm || typeof esm.batchSize !== 'number' || typeof scaling?.maximumConcurrency !== 'number' || typeof timeout !== 'number') {
+      throw new Error(`the ${name} worker has no event source mapping with a batch size and a maximum concurrency`);
+    }
+    queues[name] = { batchSize: esm.batchSize, maxConcurrency: scaling.maximumConcurrency, timeoutSeconds: timeout };
+  }
+  return { memoryMb, reservedConcurrency, queues, throttling: { ...DEFAULT_THROTTLING, ...props.throttling } };
+}

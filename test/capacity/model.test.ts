@@ -1,0 +1,206 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildModel,
+  chunkedRequests,
+  expectedMaxOf,
+  fixedMonthlyUsd,
+  gbSecondsFor,
+  partitionWrites,
+  readUnits,
+  readUnitsFor,
+  writeUnitsFor,
+} from '../../bench/capacity/model.ts';
+import type { Category } from '../../bench/capacity/model.ts';
+import { prices } from '../../bench/capacity/prices.ts';
+import type { DeployedSettings } from '../../bench/capacity/settings.ts';
+import type { DynamoRecord, ItemWrite, Recorded } from '../../functions/platform/recorder.ts';
+
+const dynamo = (fields: Partial<DynamoRecord>): DynamoRecord => ({
+  service: 'DynamoDB',
+  operation: 'UpdateItem',
+  source: 'job:test',
+  at: 0,
+  outcome: 'ok',
+  transaction: false,
+  writes: [],
+  reads: [],
+  ...fields,
+});
+const write = (fields: Partial<ItemWrite>): ItemWrite => ({ table: 'jobs', pk: 'job-1', action: 'update', oldBytes: 0, newBytes: 0, putBytes: 0, indexes: [], ...fields });
+
+const settings: DeployedSettings = {
+  memoryMb: { api: 512, rescuer: 512, 'worker:calls': 1024, 'worker:webhooks': 512, 'worker:mail': 512, 'worker:ops': 512 },
+  reservedConcurrency: { api: 50 },
+  queues: {
+    ops: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
+    calls: { batchSize: 2, maxConcurrency: 5, timeoutSeconds: 60 },
+    webhooks: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
+    mail: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
+  },
+  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, api: { rateLimit: 100, burstLimit: 200 } },
+};
+
+describe('DynamoDB units', () => {
+  it('RoundWritesUpPerKilobyteAndReadsPerFourKilobytesHalvedWhenEventuallyConsistent', () => {
+    expect(writeUnitsFor(0)).toBe(1);
+    expect(writeUnitsFor(1024)).toBe(1);
+    expect(writeUnitsFor(1025)).toBe(2);
+    expect(readUnitsFor(0, true)).toBe(1);
+    expect(readUnitsFor(4096, true)).toBe(1);
+    expect(readUnitsFor(4097, true)).toBe(2);
+    expect(readUnitsFor(10_000, false)).toBe(1.5);
+  });
+
+  it('ChargeAnUpdateTheLargerImageAndAMovedIndexEntryADeletePlusAPut', () => {
+    const claim = dynamo({
+      writes: [write({ oldBytes: 900, newBytes: 1100, indexes: [{ index: 'byState', oldKey: 'available', newKey: 'running', oldBytes: 900, newBytes: 1100, keyChanged: true, changed: true }] })],
+    });
+    expect(partitionWrites(claim)).toEqual([
+      { table: 'jobs', index: null, key: 'job-1', units: 2 },
+      { table: 'jobs', index: 'byState', key: 'available', units: 1 },
+      { table: 'jobs', index: 'byState', key: 'running', units: 2 },
+    ]);
+  });
+
+  it('DoubleTransactionItemsButNotTheirIndexWritesAndChargeAnUnchangedEntryNothing', () => {
+    const tx = dynamo({
+      operation: 'TransactWriteItems',
+      transaction: true,
+      writes: [
+        write({ table: 'calls', pk: 'TENANT#t1', oldBytes: 300, newBytes: 300 }),
+        write({ table: 'webhooks', pk: 'EVENT#e1', action: 'put', newBytes: 2100, putBytes: 2100 }),
+        write({ pk: 'job-2', action: 'put', newBytes: 700, putBytes: 700, indexes: [{ index: 'byState', newKey: 'available', oldBytes: 0, newBytes: 700, keyChanged: false, changed: true }] }),
+        write({ pk: 'job-3', oldBytes: 500, newBytes: 520, indexes: [{ index: 'byState', oldKey: 'scheduled', newKey: 'scheduled', oldBytes: 500, newBytes: 520, keyChanged: false, changed: true }] }),
+        write({ table: 'webhooks', pk: 'ENDPOINT#x', oldBytes: 200, newBytes: 210, indexes: [{ index: 'byWatch', oldKey: 'w', newKey: 'w', oldBytes: 40, newBytes: 40, keyChanged: false, changed: false }] }),
+        write({ table: 'calls', pk: 'TENANT#t2', action: 'check', oldBytes: 100, newBytes: 100 }),
+      ],
+    });
+    expect(partitionWrites(tx)).toEqual([
+      { table: 'calls', index: null, key: 'TENANT#t1', units: 2 },
+      { table: 'webhooks', index: null, key: 'EVENT#e1', units: 6 },
+      { table: 'jobs', index: null, key: 'job-2', units: 2 },
+      { table: 'jobs', index: 'byState', key: 'available', units: 1 },
+      { table: 'jobs', index: null, key: 'job-3', units: 2 },
+      { table: 'jobs', index: 'byState', key: 'scheduled', units: 1 },
+      { table: 'webhooks', index: null, key: 'ENDPOINT#x', units: 2 },
+      { table: 'calls', index: null, key: 'TENANT#t2', units: 2 },
+    ]);
+  });
+
+  it('ChargeARefusedWriteTheLargerOfStoredAndPutOnceWithNoIndexWrites', () => {
+    const refusedPut = dynamo({ operation: 'PutItem', outcome: 'conditionFailed', writes: [write({ action: 'put', oldBytes: 1500, newBytes: 1500, putBytes: 2500 })] });
+    expect(partitionWrites(refusedPut)).toEqual([{ table: 'jobs', index: null, key: 'job-1', units: 3 }]);
+    const cancelled = dynamo({ operation: 'TransactWriteItems', transaction: true, outcome: 'cancelled', writes: [write({ oldBytes: 100, newBytes: 100 }), write({ pk: 'job-9', action: 'put', putBytes: 1200 })] });
+    expect(partitionWrites(cancelled).map((w) => w.units)).toEqual([1, 2]);
+    expect(partitionWrites(dynamo({ outcome: 'error', writes: [write({ oldBytes: 5000 })] }))).toEqual([]);
+  });
+
+  it('ChargeAnItemReadPerItemAndAQueryOnAllTheBytesItEvaluated', () => {
+    const batchGet = dynamo({
+      operation: 'BatchGetItem',
+      reads: [
+        { table: 'calls', pk: 'BATCH#b', bytes: 5000, items: 1, consistent: true, shape: 'item' },
+        { table: 'calls', pk: 'BATCH#b', bytes: 0, items: 0, consistent: true, shape: 'item' },
+      ],
+    });
+    expect(readUnits(batchGet)).toBe(3);
+    const query = dynamo({ operation: 'Query', reads: [{ table: 'jobs', index: 'byState', pk: 'running', bytes: 100 * 1500, items: 100, consistent: false, shape: 'range' }] });
+    expect(readUnits(query)).toBe(18.5);
+  });
+});
+
+describe('the other services', () => {
+  it('CountPayloadChunksLambdaMillisecondsAndTheSlowestOfABatch', () => {
+    expect(chunkedRequests(30, 65_536)).toBe(1);
+    expect(chunkedRequests(65_537, 65_536)).toBe(2);
+    expect(gbSecondsFor(99.2, 512)).toBe(0.05);
+    // Two draws from {10, 30}: the slowest is 30 unless both are 10 (1/4).
+    expect(expectedMaxOf([10, 30], 2)).toBe(25);
+    expect(expectedMaxOf([10, 20, 30], 1)).toBeCloseTo(20, 10);
+  });
+});
+
+describe('the model of a run', () => {
+  /** Two results and one mail, with every kind of record once or twice. */
+  const records: Recorded[] = [
+    dynamo({
+      source: 'api:POST /v1/calls/webhook',
+      operation: 'TransactWriteItems',
+      transaction: true,
+      writes: [write({ table: 'calls', pk: 'TENANT#big', oldBytes: 200, newBytes: 200 }), write({ pk: 'fanout-1', action: 'put', newBytes: 600, putBytes: 600, indexes: [{ index: 'byState', newKey: 'available', oldBytes: 0, newBytes: 600, keyChanged: false, changed: true }] })],
+    }),
+    dynamo({
+      source: 'api:POST /v1/calls/webhook',
+      operation: 'TransactWriteItems',
+      transaction: true,
+      writes: [write({ table: 'calls', pk: 'TENANT#big', oldBytes: 200, newBytes: 200 }), write({ pk: 'fanout-2', action: 'put', newBytes: 600, putBytes: 600, indexes: [{ index: 'byState', newKey: 'available', oldBytes: 0, newBytes: 600, keyChanged: false, changed: true }] })],
+    }),
+    dynamo({ source: 'job:webhook.fanout', operation: 'GetItem', reads: [{ table: 'webhooks', pk: 'EVENT#1', bytes: 300, items: 1, consistent: false, shape: 'item' }] }),
+    dynamo({ source: 'job:owner.notify', writes: [write({ pk: 'notify-1', oldBytes: 2000, newBytes: 2100, indexes: [{ index: 'byState', oldKey: 'available', newKey: 'running', oldBytes: 2000, newBytes: 2100, keyChanged: true, changed: true }] })] }),
+    dynamo({ source: 'rescuer', operation: 'Query', reads: [{ table: 'jobs', index: 'byState', pk: 'running', bytes: 0, items: 0, consistent: false, shape: 'range' }] }),
+    { service: 'SQS', operation: 'SendMessage', source: 'api:POST /v1/calls/webhook', at: 0, queue: 'webhooks', bytes: 40, delaySeconds: 0 },
+    { service: 'SQS', operation: 'SendMessage', source: 'api:POST /v1/calls/webhook', at: 0, queue: 'webhooks', bytes: 40, delaySeconds: 0 },
+    { service: 'Scheduler', operation: 'CreateSchedule', source: 'job:calls.finalise', at: 0, queue: 'calls', bytes: 40, delayMs: 1_800_000, created: true },
+    { service: 'Scheduler', operation: 'Invoke', source: 'scheduler', at: 0, queue: 'calls' },
+    { service: 'SQS', operation: 'SendMessage', source: 'scheduler', at: 0, queue: 'calls', bytes: 40, delaySeconds: 0, bySchedule: true },
+    { service: 'Lambda', operation: 'Invoke', source: 'api', at: 0, function: 'api', records: 1, durationMs: 40, bytes: 300 },
+    { service: 'Lambda', operation: 'Invoke', source: 'api', at: 0, function: 'api', records: 1, durationMs: 60, bytes: 300 },
+    { service: 'Lambda', operation: 'Invoke', source: 'worker:webhooks', at: 0, function: 'worker:webhooks', records: 2, durationMs: 100, bytes: 0 },
+    { service: 'Lambda', operation: 'Record', source: 'job:webhook.fanout', at: 0, function: 'worker:webhooks', kind: 'webhook.fanout', durationMs: 100 },
+    { service: 'Lambda', operation: 'Record', source: 'job:webhook.fanout', at: 0, function: 'worker:webhooks', kind: 'webhook.fanout', durationMs: 60 },
+    { service: 'Lambda', operation: 'Invoke', source: 'worker:mail', at: 0, function: 'worker:mail', records: 1, durationMs: 500, bytes: 0 },
+    { service: 'SES', operation: 'SendEmail', source: 'job:owner.notify', at: 0, bytes: 2000 },
+  ];
+  const categorize = (r: Recorded): Category => (r.source === 'rescuer' ? 'fixed' : r.source.includes('notify') || r.source === 'worker:mail' ? 'mail' : 'result');
+  const model = buildModel({ records, results: 2, mails: 1, mailsPerResult: 0.1, categorize, settings, prices, rates: { average: 100, burst: 1000 } });
+
+  it('DividesResultWorkByResultsAndPricesMailAtTheRateAsked', () => {
+    // Results: 2 × (tenant 2 + job 2 + index 1) = 10 units over 2 results; mail: (3 + 2 + 3) × 0.1.
+    expect(model.writeUnitsPerResult).toBeCloseTo(5 + 0.8, 10);
+    // The fanout's eventually consistent read (0.5) over 2 results; the rescuer's read is fixed work.
+    expect(model.readUnitsPerResult).toBeCloseTo(0.25, 10);
+    expect(model.perResult.writeUnitsByTable).toEqual({ calls: 2, jobs: 2 + 0.1 * 3, 'jobs.byState': 1 + 0.1 * 5 });
+    // 3 sends, plus receive and delete for the webhooks batch, over 2 results; the mail batch's 2 at 0.1.
+    expect(model.perResult.sqsRequests).toBeCloseTo(2.5 + 0.2, 10);
+    expect(model.perResult.schedulerInvocations).toBe(0.5);
+    expect(model.perResult.apiRequests).toBe(1);
+    expect(model.perResult.lambdaInvocations).toBeCloseTo(1.5 + 0.1, 10);
+    // api 0.1 GB-s over 2 results at 0.5 GB, webhooks 0.1 s × 0.5 GB / 2, mail 0.5 s × 0.5 GB × 0.1.
+    expect(model.perResult.lambdaGbSeconds).toBeCloseTo(0.025 + 0.025 + 0.025, 10);
+    expect(model.perResult.mails).toBeCloseTo(0.1, 10);
+  });
+
+  it('PricesAMillionResultsFromThePriceTableWithAndWithoutSes', () => {
+    const expected =
+      5.8 * 0.625 + 0.25 * 0.125 + 2.7 * 0.4 + 0.5 * 1 + 1.6 * 0.2 + 0.075 * 0.0000133334 * 1e6 + 1 * 1;
+    expect(model.usdPerMillionResults).toBeCloseTo(expected, 6);
+    expect(model.usdPerMillionResultsWithSes - model.usdPerMillionResults).toBeCloseTo(0.1 * 100, 6);
+  });
+
+  it('ProjectsTheHottestPartitionQueuesSchedulesAndConcurrencyToARate', () => {
+    expect(model.hottestPartitionWcuPerSecondAtBurst).toEqual({ table: 'calls', index: null, key: 'TENANT#big', wcuPerSecond: 2000, wcuPerSecondAtAverage: 200 });
+    const webhooks = model.queues.find((q) => q.name === 'webhooks')!;
+    expect(webhooks.messagesPerResult).toBe(1);
+    expect(webhooks.demandPerSecondAtBurst).toBe(1000);
+    // Ten records a batch, each 60 or 100 ms: the slowest is 100 ms unless all ten are 60.
+    const batchMs = 100 - 40 * 0.5 ** 10;
+    expect(webhooks.expectedBatchMs).toBeCloseTo(batchMs, 10);
+    expect(webhooks.capacityPerSecond).toBeCloseTo((5 * 10) / (batchMs / 1000), 6);
+    expect(model.queues.find((q) => q.name === 'ops')!.capacityPerSecond).toBeNull();
+    // One schedule of 1,800 s for two results: 0.5 × rate × 1,800 live at once.
+    expect(model.scheduler.liveSchedulesAtBurst).toBe(900_000);
+    const api = model.lambda.find((l) => l.function === 'api')!;
+    expect(api.concurrencyAtBurst).toBeCloseTo(1 * 1000 * 0.05, 10);
+    expect(api.maxConcurrency).toBe(50);
+    expect(model.http).toEqual([{ function: 'api', requestsPerResult: 1, requestsPerSecondAtAverage: 100, requestsPerSecondAtBurst: 1000, rateLimit: 100, burstLimit: 200 }]);
+    // A worker at the burst: 1,000 messages a second in full batches of ten, each as long as the slowest record.
+    const worker = model.lambda.find((l) => l.function === 'worker:webhooks')!;
+    expect(worker.concurrencyAtBurst).toBeCloseTo((1000 / 10) * (batchMs / 1000), 10);
+    expect(worker.maxConcurrency).toBe(5);
+  });
+
+  it('PricesFixedWorkPerRunTimesRunsAMonth', () => {
+    const fixed = fixedMonthlyUsd(records, [{ source: 'rescuer', runsSeen: 1, runsPerMonth: 43_200 }], settings, prices);
+    expect(fixed['rescuer']).toBeCloseTo(0.5 * 0.125e-6 * 43_200, 12);
+  });
+});
