@@ -75,13 +75,13 @@ export interface JobContext {
   now(): number;
 }
 
-/** What a discard hook is told: the job, and why it was discarded. */
+/** What a discard hook is told: the job being discarded, and why. */
 export interface DiscardedJob {
   readonly id: string;
   readonly kind: string;
   readonly reason: DiscardReason;
   readonly error: string;
-  /** When the discard was written, epoch ms. */
+  /** The discard's time, epoch ms (the row's `finalizedAt`). */
   readonly at: number;
 }
 
@@ -90,19 +90,21 @@ export interface JobHandler<A = unknown> {
   readonly kind: JobKind<A>;
   run(args: A, ctx: JobContext): Promise<void>;
   /**
-   * Runs after a discard of this kind is written, whoever wrote it: the handler's own discard, attempts
-   * that ran out, or a last attempt lost with its worker (the rescuer's). Not run for arguments that no
-   * longer parse. A failure is logged; the discard stands.
+   * Runs whenever a discard of this kind is decided, whoever decided it (the handler's own discard,
+   * attempts that ran out, or a last attempt lost with its worker: the rescuer's), just before the discard
+   * is written; not for arguments that no longer parse. Running first, its effect survives a crash between
+   * the two: the job stays running and is decided again, hook and all. So it must be idempotent, and
+   * harmless if the discard is then refused. If it throws, the discard is not written (discards.ts).
    */
-  onDiscarded?(args: A, job: DiscardedJob): Promise<void>;
+  onDiscard?(args: A, job: DiscardedJob): Promise<void>;
 }
 
 /**
  * Binds a handler to its kind. A handler only classifies: return, throw `snooze(...)`, throw `discard(...)`,
- * or throw. `onDiscarded` runs after any discard of the kind is written.
+ * or throw. `onDiscard` runs whenever a discard of the kind is decided, before it is written.
  */
 export const handle = <A>(
   kind: JobKind<A>,
   run: (args: A, ctx: JobContext) => Promise<void>,
-  hooks: { onDiscarded?: (args: A, job: DiscardedJob) => Promise<void> } = {},
-): JobHandler<A> => ({ kind, run, ...(hooks.onDiscarded ? { onDiscarded: hooks.onDiscarded } : {}) });
+  hooks: { onDiscard?: (args: A, job: DiscardedJob) => Promise<void> } = {},
+): JobHandler<A> => ({ kind, run, ...(hooks.onDiscard ? { onDiscard: hooks.onDiscard } : {}) });

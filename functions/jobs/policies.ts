@@ -13,7 +13,7 @@ export type Backoff =
 export type OnExhausted =
   /** Discarded, and the alerting metric fires ("discarded + alert"). */
   | 'discard_alert'
-  /** Discarded without an alert (the kind's own rules take over, e.g. through its `onDiscarded` hook). */
+  /** Discarded without an alert (the kind's own rules take over, e.g. through its `onDiscard` hook). */
   | 'discard'
   /** A periodic job: nothing is retried, the next period runs; the panel shows the last failure. */
   | 'next_period';

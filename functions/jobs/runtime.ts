@@ -45,7 +45,7 @@ export interface JobRuntime {
 export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   const store = new JobStore(deps.db, deps.jobsTable);
   const dispatcher = new Dispatcher(deps.transport, deps.clock);
-  // Every handler this runtime runs, by kind: the discard path finds a kind's onDiscarded hook here.
+  // Every handler this runtime runs, by kind: the discard path finds a kind's onDiscard hook here.
   const handlers = new Map<string, JobHandler<unknown>>();
   const register = (list: readonly JobHandler<unknown>[]) => {
     for (const h of list) handlers.set(h.kind.kind, h);

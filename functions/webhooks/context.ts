@@ -86,7 +86,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     handle(webhookFanoutKind, async (args, ctx) => {
       await fanout(deps, args, ctx);
     }),
-    handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx), { onDiscarded: (args, job) => deliveries.discarded(args, job) }),
+    handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx), { onDiscard: (args, job) => deliveries.discarded(args, job) }),
     handle(webhookWakeKind, async (args) => {
       const row = await deps.store.getEndpoint(args.endpointId);
       if (!row || row.holder !== args.jobId) return;

@@ -137,8 +137,10 @@ export class Deliveries {
   }
 
   /**
-   * webhook.deliver's discard hook, run by the job layer after any discard of a delivery is written (its
-   * own, its attempts running out, or its last attempt lost with its worker): the marker redeliver finds.
+   * webhook.deliver's discard hook, run by the job layer whenever a delivery's discard is decided (its own,
+   * its attempts running out, or its last attempt lost with its worker), before the discard is written: the
+   * marker redeliver finds. A Put, so running it again is harmless; a marker whose job was not discarded
+   * after all is kept while the job may still be, and dropped once it completed (endpoints.ts, redeliver).
    */
   async discarded(args: { endpointId: string }, job: DiscardedJob): Promise<void> {
     await this.deps.store.markDiscarded(args.endpointId, job.id, job.reason, job.at);
