@@ -126,8 +126,8 @@ export class JobClient {
   }
 
   /**
-   * Runs a waiting job now: what a domain uses to hand work on (a webhook delivery given its endpoint's
-   * lease). Unlike {@link retry}, a discarded or cancelled job is refused ({@link TransitionRefusedError}),
+   * Runs a waiting job now: what a domain uses to hand work on (one job, done, waking the next that waited
+   * for it). Unlike {@link retry}, a discarded or cancelled job is refused ({@link TransitionRefusedError}),
    * never revived.
    */
   wake(id: string): Promise<JobRow> {

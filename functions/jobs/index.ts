@@ -20,5 +20,6 @@ export type { Backoff, OnExhausted, Policy, ScheduleRow } from './policies.ts';
 export type { QueueSpec } from './queues.ts';
 export type { JobClient, EnqueueOptions, PreparedJob } from './client.ts';
 export type { AttemptRecord, JobRow, PeriodicStatus } from './row.ts';
+export type { RescueReport } from './rescuer.ts';
 export type { TransactItem } from './store.ts';
 export { JobNotFoundError, TransitionRefusedError, InvalidJobArgsError, DuplicateJobError } from './errors.ts';

@@ -32,9 +32,9 @@ const REASON_NAME = /^[a-z][a-z0-9_]*$/;
  * snake case, and a reason the job layer gives itself.
  *
  * @example
- * export const probeKind = defineKind({
- *   kind: 'ops.probe', queue: 'ops', policy: defaultPolicy, timeoutSeconds: 10,
- *   args: z.object({ failTimes: z.number().int() }), description: 'fails N times, then succeeds',
+ * export const renderKind = defineKind({
+ *   kind: 'report.render', queue: 'reports', policy: defaultPolicy, timeoutSeconds: 10,
+ *   args: z.object({ reportId: z.string() }), discardReasons: ['template_missing'], description: 'renders a report',
  * });
  */
 export function defineKind<A>(spec: {

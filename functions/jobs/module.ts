@@ -10,9 +10,9 @@ import type { QueueSpec } from './queues.ts';
  * OpenAPI document) needs no configuration and no I/O.
  *
  * @example
- * export const opsModule = defineModule({
- *   name: 'ops', tables: {}, queues: { ops: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 } },
- *   kinds: [probeKind], handlers: (_deps: OpsDeps) => [probeHandler], routes: (deps) => jobRoutes(deps),
+ * export const reportsModule = defineModule({
+ *   name: 'reports', tables: { reports: reportsTable }, queues: { reports: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 } },
+ *   kinds: [renderKind], handlers: (deps: ReportsDeps) => [renderHandler(deps)], routes: (deps) => reportRoutes(deps),
  * });
  */
 export interface ContextModule<

@@ -57,7 +57,7 @@ export const snooze = (when: { until: number } | { delayMs: number }, reason: st
  * `discardReasons`, or the job layer's `invalid_args`.
  *
  * @example
- * if (response.status === 410) throw discard('gone', 'endpoint answered 410 Gone');
+ * if (!template) throw discard('template_missing', `no template ${args.templateId}`);
  */
 export const discard = (reason: DiscardReason, message: string, options?: { cause?: unknown }): JobDiscard =>
   new JobDiscard(reason, message, options);
