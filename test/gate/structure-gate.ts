@@ -72,7 +72,7 @@ function specifiers(file: ts.SourceFile): { text: string; pos: number }[] {
     } else if (ts.isCallExpression(node) && node.arguments.length === 1 && ts.isStringLiteralLike(node.arguments[0]!)) {
       const callee = node.expression;
       if (callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require')) {
-        found.push({ text: (node.arguments[0] as ts.StringLiteralLike).text, pos: node.getStart(file) });
+        found.push({ text: node.arguments[0].text, pos: node.getStart(file) });
       }
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       found.push({ text: node.argument.literal.text, pos: node.getStart(file) });
