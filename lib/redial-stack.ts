@@ -61,7 +61,7 @@ export interface PublicRoute {
 }
 
 /**
- * The routes API Gateway serves without IAM auth (brief §7); every other route needs a SigV4 signature and
+ * The routes API Gateway serves without IAM auth (docs/operations.md, "What each function may do"); every other route needs a SigV4 signature and
  * goes to the API function. The call-result intake (signed webhooks) and the links sent by mail (single-use
  * tokens) belong here; each must be declared `auth: 'none'` in functions/ too, and a test holds the two
  * lists together.
@@ -170,7 +170,7 @@ export const DEFAULT_INTAKE_RESERVED_CONCURRENCY = 100;
 /** Properties of the {@link RedialStack}. */
 export interface RedialStackProps extends StackProps {
   /**
-   * The call placer's URL (`POST {batchId, contactNumber, round, callId, callbackUrl}`, brief §8), https.
+   * The call placer's URL (`POST {batchId, contactNumber, round, callId, callbackUrl}`, docs/calls.md), https.
    * Required: a stack that cannot dial is refused at synth, not discovered by every dial for days.
    */
   readonly callPlacerUrl: string;
@@ -470,7 +470,7 @@ export class RedialStack extends Stack {
     for (const route of PUBLIC_ROUTES) {
       const added = api.addRoutes({ path: route.path, methods: [apigw.HttpMethod[route.method]], integration: integrations[route.servedBy], authorizer: new apigw.HttpNoneAuthorizer() });
       for (const r of added) {
-        Validations.of(r).acknowledge({ id: 'AwsSolutions-APIG4', reason: `Public by design (brief §7): ${route.reason}` });
+        Validations.of(r).acknowledge({ id: 'AwsSolutions-APIG4', reason: `Public by design: ${route.reason}` });
         // A stage's route settings name existing routes: CloudFormation must create the route first.
         stage.node.addDependency(r);
       }

@@ -8,7 +8,7 @@ import type { MetricsSink } from '../platform/metrics.ts';
 import { openApiDocument } from '../platform/openapi.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { TableDefinition } from '../platform/tables.ts';
-import type { ContextModule, JobHandler, JobKind, QueueSpec } from '../jobs/index.ts';
+import type { JobHandler, JobKind, QueueSpec } from '../jobs/index.ts';
 import { jobsTable } from '../jobs/row.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import { callsDeps } from '../calls/deps.ts';
@@ -240,9 +240,6 @@ export class System {
     });
   }
 }
-
-/** A context module of this system, for code that walks them. */
-export type SystemModule = ContextModule<never>;
 
 /**
  * The deployed functions that serve HTTP on AWS, each with only the grants its routes need (lib/access.ts):

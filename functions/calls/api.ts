@@ -31,7 +31,7 @@ import { callWebhookVerifier } from './signature.ts';
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
 
-/** GET /v1/batches/{id}'s body (brief §7). */
+/** GET /v1/batches/{id}'s body (docs/openapi.json). */
 export function batchView(row: BatchRow) {
   return {
     batchId: row.batchId,
@@ -109,7 +109,7 @@ function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: stri
 }
 
 /**
- * The calls routes (brief §7): tenants, batches and the call-result intake. Every route but the intake
+ * The calls routes (docs/openapi.json, docs/calls.md): tenants, batches and the call-result intake. Every route but the intake
  * is behind IAM on AWS; the intake's Standard Webhooks signature is its authentication.
  */
 export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {

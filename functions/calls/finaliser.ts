@@ -109,7 +109,7 @@ async function promote(deps: CallsDeps, start: BatchRow, ctx: JobContext): Promi
   return batch;
 }
 
-/** The next round: InProgress, round + 1, the dialer delayed by the seed's ExponentialWithJitter, and batch.round_scheduled. */
+/** The next round: InProgress, round + 1, the dialer delayed by the rounds' ExponentialWithJitter (backoff.ts), and batch.round_scheduled. */
 async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactOutcome> {
   const { store, jobs } = deps;
   const now = ctx.now();

@@ -9,7 +9,7 @@ export const SIGNATURE_TOLERANCE_SECONDS = 5 * 60;
 /**
  * A Standard Webhooks verifier on an injected clock. The `standardwebhooks` package computes the
  * signature; the timestamp is checked here against `nowMs`, because the package reads `Date.now()`
- * itself (STYLE.md). Returns nothing: the caller parses and validates the body it already has.
+ * itself, and tests run on a fake clock. Returns nothing: the caller parses and validates the body it already has.
  *
  * @example
  * const verify = callWebhookVerifier('whsec_…');

@@ -9,7 +9,7 @@ import { jobDetailSchema, jobSummarySchema } from '../ops/views.ts';
 import type { JobDetail } from '../ops/views.ts';
 
 /**
- * A typed client of the ops routes (brief §7), for the ops CLI. Every request goes out once through
+ * A typed client of the ops routes (docs/openapi.json), for the ops CLI. Every request goes out once through
  * {@link sendOnce}: a failure is reported to the caller, who decides; nothing here tries again.
  */
 

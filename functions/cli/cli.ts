@@ -1,5 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { CredentialProvider } from '../platform/credentials.ts';
+import { formatDuration } from '../platform/format.ts';
 import { allStates } from '../jobs/index.ts';
 import { allKinds } from '../app/system.ts';
 import { policyTable as kindsPolicyTable } from '../ops/jobs-api.ts';
@@ -204,23 +205,6 @@ function intInRange(min: number, max: number): (value: string) => number {
 
 // ── formatting ──────────────────────────────────────────────────────────────────────────────────────
 
-/**
- * A duration in the largest unit that keeps it at least 1, with up to two decimals:
- * 900 ms, 5 s, 5 min, 10 h, 5.32 d.
- */
-export function formatDuration(ms: number): string {
-  const units: [number, string][] = [
-    [86_400_000, 'd'],
-    [3_600_000, 'h'],
-    [60_000, 'min'],
-    [1_000, 's'],
-  ];
-  for (const [size, unit] of units) if (Math.abs(ms) >= size) return `${round2(ms / size)} ${unit}`;
-  return `${round2(ms)} ms`;
-}
-
-const round2 = (n: number): string => String(Number(n.toFixed(2)));
-
 /** Left-aligned columns two spaces apart; the last column is not padded. */
 function table(header: readonly string[], rows: readonly (readonly string[])[], indent = ''): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -265,7 +249,7 @@ export function formatJobDetail(job: JobDetail): string {
     ['scheduled at', job.scheduledAt],
     ['created at', job.createdAt],
     ['updated at', job.updatedAt],
-    ['finalized at', job.finalizedAt ?? '-'],
+    ['finalised at', job.finalizedAt ?? '-'],
     ['discard reason', job.discardReason ?? '-'],
     ['snoozes', job.lastSnooze ? `${job.snoozes} (last at ${job.lastSnooze.at} until ${job.lastSnooze.until}: ${job.lastSnooze.reason})` : String(job.snoozes)],
     ['args', oneLine(JSON.stringify(job.args) ?? '-', 200)],
@@ -310,7 +294,7 @@ export function formatPolicies(policyTable: PolicyTable): string {
     else groups.set(key, { kinds: [entry.kind], entry });
   }
   const sections = [...groups.values()].map(({ kinds, entry }) => {
-    const head = `${kinds.join(', ')}\n  ${entry.maxAttempts} attempt${entry.maxAttempts === 1 ? '' : 's'}; when exhausted: ${describeExhausted(entry.onExhausted as Policy['onExhausted'])}; jitter ±${round2(entry.jitter * 100)} %`;
+    const head = `${kinds.join(', ')}\n  ${entry.maxAttempts} attempt${entry.maxAttempts === 1 ? '' : 's'}; when exhausted: ${describeExhausted(entry.onExhausted as Policy['onExhausted'])}; jitter ±${Number((entry.jitter * 100).toFixed(2))} %`;
     if (entry.schedule.length === 0) return `${head}\n  no retries`;
     const rows = entry.schedule.map((row: ScheduleRow) => [
       String(row.afterAttempt),

@@ -111,7 +111,7 @@ const list = (counts: Record<string, number>) =>
     .join(', ') || 'none';
 
 /**
- * The demo campaign (brief §8), run through the public API only, as a client would: a tenant with an owner
+ * The demo campaign (README, "What the demo shows"), run through the public API only, as a client would: a tenant with an owner
  * who confirms the address from the mail the sink caught, four customer endpoints served by the runtime
  * (healthy, fails twice then recovers, throttles with Retry-After, gone), and a batch of 40 contacts with
  * three rounds. It prints progress until the batch is finalised and every delivery has settled, then a

@@ -10,7 +10,7 @@ export interface ReceiverBehaviour {
   answer(requestNumber: number): { status: number; headers?: Record<string, string> };
 }
 
-/** The four customer endpoints of the demo (brief §8): healthy, fails twice then recovers, throttles, gone. */
+/** The four customer endpoints of the demo (README, "What the demo shows"): healthy, fails twice then recovers, throttles, gone. */
 export const demoReceivers: readonly ReceiverBehaviour[] = [
   { name: 'healthy', description: 'answers 200', answer: () => ({ status: 200 }) },
   { name: 'flaky', description: 'answers 500 twice, then 200', answer: (n) => ({ status: n <= 2 ? 500 : 200 }) },

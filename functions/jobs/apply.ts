@@ -6,8 +6,7 @@ import type { Discards } from './discards.ts';
 import type { Dispatcher } from './dispatch.ts';
 import { describeError } from './outcomes.ts';
 import type { JobRow } from './row.ts';
-import { pendingStates } from './states.ts';
-import type { JobState } from './states.ts';
+import { isPending } from './states.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 
 /**
@@ -24,8 +23,6 @@ export type JobChange =
   | { type: 'retryNow' | 'wake' | 'cancel'; id: string }
   | { type: 'cancelRequested'; job: JobRow }
   | { type: 'redispatch'; row: JobRow };
-
-const isPending = (state: JobState): boolean => (pendingStates as readonly JobState[]).includes(state);
 
 /**
  * The one path that applies a decision about a job: it writes the change as the named conditional

@@ -15,7 +15,7 @@ import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
 import { sameOriginOnly } from '../platform/local/same-origin.ts';
 import type { JobHandler } from '../jobs/index.ts';
 import type { DispatchTransport } from '../jobs/dispatch.ts';
-import { VISIBILITY_FACTOR } from '../jobs/queues.ts';
+import { visibilitySeconds } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import type { MailTransport } from '../mail/transport.ts';
@@ -88,10 +88,10 @@ export interface LocalHost {
 
 /**
  * Assembles redial on one machine: the job layer over in-process queues and timers (each queue with its
- * context's batch size and concurrency, and a visibility timeout of {@link VISIBILITY_FACTOR} worker
- * timeouts, as on AWS), the composition root over it, a worker per queue handed SQS-shaped batches, and
- * optionally the rescuer on a timer and the API on 127.0.0.1. `npm start`, every test fixture and every
- * benchmark build redial through here.
+ * context's batch size and concurrency, and the visibility timeout of six worker timeouts that CDK gives
+ * it too: visibilitySeconds in functions/jobs/queues.ts), the composition root over it, a worker per queue
+ * handed SQS-shaped batches, and optionally the rescuer on a timer and the API on 127.0.0.1. `npm start`,
+ * every test fixture and every benchmark build redial through here.
  */
 export async function createLocalHost(options: LocalHostOptions): Promise<LocalHost> {
   const logger = options.logger ?? createLogger('redial-local');
@@ -107,7 +107,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
             clock: options.clock,
             batchSize: queues[name].batchSize,
             maxConcurrency: queues[name].maxConcurrency,
-            visibilityMs: VISIBILITY_FACTOR * queues[name].timeoutSeconds * 1000 * speed,
+            visibilityMs: visibilitySeconds(queues[name]) * 1000 * speed,
             onError: (error) => logger.error('worker threw', { error: String(error) }),
           }),
       );

@@ -16,7 +16,7 @@ import type { Rendered } from './templates.ts';
 import { hashToken } from './tokens.ts';
 
 /**
- * The three mail kinds' handlers. Each follows the same order, the seed's "send, then mark":
+ * The three mail kinds' handlers. Each follows the same order, "send, then mark" (docs/mail.md):
  *
  *   1. read the domain row: marked already (a run after the mark) → done, nothing sent;
  *      nothing to send (superseded, resolved, no confirmed owner) → done, counted;

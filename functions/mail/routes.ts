@@ -7,7 +7,7 @@ import { LinkRefusedError, NoConfirmedOwnerError } from './errors.ts';
 import { tenantIdSchema } from './kinds.ts';
 import { linkPaths } from './links.ts';
 import { confirmOwnerEmail, emailSchema, ownerView } from './owner.ts';
-import { escapeHtml } from './templates.ts';
+import { escapeHtml } from '../platform/html.ts';
 
 const tenantParams = z.object({ tenantId: tenantIdSchema });
 const requestParams = z.object({ tenantId: tenantIdSchema, requestId: z.string().regex(/^areq_[0-9a-f]{32}$/, 'not an access request id') });

@@ -33,7 +33,7 @@ export function opsHttpError(error: unknown): HttpErrorType | undefined {
 }
 
 /**
- * The ops job routes (brief §7): list by state and kind, show one with its attempt history, retry a
+ * The ops job routes (docs/openapi.json, docs/job-layer.md "Ops"): list by state and kind, show one with its attempt history, retry a
  * discarded or cancelled job now, cancel a pending one; plus the probe and the policy table.
  */
 export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {

@@ -1,3 +1,5 @@
+import { escapeHtml } from '../platform/html.ts';
+
 /**
  * A tagged template for HTML that escapes every interpolated value unless it is already {@link Html}
  * (the result of another `html` template or {@link raw}). The panel builds every page with it, so no
@@ -13,9 +15,6 @@ export class Html {
   }
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
 type Value = Html | string | number | boolean | null | undefined | readonly Value[];
 

@@ -6,7 +6,8 @@ import { allStates, retrySchedule, TransitionRefusedError } from '../jobs/index.
 import type { JobClient, JobKind, JobRow, PeriodicStatus } from '../jobs/index.ts';
 import { redactArgs } from '../ops/views.ts';
 import { html } from './html.ts';
-import { formTokenField, htmlResponse, humanDuration, page, requireFormToken } from './layout.ts';
+import { formatDuration } from '../platform/format.ts';
+import { formTokenField, htmlResponse, page, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 
 export interface JobPagesDeps {
@@ -90,7 +91,7 @@ ${retryable(job) ? retryButton(job.id, deps.formToken) : ''}
 ${
   job.attempts.length
     ? html`<table><thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Duration</th><th scope="col">Outcome</th><th scope="col">Error</th></tr></thead>
-<tbody>${job.attempts.map((a) => html`<tr><td class="num">${a.attempt}</td><td class="mono">${a.at}</td><td class="num">${humanDuration(a.durationMs)}</td><td class="state state-${a.outcome}">${a.outcome}</td><td>${a.error ?? ''}</td></tr>`)}</tbody></table>`
+<tbody>${job.attempts.map((a) => html`<tr><td class="num">${a.attempt}</td><td class="mono">${a.at}</td><td class="num">${formatDuration(a.durationMs)}</td><td class="state state-${a.outcome}">${a.outcome}</td><td>${a.error ?? ''}</td></tr>`)}</tbody></table>`
     : html`<p>No attempt yet.</p>`
 }
 <h2>Arguments</h2>
@@ -130,7 +131,7 @@ ${
         ? html`<table><thead><tr><th scope="col">Kind</th><th scope="col">Every</th><th scope="col">Last run</th><th scope="col">Last outcome</th><th scope="col">Last failure</th><th scope="col">Error</th></tr></thead>
 <tbody>${statuses.map(
             ({ kind, status }) =>
-              html`<tr><td>${kind.kind}</td><td>${humanDuration((kind.periodic?.everySeconds ?? 0) * 1000)}</td><td class="mono">${status?.lastRunAt ?? 'never'}</td><td class="${status?.lastOutcome === 'failed' ? 'bad' : 'good'}">${status?.lastOutcome ?? ''}</td><td class="mono">${status?.lastFailureAt ?? ''}</td><td>${status?.lastError ?? ''}</td></tr>`,
+              html`<tr><td>${kind.kind}</td><td>${formatDuration((kind.periodic?.everySeconds ?? 0) * 1000)}</td><td class="mono">${status?.lastRunAt ?? 'never'}</td><td class="${status?.lastOutcome === 'failed' ? 'bad' : 'good'}">${status?.lastOutcome ?? ''}</td><td class="mono">${status?.lastFailureAt ?? ''}</td><td>${status?.lastError ?? ''}</td></tr>`,
           )}</tbody></table>`
         : html`<p>No periodic kinds.</p>`;
       return htmlResponse(page('Periodic jobs', deps.sections, body, { refreshSeconds: 10 }));
@@ -148,7 +149,7 @@ ${
         return html`<h2 id="${kind}">${kind}</h2>
 <p>${policy.maxAttempts} attempt${policy.maxAttempts === 1 ? '' : 's'}; when exhausted: ${policy.onExhausted === 'discard_alert' ? 'discarded + alert' : policy.onExhausted === 'discard' ? 'discarded (no alert)' : 'the next period runs'}; jitter ±${policy.jitter * 100} %.</p>
 ${rows.length ? html`<table><thead><tr><th scope="col">After attempt</th><th scope="col">Wait</th><th scope="col">Jitter range</th><th scope="col">Cumulative</th></tr></thead>
-<tbody>${rows.map((r) => html`<tr><td class="num">${r.afterAttempt}</td><td class="num">${humanDuration(r.delayMs)}</td><td class="num">${humanDuration(r.minMs)} – ${humanDuration(r.maxMs)}</td><td class="num">${humanDuration(r.cumulativeMs)}</td></tr>`)}</tbody></table>` : ''}`;
+<tbody>${rows.map((r) => html`<tr><td class="num">${r.afterAttempt}</td><td class="num">${formatDuration(r.delayMs)}</td><td class="num">${formatDuration(r.minMs)} – ${formatDuration(r.maxMs)}</td><td class="num">${formatDuration(r.cumulativeMs)}</td></tr>`)}</tbody></table>` : ''}`;
       })}`;
       return htmlResponse(page('Retry policies', deps.sections, body));
     },

@@ -62,16 +62,6 @@ ${options.refreshSeconds ? html`<script>setTimeout(() => { if (!document.querySe
 </html>`.value;
 }
 
-/** A duration in human units: 900 ms, 5 s, 5 min, 10 h, 5.32 d. */
-export function humanDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${+s.toFixed(1)} s`;
-  if (s < 3600) return `${+(s / 60).toFixed(2)} min`;
-  if (s < 86400) return `${+(s / 3600).toFixed(2)} h`;
-  return `${+(s / 86400).toFixed(2)} d`;
-}
-
 /** An HTML answer for a route (never cached: the panel shows live state). */
 export const htmlResponse = (body: string, status = 200) => ({
   status,

@@ -19,7 +19,7 @@ const registeredSchema = z.object({ endpointId: z.string(), secret: z.string() }
 const endpointParams = z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/, 'not an endpoint id') });
 
 /**
- * The endpoint routes (brief §7): register, show, enable, redeliver. `context` is called on the first
+ * The endpoint routes (docs/openapi.json, docs/webhooks.md): register, show, enable, redeliver. `context` is called on the first
  * request, so building the routes touches nothing.
  */
 export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {

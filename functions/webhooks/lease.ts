@@ -20,7 +20,7 @@ import { DeliveryDiscardReason } from './kinds.ts';
  * ```
  */
 
-/** How long a failing endpoint rests between probes (the seed's cooldown). */
+/** How long a failing endpoint rests between probes (the cooldown of docs/webhooks.md). */
 export const COOLDOWN_MS = 5 * 60_000;
 /** How long a lease lasts past the time its holder means to use it; a crashed holder lets go after this. */
 export const LEASE_MS = 5 * 60_000;
@@ -116,11 +116,11 @@ export interface AttemptContext {
 }
 
 /**
- * Decides what an attempt's result means for the job and for the endpoint (brief §5, and
+ * Decides what an attempt's result means for the job and for the endpoint (docs/webhooks.md, and
  * docs/deviations.md item 3: while an endpoint fails, one delivery probes it and the others wait).
  *
  * A failure keeps the lease with the failing delivery while the endpoint's failure is younger than a
- * cooldown and this delivery's own next attempt is due within a cooldown (the seed's 5 s and 5 min
+ * cooldown and this delivery's own next attempt is due within a cooldown (webhook.deliver's 5 s and 5 min
  * retries of a blip). Past that, the probe role passes to the oldest waiting delivery, which probes one
  * cooldown later with its own attempt. So a dead endpoint sees about one request per cooldown, and is
  * found again within one cooldown of coming back.

@@ -4,7 +4,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { VISIBILITY_FACTOR } from '../../functions/jobs/queues.ts';
+import { VISIBILITY_FACTOR, visibilitySeconds } from '../../functions/jobs/queues.ts';
 import type { QueueSpec } from '../../functions/jobs/queues.ts';
 import { RedialFunction } from './function.ts';
 
@@ -47,7 +47,7 @@ export class JobQueue extends Construct {
     this.queue = new sqs.Queue(this, 'Queue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      visibilityTimeout: Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * props.spec.timeoutSeconds),
+      visibilityTimeout: Duration.seconds(visibilitySeconds(props.spec)),
     });
     Validations.of(this.queue).acknowledge({
       id: 'AwsSolutions-SQS3',

@@ -8,7 +8,7 @@ import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 
-// The schedules of brief §3, written out here rather than read from the code under test.
+// The schedules of docs/job-layer.md's policy table, written out here rather than read from the code under test.
 const WEBHOOK_WAITS_S = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, ...Array.from({ length: 12 }, () => 10 * 3600)]; // 18 attempts → 17 waits
 const MAIL_WAITS_S = Array.from({ length: 7 }, (_, i) => 20 * 3 ** i); // 8 attempts → 7 waits: 20 s, then ×3
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
@@ -165,7 +165,7 @@ describe('ops CLI without a server', () => {
     expect(mail).toMatch(/^\s+1\s+20 s\s+18 s–22 s\s+20 s$/m);
   });
 
-  it('policies --json matches the brief to the millisecond', async () => {
+  it('policies --json matches the policy table to the millisecond', async () => {
     const { policies } = await opsJson<{ policies: { kind: string; maxAttempts: number; schedule: { delayMs: number; cumulativeMs: number }[] }[] }>('policies');
     const webhook = policies.find((p) => p.kind === 'webhook.deliver')!;
     expect(webhook.maxAttempts).toBe(18);

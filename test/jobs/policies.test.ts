@@ -16,7 +16,7 @@ const s = 1000;
 const min = 60 * s;
 const h = 60 * min;
 
-describe('policies: the seed table, exactly', () => {
+describe('policies: the policy table of docs/job-layer.md, exactly', () => {
   it('DefaultBackoff doubles from 1 s and is capped at 15 min', () => {
     const backoff = policyOf('webhook.fanout').backoff;
     expect([1, 2, 3, 4, 9, 10, 11, 30].map((attempt) => baseDelayMs(backoff, attempt))).toEqual([
@@ -63,7 +63,7 @@ describe('policies: the seed table, exactly', () => {
 });
 
 describe('policies: the table is assembled from the contexts', () => {
-  it('lists every kind once, the seed table and redial\'s own kinds, with the periodic sweep on one attempt', () => {
+  it('lists every kind once, the table\'s and redial\'s own, with the periodic sweep on one attempt', () => {
     expect(allKinds.map((k) => k.kind).sort()).toEqual(
       [
         'access_request.approval_mail', 'calls.dial', 'calls.finalise', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',

@@ -5,7 +5,8 @@ import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { emailConfirmationKind } from '../../functions/mail/kinds.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
-import { escapeHtml, html } from '../../functions/panel/html.ts';
+import { html } from '../../functions/panel/html.ts';
+import { escapeHtml } from '../../functions/platform/html.ts';
 import { launchBrowser } from '../support/browser.ts';
 
 describe('panel html', () => {

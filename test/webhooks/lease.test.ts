@@ -35,7 +35,7 @@ describe('afterAttempt', () => {
     });
   });
 
-  it('a fresh failure keeps the lease for the seed\'s 5 s and 5 min retries of the same delivery', () => {
+  it('a fresh failure keeps the lease for webhook.deliver\'s 5 s and 5 min retries of the same delivery', () => {
     const [first, second] = retrySchedule(policy);
     const one = afterAttempt(healthy, { type: 'failed', error: 'HTTP 500' }, at(1));
     expect(one.endpoint).toEqual({ health: 'failing', nextProbeAt: NOW + first!.minMs, lease: { type: 'keep', busyUntil: NOW + first!.maxMs + LEASE_MS } });
