@@ -103,7 +103,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     sendTo: [],
   },
   /**
-   * Every IAM route (functions/ops/system.ts `apiRoutes`, `auth: 'iam'`):
+   * Every IAM route (functions/app/system.ts `routesServedBy(system, 'api')`, `auth: 'iam'`):
    * - tenants and batches (functions/calls/api.ts): `getTenant`/`getBatch` (GetItem), the tenant upsert and
    *   batch delete (UpdateItem), batch creation (PutItem of batch and list pages, ConditionCheckItem of the
    *   tenant), contacts pages (Query of list pages, BatchGetItem of contact rows);

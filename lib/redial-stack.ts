@@ -61,8 +61,8 @@ export interface PublicRoute {
 }
 
 /**
- * The routes API Gateway serves without IAM auth (docs/operations.md, "What each function may do"); every other route needs a SigV4 signature and
- * goes to the API function. The call-result intake (signed webhooks) and the links sent by mail (single-use
+ * The routes API Gateway serves without IAM auth (docs/operations.md, "What each function may do"); every
+ * other route needs a SigV4 signature and goes to the API function. The call-result intake (signed webhooks) and the links sent by mail (single-use
  * tokens) belong here; each must be declared `auth: 'none'` in functions/ too, and a test holds the two
  * lists together.
  */

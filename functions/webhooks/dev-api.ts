@@ -8,7 +8,7 @@ import { eventTypes, prepareEvent } from './events.ts';
 /**
  * A local-runtime-only route that records an event the way a domain does (the event and its
  * webhook.fanout job in one transaction), for trying webhooks by hand before the calls pipeline emits
- * any. Not deployed: only functions/ops/local.ts adds it.
+ * any. Not deployed: only the local runtime (functions/local/runtime.ts) adds it.
  */
 export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
   const create = route({
