@@ -34,7 +34,7 @@ export interface JobRow {
   /**
    * When the job reached a terminal state. River's name for it (`finalized_at`, like the states), kept as
    * it is stored and served (GET /v1/ops/jobs/{id}); everywhere else redial spells it the British way
-   * (calls.finalise, batch.finalised).
+   * (finalise, finalised).
    */
   finalizedAt?: string;
   leaseToken?: string;
