@@ -241,8 +241,10 @@ function recordedApi(api: ApiHandler, system: System, recorder: RequestRecorder)
   return async (event, context) => {
     const { route, fn } = resolve(event.requestContext.http.method, event.rawPath);
     const source = `api:${route}`;
+    // Measured before the call: middy's body parser replaces the event's body with the parsed value.
+    const requestBytes = Buffer.byteLength(event.body ?? '', event.isBase64Encoded ? 'base64' : 'utf8');
     const call = await recorder.measure(source, () => api(event, context), { root: true });
-    const bytes = Buffer.byteLength(event.body ?? '') + Buffer.byteLength(call.value.body ?? '');
+    const bytes = requestBytes + Buffer.byteLength(call.value.body ?? '');
     recorder.record({ service: 'Lambda', operation: 'Invoke', function: fn, records: 1, durationMs: call.durationMs, bytes, source });
     return call.value;
   };
