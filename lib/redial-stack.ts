@@ -20,6 +20,7 @@ import type { Construct } from 'constructs';
 import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
 
 import { mailEnv } from '../functions/mail/config.ts';
+import { SECRET_CONTEXT_KEYS } from '../functions/webhooks/secrets.ts';
 import { linkPaths } from '../functions/mail/links.ts';
 import { tableEnvName } from '../functions/app/aws.ts';
 import { queueNames, queues, tables } from '../functions/app/system.ts';
@@ -224,9 +225,9 @@ export class RedialStack extends Stack {
    */
   readonly callWebhookSecret: secretsmanager.Secret;
   /**
-   * The key for webhook endpoint secrets at rest: the API may encrypt (register) and decrypt (an
-   * idempotent replay shows the secret again), the webhooks worker only decrypt (to sign). Provisioned for
-   * the webhooks store, which does not use it yet.
+   * The key webhook endpoint secrets are encrypted with at rest (functions/webhooks/secrets.ts): the API
+   * may encrypt (register) and decrypt (an idempotent replay shows the secret again), the webhooks worker
+   * only decrypt (to sign); each only with an endpoint's encryption context. No other function may use it.
    */
   readonly webhookSecretsKey: kms.Key;
   /** Every function by the name lib/access.ts grants it under: intake, publicLinks, api, rescuer, `<queue>Worker`. */
@@ -347,6 +348,8 @@ export class RedialStack extends Stack {
 
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'HTTP API base URL' });
     new CfnOutput(this, 'JobsTableName', { value: this.tables.jobs.tableName, description: 'The jobs table' });
+    new CfnOutput(this, 'WebhooksTableName', { value: this.tables.webhooks.tableName, description: 'The webhooks table (endpoints, events)' });
+    new CfnOutput(this, 'WebhookSecretsKeyArn', { value: this.webhookSecretsKey.keyArn, description: 'The key webhook endpoint secrets are encrypted with' });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn, description: 'Subscribe here for alarms (runbook: docs/operations.md)' });
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName, description: 'The CloudWatch dashboard' });
   }
@@ -410,9 +413,15 @@ export class RedialStack extends Stack {
       fn.addEnvironment('CALL_WEBHOOK_SECRET_ARN', this.callWebhookSecret.secretArn);
     }
     if (access.webhookSecretsKey?.length) {
+      // Only for an endpoint's secret: the encryption context must name an endpoint and its tenant, and
+      // nothing else (functions/webhooks/secrets.ts), so the grant cannot encrypt or decrypt anything else.
       allow(
         access.webhookSecretsKey.map((use) => (use === 'encrypt' ? 'kms:Encrypt' : 'kms:Decrypt')),
         [this.webhookSecretsKey.keyArn],
+        {
+          'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': [...SECRET_CONTEXT_KEYS] },
+          StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
+        },
       );
       fn.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', this.webhookSecretsKey.keyArn);
     }

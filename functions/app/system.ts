@@ -7,6 +7,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import { openApiDocument } from '../platform/openapi.ts';
 import type { Rng } from '../platform/rng.ts';
+import type { SecretKey } from '../platform/secret-key.ts';
 import type { TableDefinition } from '../platform/tables.ts';
 import type { JobHandler, JobKind, QueueSpec } from '../jobs/index.ts';
 import { jobsTable } from '../jobs/row.ts';
@@ -80,6 +81,12 @@ export interface SystemHost {
   mail?: MailServices;
   /** Webhook delivery settings; the local host lets loopback receivers through. */
   webhooks?: WebhookOptions;
+  /**
+   * The key webhook endpoint secrets are encrypted with (KMS on AWS, a local key elsewhere). Only the
+   * functions that register endpoints or sign deliveries are given one; without it the webhooks context
+   * refuses to.
+   */
+  secretKey?: SecretKey;
 }
 
 type ModuleName = (typeof modules)[number]['name'];
@@ -135,6 +142,7 @@ export class System {
         ...(host.wallClock ? { wallClock: host.wallClock } : {}),
         logger: host.logger,
         metrics: host.metrics,
+        ...(host.secretKey ? { secretKey: host.secretKey } : {}),
         ...(host.webhooks ? { webhooks: host.webhooks } : {}),
       });
     }

@@ -5,6 +5,7 @@ import { jsonEnv, parseConfig, positiveNumberEnv } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { powertoolsMetrics } from '../platform/metrics.ts';
 import { systemRng } from '../platform/rng.ts';
+import type { Tracing } from '../platform/tracing.ts';
 import { AwsDispatchTransport } from './dispatch.ts';
 import type { QueueSpec } from './queues.ts';
 import { createJobRuntime } from './runtime.ts';
@@ -22,10 +23,18 @@ export const jobsAwsConfig = z.object({
 
 export type JobsAwsConfig = z.infer<typeof jobsAwsConfig>;
 
-/** Builds the job layer for a Lambda at cold start over `queues`: configuration parsed once, clients with retries off. */
-export function awsJobRuntime(service: string, queues: Readonly<Record<string, QueueSpec>>): { runtime: JobRuntime; config: JobsAwsConfig; clients: ReturnType<typeof createAwsClients> } {
+/**
+ * Builds the job layer for a Lambda at cold start over `queues`: configuration parsed once, clients with
+ * retries off, each wrapped by `tracing.capture` (their requests traced, the trace passed on to SQS), and
+ * the job layer's spans on `tracing`.
+ */
+export function awsJobRuntime(
+  service: string,
+  queues: Readonly<Record<string, QueueSpec>>,
+  tracing?: Tracing & { capture<T>(client: T): T },
+): { runtime: JobRuntime; config: JobsAwsConfig; clients: ReturnType<typeof createAwsClients> } {
   const config = parseConfig(jobsAwsConfig);
-  const clients = createAwsClients();
+  const clients = createAwsClients(tracing ? { capture: (client) => tracing.capture(client) } : {});
   const logger = createLogger(service);
   const runtime = createJobRuntime({
     db: clients.dynamo,
@@ -42,6 +51,7 @@ export function awsJobRuntime(service: string, queues: Readonly<Record<string, Q
     rng: systemRng(),
     logger,
     metrics: powertoolsMetrics(service),
+    ...(tracing ? { tracing } : {}),
   });
   return { runtime, config, clients };
 }

@@ -5,6 +5,8 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import type { Clock } from '../platform/clock.ts';
+import { noTracing } from '../platform/tracing.ts';
+import type { Tracing } from '../platform/tracing.ts';
 
 /** The longest delay an SQS message timer takes; anything later goes to EventBridge Scheduler. */
 export const MAX_SQS_DELAY_SECONDS = 900;
@@ -41,21 +43,32 @@ export interface DispatchTransport {
 export class Dispatcher {
   private readonly transport: DispatchTransport;
   private readonly clock: Clock;
+  private readonly tracing: Tracing;
 
-  constructor(transport: DispatchTransport, clock: Clock) {
+  constructor(transport: DispatchTransport, clock: Clock, tracing: Tracing = noTracing) {
     this.transport = transport;
     this.clock = clock;
+    this.tracing = tracing;
   }
 
-  async dispatch(wakeUp: WakeUp): Promise<void> {
-    const body = JSON.stringify({ jobId: wakeUp.jobId, seq: wakeUp.seq } satisfies WakeUpMessage);
-    const delayMs = Math.max(0, wakeUp.at - this.clock.now());
-    if (delayMs <= MAX_SQS_DELAY_SECONDS * 1000) {
-      // Rounded up: a message that arrives a moment early finds the job not due and is re-sent.
-      await this.transport.sendMessage(wakeUp.queue, body, Math.ceil(delayMs / 1000));
-      return;
-    }
-    await this.transport.createSchedule(scheduleName(wakeUp.jobId, wakeUp.seq), Math.ceil(wakeUp.at / 1000) * 1000, wakeUp.queue, body);
+  /**
+   * Sends one wake-up, in a span of its own (`job.wake`): the job it wakes is in the span's metadata, not
+   * an annotation, so a fanout that wakes many deliveries stays within X-Ray's 50 indexed annotations per
+   * trace; each run is annotated where it runs (executor.ts).
+   */
+  dispatch(wakeUp: WakeUp): Promise<void> {
+    return this.tracing.span('job.wake', async (span) => {
+      const body = JSON.stringify({ jobId: wakeUp.jobId, seq: wakeUp.seq } satisfies WakeUpMessage);
+      const delayMs = Math.max(0, wakeUp.at - this.clock.now());
+      const viaSqs = delayMs <= MAX_SQS_DELAY_SECONDS * 1000;
+      span.describe('wakeUp', { jobId: wakeUp.jobId, seq: wakeUp.seq, queue: wakeUp.queue, at: new Date(wakeUp.at).toISOString(), via: viaSqs ? 'sqs' : 'scheduler' });
+      if (viaSqs) {
+        // Rounded up: a message that arrives a moment early finds the job not due and is re-sent.
+        await this.transport.sendMessage(wakeUp.queue, body, Math.ceil(delayMs / 1000));
+        return;
+      }
+      await this.transport.createSchedule(scheduleName(wakeUp.jobId, wakeUp.seq), Math.ceil(wakeUp.at / 1000) * 1000, wakeUp.queue, body);
+    });
   }
 }
 

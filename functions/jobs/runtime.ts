@@ -3,6 +3,8 @@ import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
+import { noTracing } from '../platform/tracing.ts';
+import type { Tracing } from '../platform/tracing.ts';
 import { JobChanges } from './apply.ts';
 import { JobClient } from './client.ts';
 import { Discards } from './discards.ts';
@@ -15,7 +17,7 @@ import { Rescuer } from './rescuer.ts';
 import { JobStore } from './store.ts';
 import { createWorker } from './worker.ts';
 
-/** What the job layer needs from its host: a store, the queues, a way to send wake-ups, time, randomness, logs, metrics. */
+/** What the job layer needs from its host: a store, the queues, a way to send wake-ups, time, randomness, logs, metrics, traces. */
 export interface JobRuntimeDeps {
   db: DynamoDBDocumentClient;
   jobsTable: string;
@@ -26,6 +28,8 @@ export interface JobRuntimeDeps {
   rng: Rng;
   logger: Logger;
   metrics: MetricsSink;
+  /** Spans for each job run and each wake-up sent (X-Ray on AWS). @default noTracing */
+  tracing?: Tracing;
 }
 
 /** The job layer, assembled. Entry points (Lambda or local) build one and take what they need. */
@@ -44,7 +48,8 @@ export interface JobRuntime {
 
 export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   const store = new JobStore(deps.db, deps.jobsTable);
-  const dispatcher = new Dispatcher(deps.transport, deps.clock);
+  const tracing = deps.tracing ?? noTracing;
+  const dispatcher = new Dispatcher(deps.transport, deps.clock, tracing);
   // Every handler this runtime runs, by kind: the discard path finds a kind's onDiscard hook here.
   const handlers = new Map<string, JobHandler<unknown>>();
   const register = (list: readonly JobHandler<unknown>[]) => {
@@ -63,7 +68,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     for (const h of list) {
       if (h.kind.queue !== queue) throw new Error(`kind ${h.kind.kind} belongs to queue ${h.kind.queue}, not ${queue}`);
     }
-    return new Executor({ store, changes, clock: deps.clock, rng: deps.rng, logger: deps.logger, queue: { name: queue, spec: spec(queue) }, handlers: register(list) });
+    return new Executor({ store, changes, clock: deps.clock, rng: deps.rng, logger: deps.logger, tracing, queue: { name: queue, spec: spec(queue) }, handlers: register(list) });
   };
   return {
     store,

@@ -9,6 +9,10 @@ import { MemoryMetrics } from '../platform/metrics.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { RequestRecorder } from '../platform/recorder.ts';
 import type { Rng } from '../platform/rng.ts';
+import { LocalSecretKey } from '../platform/secret-key.ts';
+import type { SecretKey } from '../platform/secret-key.ts';
+import { noTracing } from '../platform/tracing.ts';
+import type { Tracing } from '../platform/tracing.ts';
 import { startHttpServer } from '../platform/local/http-server.ts';
 import type { ApiHandler, LocalHttpServer } from '../platform/local/http-server.ts';
 import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
@@ -39,6 +43,13 @@ export interface LocalHostOptions {
   speed?: number;
   /** Where wake-ups go. @default the in-process queues */
   transport?: DispatchTransport;
+  /**
+   * The key webhook endpoint secrets are encrypted with, KMS's place (functions/platform/secret-key.ts).
+   * @default one random key per process: endpoints outlive a host stopped and started again in it, not the process
+   */
+  secretKey?: SecretKey;
+  /** Where the job layer's spans go (X-Ray's place). @default noTracing: nothing is traced, nothing is spent */
+  tracing?: Tracing;
   /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock). */
   contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock'>;
   /** The queues whose workers run. @default every queue */
@@ -53,7 +64,8 @@ export interface LocalHostOptions {
   /**
    * Records what each boundary costs, as on AWS (the capacity benchmark): the in-process transport's sends,
    * schedules and firings, each queue worker's batch and each record in it, each API request with the
-   * function that serves its route, each rescuer pass, and each mail the transport accepted (SES's place).
+   * function that serves its route, each rescuer pass, each mail the transport accepted (SES's place), and
+   * each use of the endpoint-secrets key (KMS's place).
    * The AWS clients are the caller's: build `db` with the same recorder (platform/aws.ts).
    */
   recorder?: RequestRecorder;
@@ -118,9 +130,21 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     local?.stop();
     await Promise.all(localQueues.map((q) => q.stop()));
   });
-  const jobs = createJobRuntime({ db: options.jobsDb ?? options.db, jobsTable: options.tableNames.jobs, queues, transport, clock: options.clock, rng: options.rng, logger, metrics });
+  const jobs = createJobRuntime({
+    db: options.jobsDb ?? options.db,
+    jobsTable: options.tableNames.jobs,
+    queues,
+    transport,
+    clock: options.clock,
+    rng: options.rng,
+    logger,
+    metrics,
+    tracing: options.tracing ?? noTracing,
+  });
   const contexts = options.contexts && recorder && options.contexts.mail ? { ...options.contexts, mail: { ...options.contexts.mail, transport: recordedMail(options.contexts.mail.transport, recorder) } } : options.contexts;
-  const system = new System(() => ({ jobs, db: options.db, tableNames: options.tableNames, clock: options.clock, rng: options.rng, logger, metrics, ...contexts }));
+  const key = options.secretKey ?? processSecretKey();
+  const secretKey = recorder ? recordedSecretKey(key, recorder) : key;
+  const system = new System(() => ({ jobs, db: options.db, tableNames: options.tableNames, clock: options.clock, rng: options.rng, logger, metrics, secretKey, ...contexts }));
   stops.push(() => system.close());
 
   const custom = options.handlers?.({ jobs, system });
@@ -249,6 +273,22 @@ function recordedApi(api: ApiHandler, system: System, recorder: RequestRecorder)
     return call.value;
   };
 }
+
+let processKey: LocalSecretKey | undefined;
+/** The endpoint-secrets key of every host in this process that is given none. */
+const processSecretKey = (): LocalSecretKey => (processKey ??= LocalSecretKey.generate());
+
+/** The endpoint-secrets key with every use recorded as the KMS request it is on AWS. */
+const recordedSecretKey = (key: SecretKey, recorder: RequestRecorder): SecretKey => ({
+  encrypt: (plaintext, context) => {
+    recorder.record({ service: 'KMS', operation: 'Encrypt' });
+    return key.encrypt(plaintext, context);
+  },
+  decrypt: (ciphertext, context) => {
+    recorder.record({ service: 'KMS', operation: 'Decrypt' });
+    return key.decrypt(ciphertext, context);
+  },
+});
 
 /** A mail transport whose every accepted message is recorded as one SES send. */
 const recordedMail = (transport: MailTransport, recorder: RequestRecorder): MailTransport => ({

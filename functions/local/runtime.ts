@@ -9,6 +9,7 @@ import type { ApiRoute } from '../platform/http.ts';
 import { createLogger } from '../platform/logger.ts';
 import { MemoryMetrics } from '../platform/metrics.ts';
 import { seededRng, systemRng } from '../platform/rng.ts';
+import { LocalSecretKey } from '../platform/secret-key.ts';
 import type { Rng } from '../platform/rng.ts';
 import { ensureTables, freePort, startDynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
@@ -196,6 +197,9 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       logger,
       metrics,
       speed,
+      // Webhook endpoint secrets are encrypted at rest here too (KMS's place): under a key kept beside the
+      // data, so endpoints registered before a restart still sign; with --memory, one for this process.
+      ...(options.dataDir ? { secretKey: LocalSecretKey.atPath(join(options.dataDir, 'endpoint-secrets.key')) } : {}),
       contexts: {
         wallClock: systemClock,
         calls,

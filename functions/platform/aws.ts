@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
@@ -15,7 +16,7 @@ import type { RequestRecorder } from './recorder.ts';
 export interface AwsClientOptions {
   region?: string;
   /** Endpoint overrides, for DynamoDB Local and tests. */
-  endpoints?: { dynamodb?: string; sqs?: string; scheduler?: string; ses?: string; secrets?: string };
+  endpoints?: { dynamodb?: string; sqs?: string; scheduler?: string; ses?: string; secrets?: string; kms?: string };
   /** Static credentials, for DynamoDB Local (it accepts any). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
   /** Counts every request sent, by operation; the benchmarks use it. */
@@ -25,6 +26,11 @@ export interface AwsClientOptions {
    * uses it. Absent (production), no middleware is installed at all.
    */
   recorder?: RequestRecorder;
+  /**
+   * Wraps each client for tracing (functions/platform/xray.ts `capture`: its requests become X-Ray
+   * subsegments and carry the trace on). Absent (locally, in tests), clients are not wrapped.
+   */
+  capture?: <T>(client: T) => T;
 }
 
 /** Counts AWS requests by `Service.Operation`. */
@@ -58,6 +64,8 @@ export interface AwsClients {
   ses: SESv2Client;
   /** Secrets read once at cold start (the call-result intake's signing secret). */
   secrets: SecretsManagerClient;
+  /** The key that encrypts webhook endpoint secrets at rest (functions/platform/secret-key.ts). */
+  kms: KMSClient;
 }
 
 interface MiddlewareHost {
@@ -86,26 +94,33 @@ export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
     ...(options.region ? { region: options.region } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   };
-  const raw = new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) });
+  const capture = options.capture ?? (<T>(client: T): T => client);
+  // Captured before the document client wraps it: the document client sends through this client's stack.
+  const raw = capture(new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) }));
   count(raw as unknown as MiddlewareHost, 'DynamoDB', options.requestCounter);
   // The recorder reads items back on a client of its own, which it does not record.
   options.recorder?.instrumentDynamo(raw, new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) }));
   const dynamo = DynamoDBDocumentClient.from(raw, {
     marshallOptions: { removeUndefinedValues: true },
   });
-  const sqs = new SQSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.sqs) });
+  const sqs = capture(new SQSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.sqs) }));
   count(sqs as unknown as MiddlewareHost, 'SQS', options.requestCounter);
   options.recorder?.instrument(sqs, 'SQS');
-  const scheduler = new SchedulerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.scheduler) });
+  const scheduler = capture(new SchedulerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.scheduler) }));
   count(scheduler as unknown as MiddlewareHost, 'Scheduler', options.requestCounter);
   options.recorder?.instrument(scheduler, 'Scheduler');
-  const ses = new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) });
+  const ses = capture(new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) }));
   count(ses as unknown as MiddlewareHost, 'SES', options.requestCounter);
   options.recorder?.instrument(ses, 'SES');
+  // Not captured: secrets are read at cold start, outside any invocation, where there is no trace to join
+  // (the X-Ray SDK would log a missing-context error on every cold start).
   const secrets = new SecretsManagerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.secrets) });
   count(secrets as unknown as MiddlewareHost, 'SecretsManager', options.requestCounter);
   options.recorder?.instrument(secrets, 'SecretsManager');
-  return { dynamo, sqs, scheduler, ses, secrets };
+  const kms = capture(new KMSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.kms) }));
+  count(kms as unknown as MiddlewareHost, 'KMS', options.requestCounter);
+  options.recorder?.instrument(kms, 'KMS');
+  return { dynamo, sqs, scheduler, ses, secrets, kms };
 }
 
 /** A secret's string value, read once (a cold start that cannot read it fails, and Lambda starts another). */

@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
+import type { SecretKey } from '../platform/secret-key.ts';
 import { VettedHttpClient } from '../platform/vetted-http.ts';
 import type { Resolver } from '../platform/vetted-http.ts';
 import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
@@ -12,6 +13,7 @@ import { Endpoints } from './endpoints.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
 import { webhookDeliverKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { EndpointSecrets } from './secrets.ts';
 import { addressPolicy } from './ssrf.ts';
 import { WebhookStore } from './store.ts';
 import { sweep } from './sweep.ts';
@@ -39,6 +41,11 @@ export interface WebhookHost {
   wallClock?: Clock;
   logger: Logger;
   metrics: MetricsSink;
+  /**
+   * The key endpoint secrets are encrypted with: KMS on AWS (only the API and the webhooks worker may use
+   * it), a local key elsewhere. A function given none refuses to register or sign.
+   */
+  secretKey?: SecretKey;
   webhooks?: WebhookOptions;
 }
 
@@ -55,6 +62,12 @@ export interface WebhooksContext {
   close(): Promise<void>;
 }
 
+/** What a function that may not use the endpoint-secrets key gets (the intake, the rescuer): it refuses. */
+const noSecretKey: SecretKey = {
+  encrypt: () => Promise.reject(new Error('this function may not use the endpoint-secrets key')),
+  decrypt: () => Promise.reject(new Error('this function may not use the endpoint-secrets key')),
+};
+
 /** Every kind of the webhooks context (data only). */
 export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookSweepKind] as const;
 
@@ -69,6 +82,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const client = http ?? new VettedHttpClient({ policy: addressPolicy(guard), ...(options.resolve ? { resolve: options.resolve } : {}) });
   const deps: WebhookDeps = {
     store: new WebhookStore(host.db, host.table),
+    secrets: new EndpointSecrets(host.secretKey ?? noSecretKey, host.clock),
     jobs: host.jobs,
     clock: host.clock,
     wallClock: host.wallClock ?? host.clock,

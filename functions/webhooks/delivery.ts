@@ -50,6 +50,9 @@ export class Deliveries {
       throw discard(DeliveryDiscardReason.not_found, `endpoint ${args.endpointId} not found`);
     }
     if (!read.event) return this.leave(read.endpoint, wait, read.parked, ctx, DeliveryDiscardReason.not_found, `event ${args.eventId} not found (pruned after its retention)`);
+    // Before the lease is taken: a key that cannot be used now (KMS throttled or down) fails this run
+    // (retryable) while the endpoint stays free for others.
+    const secret = await this.deps.secrets.open(read.endpoint);
 
     const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now);
     const endpointId = args.endpointId;
@@ -58,7 +61,7 @@ export class Deliveries {
     const heads = store.waitListHead(endpointId, 3);
     heads.catch(() => undefined);
 
-    const result = await this.attempt(turn.row, read.event, ctx);
+    const result = await this.attempt(turn.row, secret, read.event, ctx);
     const at = ctx.now();
     const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy });
     await unparked;
@@ -147,11 +150,11 @@ export class Deliveries {
   }
 
   /** One attempt: check the URL, sign, send once to the vetted address, classify. Never throws a send error. */
-  private async attempt(endpoint: EndpointRow, event: WebhookEvent, ctx: JobContext): Promise<DeliveryResult> {
+  private async attempt(endpoint: EndpointRow, secret: string, event: WebhookEvent, ctx: JobContext): Promise<DeliveryResult> {
     const { http, guard, requestTimeoutMs } = this.deps;
     const shape = checkUrlShape(endpoint.url, guard);
     if (!shape.ok) return { type: 'blocked', error: shape.reason };
-    const { headers, body } = signedRequest(endpoint.secret, event, this.deps.wallClock.now());
+    const { headers, body } = signedRequest(secret, event, this.deps.wallClock.now());
     try {
       const response = await http.send({ url: endpoint.url, method: 'POST', headers, body, timeoutMs: requestTimeoutMs, signal: ctx.signal });
       return classifyResponse(response.status, response.headers['retry-after'], ctx.now());

@@ -3,6 +3,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { ResolvedAddress, VettedRequest, VettedResponse } from '../platform/vetted-http.ts';
 import type { JobClient } from '../jobs/index.ts';
+import type { EndpointSecrets } from './secrets.ts';
 import type { GuardOptions } from './ssrf.ts';
 import type { WebhookStore } from './store.ts';
 
@@ -15,6 +16,8 @@ export interface WebhookHttp {
 /** What the webhooks context runs on. */
 export interface WebhookDeps {
   store: WebhookStore;
+  /** Endpoint signing secrets: encrypted at registration, decrypted to sign. */
+  secrets: EndpointSecrets;
   jobs: JobClient;
   clock: Clock;
   /**

@@ -26,8 +26,13 @@ export interface EndpointRow {
   url: string;
   /** Subscribed event types; absent means every type. */
   eventTypes?: EventType[];
-  /** `whsec_…`; never shown after registration. */
-  secret: string;
+  /**
+   * The signing secret (`whsec_…`), encrypted with the endpoint-secrets key and bound to this endpoint and
+   * its tenant (functions/webhooks/secrets.ts). Never shown after registration.
+   */
+  secretCiphertext?: string;
+  /** The signing secret in plaintext: only on endpoints registered before secrets were encrypted (read as they are until sealed). */
+  secret?: string;
   createdAt: string;
   disabled: boolean;
   disabledReason?: DisabledReason;

@@ -38,7 +38,7 @@ export class Endpoints {
     input: { tenantId: string; url: string; eventTypes?: EventType[] | undefined },
     idempotencyKey?: string,
   ): Promise<{ endpointId: string; secret: string; replayed: boolean }> {
-    const { store, http, guard, clock } = this.deps;
+    const { store, http, guard, clock, secrets } = this.deps;
     const shape = checkUrlShape(input.url, guard);
     if (!shape.ok) throw new UrlRefusedError(shape.reason);
     try {
@@ -58,7 +58,8 @@ export class Endpoints {
       tenantId: input.tenantId,
       url: shape.url.href,
       ...(eventTypes ? { eventTypes } : {}),
-      secret,
+      // Only its ciphertext is stored; the plaintext goes back in this answer, once.
+      secretCiphertext: await secrets.seal({ endpointId, tenantId: input.tenantId }, secret),
       createdAt: iso(clock.now()),
       disabled: false,
       ...(idempotencyKey === undefined ? {} : { idempotencyKey, requestHash }),
@@ -71,7 +72,7 @@ export class Endpoints {
       if (existing.tenantId !== input.tenantId || existing.requestHash !== requestHash) {
         throw new IdempotencyKeyReusedError('this Idempotency-Key was already used with a different request body');
       }
-      return { endpointId: existing.endpointId, secret: existing.secret, replayed: true };
+      return { endpointId: existing.endpointId, secret: await secrets.open(existing), replayed: true };
     }
     return { endpointId, secret, replayed: false };
   }

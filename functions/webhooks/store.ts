@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
@@ -107,6 +107,28 @@ export class WebhookStore {
       rows.push(...((await batchGet(this.db, this.tableName, keys)) as unknown as EndpointRow[]));
     }
     return rows;
+  }
+
+  /**
+   * One page of endpoints whose secret is still stored in plaintext (registered before secrets were
+   * encrypted): a Scan, for the one-off sealing (functions/webhooks/seal.ts); nothing deployed calls it.
+   */
+  async plaintextSecretEndpoints(cursor?: Record<string, unknown>): Promise<{ rows: EndpointRow[]; cursor?: Record<string, unknown> }> {
+    const e = new Expression();
+    const page = await this.db.send(
+      new ScanCommand({ TableName: this.tableName, ...e.forScan(e.and(e.eq('sk', 'ENDPOINT'), e.exists('secret'))), ConsistentRead: true, ...(cursor ? { ExclusiveStartKey: cursor } : {}) }),
+    );
+    return { rows: (page.Items ?? []) as EndpointRow[], ...(page.LastEvaluatedKey ? { cursor: page.LastEvaluatedKey } : {}) };
+  }
+
+  /**
+   * seal: replaces an endpoint's plaintext secret with its ciphertext, only if the plaintext is still the
+   * one that was encrypted. Returns false if refused (sealed meanwhile, or gone).
+   */
+  async sealSecret(endpointId: string, plaintext: string, ciphertext: string): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(e.eq('secret', plaintext)).when(e.notExists('secretCiphertext')).set('secretCiphertext', ciphertext).remove('secret');
+    return (await this.update(endpointId, e)) !== undefined;
   }
 
   /** enable: the endpoint takes deliveries again, with a clean record (no failingSince). */

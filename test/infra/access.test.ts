@@ -17,6 +17,8 @@ const consumes = (queue: QueueName) => [`sqs:ReceiveMessage queue:${queue}`, `sq
 const sendsTo = (...names: QueueName[]) => names.map((q) => `sqs:SendMessage queue:${q}`);
 const createsSchedules = ['scheduler:CreateSchedule scheduler:schedule/jobSchedules/*', 'iam:PassRole schedulerRole if iam:PassedToService=scheduler.amazonaws.com'];
 const deletesSchedules = ['scheduler:DeleteSchedule scheduler:schedule/jobSchedules/*'];
+/** The endpoint-secrets key, only with an endpoint's encryption context: exactly the keys endpointId (an ep_ id) and tenantId. */
+const endpointContext = ' if kms:EncryptionContextKeys=endpointId|tenantId if kms:EncryptionContext:endpointId=ep_* if kms:EncryptionContext:tenantId=*';
 
 const EXPECTED: Record<string, string[]> = {
   intake: [
@@ -37,8 +39,8 @@ const EXPECTED: Record<string, string[]> = {
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
     ...sendsTo('ops', 'calls', 'webhooks', 'mail'),
     ...deletesSchedules,
-    'kms:Encrypt key:webhookSecrets',
-    'kms:Decrypt key:webhookSecrets',
+    `kms:Encrypt key:webhookSecrets${endpointContext}`,
+    `kms:Decrypt key:webhookSecrets${endpointContext}`,
   ],
   rescuer: [
     'dynamodb:PutItem table:jobs',
@@ -68,7 +70,7 @@ const EXPECTED: Record<string, string[]> = {
     ...sendsTo('webhooks'),
     ...createsSchedules,
     ...deletesSchedules,
-    'kms:Decrypt key:webhookSecrets',
+    `kms:Decrypt key:webhookSecrets${endpointContext}`,
   ],
   mailWorker: [
     ...consumes('mail'),
@@ -240,5 +242,25 @@ describe('webhook endpoint secrets key', () => {
     expect(key.Properties['EnableKeyRotation']).toBe(true);
     // It protects secrets in tables that outlive the stack, so it outlives the stack too.
     expect(key.DeletionPolicy).toBe('Retain');
+  });
+
+  it('may be used only by the API (encrypt, decrypt) and the webhooks worker (decrypt), each only with an endpoint’s encryption context', () => {
+    const keyId = s.idOf(s.stack.webhookSecretsKey);
+    const uses = Object.fromEntries(
+      Object.entries(functionIds).map(([name, id]) => [name, s.roleStatements(s.roleOf(s.resources[id]!)).filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${keyId}"`))]),
+    );
+    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'webhooksWorker']);
+    // The intake and the rescuer write to the webhooks table, yet neither may use the key at all.
+    for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'mailWorker', 'opsWorker']) {
+      expect(JSON.stringify(s.roleStatements(s.roleOf(s.resources[functionIds[name]!]!))), name).not.toMatch(/"kms:/);
+    }
+    for (const statement of [...uses['api']!, ...uses['webhooksWorker']!]) {
+      expect(statement.Condition).toEqual({
+        'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'] },
+        StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
+      });
+    }
+    expect(uses['api']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
+    expect(uses['webhooksWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
   });
 });

@@ -2,6 +2,7 @@ import { ManualClock } from '../../functions/platform/clock.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
+import type { Tracing } from '../../functions/platform/tracing.ts';
 import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import type { JobHandler } from '../../functions/jobs/kinds.ts';
 import type { DispatchTransport } from '../../functions/jobs/dispatch.ts';
@@ -87,6 +88,8 @@ export async function jobsFixture(
     handlers?: JobHandler<unknown>[] | ((parts: FixtureParts) => JobHandler<unknown>[]);
     transport?: 'recording' | 'local';
     seed?: number;
+    /** Where the job layer's spans go. @default noTracing, as the local host's */
+    tracing?: Tracing;
   } = {},
 ) {
   const { clients, tableNames, counter } = await freshTables();
@@ -104,6 +107,7 @@ export async function jobsFixture(
     logger,
     metrics,
     ...(options.transport === 'local' ? {} : { transport: recording }),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
     handlers: ({ jobs }) => {
       handlers = typeof options.handlers === 'function' ? options.handlers({ jobs, clients, tableNames, clock, logger, metrics }) : (options.handlers ?? []);
       return handlers;

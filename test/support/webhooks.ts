@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../functions/platform/clock.ts';
+import type { SecretKey } from '../../functions/platform/secret-key.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
 import type { WebhooksContext } from '../../functions/webhooks/context.ts';
@@ -120,7 +121,7 @@ export function verify(secret: string, request: Received, now: number): unknown 
  * receivers allowed unless said otherwise.
  */
 export async function webhooksFixture(
-  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number; wallClock?: Clock } = {},
+  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number; wallClock?: Clock; secretKey?: SecretKey } = {},
 ) {
   const { clients, tableNames, counter } = await freshTables();
   const clock = new ManualClock();
@@ -137,6 +138,7 @@ export async function webhooksFixture(
     metrics,
     ...((options.transport ?? 'recording') === 'local' ? {} : { transport: recording }),
     workers: ['webhooks'],
+    ...(options.secretKey ? { secretKey: options.secretKey } : {}),
     contexts: {
       ...(options.wallClock ? { wallClock: options.wallClock } : {}),
       webhooks: {

@@ -4,6 +4,6 @@ import { createApiHandler } from '../../platform/http.ts';
 import { awsSystem } from '../aws.ts';
 import { routesServedBy } from '../system.ts';
 
-const { system, host } = awsSystem('redial-api');
+const { system, host, tracing } = awsSystem('redial-api');
 
-export const handler = createApiHandler(routesServedBy(system, 'api'), host.logger);
+export const handler = createApiHandler(routesServedBy(system, 'api'), host.logger).use(tracing.handlerMiddleware());

@@ -4,6 +4,6 @@ import { createApiHandler } from '../../platform/http.ts';
 import { awsSystem } from '../aws.ts';
 import { routesServedBy } from '../system.ts';
 
-const { system, host } = awsSystem('redial-links');
+const { system, host, tracing } = awsSystem('redial-links');
 
-export const handler = createApiHandler(routesServedBy(system, 'publicLinks'), host.logger);
+export const handler = createApiHandler(routesServedBy(system, 'publicLinks'), host.logger).use(tracing.handlerMiddleware());

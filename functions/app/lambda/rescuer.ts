@@ -1,10 +1,13 @@
 // The rescuer, run every minute by EventBridge Scheduler. A failed pass is not retried: the next minute's is.
+import middy from '@middy/core';
 import type { RescueReport } from '../../jobs/index.ts';
 import { reportRescue } from '../../ops/rescuer-report.ts';
 import { awsSystem } from '../aws.ts';
 
-const { system, host, config } = awsSystem('redial-rescuer');
+const { system, host, config, tracing } = awsSystem('redial-rescuer');
 // Every context's handlers: their policies price a lost attempt, and their discard hooks run before its discards.
 const rescuer = host.jobs.rescuer(system.allHandlers(), config.RESCUE_AFTER_SECONDS * 1000);
 
-export const handler = async (): Promise<RescueReport> => reportRescue(await rescuer.run(), host.logger, host.metrics);
+export const handler = middy<unknown, RescueReport>()
+  .use(tracing.handlerMiddleware())
+  .handler(async () => reportRescue(await rescuer.run(), host.logger, host.metrics));

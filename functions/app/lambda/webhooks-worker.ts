@@ -1,6 +1,7 @@
 // SQS entry point of the webhooks queue's worker. Job failures are recorded by the job layer, never thrown.
+// Each record's run is a span of the invocation's trace, annotated with its job id, kind and attempt.
 import { awsSystem } from '../aws.ts';
 
-const { system, host } = awsSystem('redial-worker-webhooks');
+const { system, host, tracing } = awsSystem('redial-worker-webhooks');
 
-export const handler = host.jobs.worker('webhooks', system.handlers('webhooks'));
+export const handler = host.jobs.worker('webhooks', system.handlers('webhooks')).use(tracing.handlerMiddleware());
