@@ -79,7 +79,7 @@ describe('npm start, through npm', () => {
     while ((alive(dynamoPid) || runtimePids.some(alive)) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     expect(alive(dynamoPid)).toBe(false);
     expect(runtimePids.filter(alive)).toEqual([]);
-  });
+  }, 90_000);
 });
 
 describe('npm start, stopped with Ctrl-C', () => {
@@ -109,5 +109,5 @@ describe('npm start, stopped with Ctrl-C', () => {
     expect(alive(dynamoPid)).toBe(false);
     expect(output).toContain('stopped; nothing left running');
     expect(output).not.toMatch(/"level":"ERROR"/);
-  });
+  }, 90_000);
 });
