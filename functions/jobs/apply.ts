@@ -46,10 +46,11 @@ export class JobChanges {
     this.logger = options.logger;
   }
 
-  /** Writes `change`, then wakes the job if it waits again. Returns the row as written. */
+  /** Writes `change`, then wakes the job if it waits again (unless its handler snoozed it dormant). Returns the row as written. */
   async apply(change: JobChange): Promise<JobRow> {
     const row = await this.write(change, this.clock.now());
-    if (isPending(row.state)) await this.wake(row);
+    const dormant = change.type === 'run' && change.decision.type === 'snooze' && change.decision.dormant === true;
+    if (isPending(row.state) && !dormant) await this.wake(row);
     return row;
   }
 

@@ -18,6 +18,11 @@ export interface EnqueueOptions {
   at?: number;
   /** Due after this many ms (ignored when `at` is set). */
   delayMs?: number;
+  /**
+   * Send no wake-up: the job waits for whoever will wake it (`wake`, or a job handing work on with
+   * `runNext`), and the rescuer wakes it once it is due if nobody did (only for {@link JobClient.enqueue}).
+   */
+  dormant?: boolean;
 }
 
 /** A job ready to commit inside the caller's transaction; pass it to {@link JobClient.afterCommit} once committed. */
@@ -85,7 +90,7 @@ export class JobClient {
       if (error instanceof DuplicateJobError) return { id: prepared.id, created: false };
       throw error;
     }
-    await this.afterCommit([prepared]);
+    if (!options.dormant) await this.afterCommit([prepared]);
     return { id: prepared.id, created: true };
   }
 

@@ -147,6 +147,31 @@ export class JobStore {
     }
   }
 
+  /**
+   * claimNext: a waiting job (any pending state, due or not) becomes running under a fresh lease, spending an
+   * attempt, for the worker whose job handed work on to it (see `JobContext.runNext`). Its seq moves on,
+   * so a wake-up already on its way finds nothing to claim. A finished, running or cancel-requested job
+   * is refused ({@link TransitionRefusedError} with the row as stored).
+   */
+  async claimNext(id: string, now: number, leaseMs: number): Promise<ClaimedJob> {
+    const e = new Expression();
+    const token = randomUUID();
+    const leaseUntil = now + leaseMs;
+    e.when(is.from(e, 'claimNext'))
+      .when(is.notCancelRequested(e))
+      .set('state', JobState.running)
+      .increment('attempt', 1)
+      .increment('seq', 1)
+      .set('scheduledAt', iso(now))
+      .set('leaseToken', token)
+      .set('leaseUntil', iso(leaseUntil))
+      .set('attemptedAt', iso(now))
+      .set('updatedAt', iso(now))
+      .set('stateOrder', stateOrder(leaseUntil, id))
+      .remove('lastDispatchAt');
+    return (await this.write(id, e, 'claimNext')) as ClaimedJob;
+  }
+
   /** complete: the claim holder records success. */
   complete(job: ClaimedJob, now: number, durationMs: number): Promise<JobRow> {
     const e = this.finish(job, now, 'complete', JobState.completed);
