@@ -72,8 +72,11 @@ export class JobClient {
     return { id, item, wakeUp: { jobId: id, seq: 1, queue: kind.queue, at } };
   }
 
-  /** Enqueues one job on its own. With a caller-chosen id that exists already, nothing is written and `created` is false. */
-  async enqueue<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): Promise<{ id: string; created: boolean }> {
+  /**
+   * Enqueues one job on its own. With a caller-chosen id that exists already, nothing is written and
+   * `created` is false. `createdAt`: the new row's (what orders it among its kind's jobs).
+   */
+  async enqueue<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): Promise<{ id: string; created: true; createdAt: string } | { id: string; created: false }> {
     const prepared = this.prepare(kind, args, options);
     const put = prepared.item.Put!;
     try {
@@ -91,7 +94,7 @@ export class JobClient {
       throw error;
     }
     if (!options.dormant) await this.afterCommit([prepared]);
-    return { id: prepared.id, created: true };
+    return { id: prepared.id, created: true, createdAt: (put.Item as JobRow).createdAt };
   }
 
   /** Sends the wake-ups of jobs committed in a caller's transaction. Never throws: a lost send is the rescuer's. */
