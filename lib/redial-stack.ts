@@ -330,10 +330,12 @@ export class RedialStack extends Stack {
     for (const [name, access] of Object.entries(FUNCTION_ACCESS)) this.grantAccess(this.functions[name]!, access);
     for (const name of queueNames) this.grantAccess(this.jobQueues[name].worker, WORKER_ACCESS[name]);
 
-    const calls = this.jobQueues.calls.worker;
-    calls.addEnvironment('CALL_PLACER_URL', callPlacerUrl);
-    calls.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
-    calls.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
+    // The dial worker places calls (and names the run's watchdog's due time); the calls worker's watchdog
+    // ends calls still Calling after the same timeout.
+    const dial = this.jobQueues.dial.worker;
+    dial.addEnvironment('CALL_PLACER_URL', callPlacerUrl);
+    dial.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
+    for (const worker of [dial, this.jobQueues.calls.worker]) worker.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       functions: this.functions,

@@ -33,7 +33,9 @@ const settings: DeployedSettings = {
   reservedConcurrency: { api: 50 },
   queues: {
     ops: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
+    dial: { batchSize: 1, maxConcurrency: 5, timeoutSeconds: 60 },
     calls: { batchSize: 2, maxConcurrency: 5, timeoutSeconds: 60 },
+    deliveries: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     webhooks: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     mail: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
   },

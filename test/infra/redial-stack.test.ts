@@ -277,14 +277,21 @@ describe('HTTP API', () => {
 });
 
 describe('calls configuration', () => {
-  it('gives the calls worker what it needs to dial: the placer, the intake as callbackUrl, the call timeout', () => {
-    const raw = s.envOf(s.idOf(s.stack.jobQueues.calls.worker));
+  it('gives the dial worker what it needs to dial: the placer, the intake as callbackUrl, the call timeout', () => {
+    const raw = s.envOf(s.idOf(s.stack.jobQueues.dial.worker));
     const config = requireDialling(callsConfigFromEnv(Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, fakeResolve(v)]))));
     expect(config.placerUrl).toBe(PLACER_URL);
     expect(config.callTimeoutSeconds).toBe(600);
     // The callbackUrl is this stack's own API, at the intake's path.
     expect(JSON.stringify(raw['CALL_WEBHOOK_URL'])).toContain(s.idOf(s.stack.api));
     expect(config.callbackUrl).toMatch(/\/v1\/calls\/webhook$/);
+  });
+
+  it('gives the calls worker (watchdogs) the call timeout and no placer: it dials nothing', () => {
+    const raw = s.envOf(s.idOf(s.stack.jobQueues.calls.worker));
+    const config = callsConfigFromEnv(Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, fakeResolve(v)])));
+    expect(config.callTimeoutSeconds).toBe(600);
+    expect(config.placerUrl).toBeUndefined();
   });
 
   it('serves the call-result intake without IAM: its signature is its authentication', () => {
