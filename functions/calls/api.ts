@@ -135,7 +135,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, now };
       // The owner's mail (a new address is asked to confirm itself) commits in this same transaction.
       const mail = body.ownerEmail ? await ports.ownerMail.ownerEmailChanged({ tenantId: params.tenantId, ownerEmail: body.ownerEmail, now }) : { items: [], jobs: [] };
-      const result = await store.transact([store.upsertTenantItem(input), ...mail.items]);
+      const result = await store.transact([...store.upsertTenantItems(input), ...mail.items]);
       if (!result.committed) {
         if (result.contention) throw unavailable();
         throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { refused: refusedCodes(result) });
