@@ -202,7 +202,7 @@ export class CallsStore {
   async listContacts(batchId: string): Promise<{ number: string; state: ContactRow | undefined }[]> {
     const shards = Array.from({ length: CONTACT_SHARDS }, (_, shard) => this.queryBatch<ContactRow>(batchId, CONTACT_PREFIX, contactPartition(batchId, shard)));
     const [pages, ...stateShards] = await Promise.all([this.queryBatch<ListPage>(batchId, listPrefix(1)), ...shards]);
-    const states = (stateShards as ContactRow[][]).flat();
+    const states = stateShards.flat();
     const byNumber = new Map(states.map((s) => [s.contactNumber, s]));
     return pages.flatMap((page) => page.numbers.map((number) => ({ number, state: byNumber.get(number) })));
   }
