@@ -26,6 +26,14 @@ export const callsTable = {
   ttlAttribute: 'expiresAt',
 } as const satisfies TableDefinition;
 
+/**
+ * Rows of a batch (the batch, its list pages, its contacts) are deleted by DynamoDB's TTL this long after
+ * their last dial, promotion or finalising: a batch's report stays readable for 90 days after it ends.
+ * Tenants and their slot shards have none.
+ */
+export const CALLS_RETENTION_SECONDS = 90 * 86400;
+export const callsExpiry = (now: number): number => Math.floor(now / 1000) + CALLS_RETENTION_SECONDS;
+
 /** A contact's status (docs/calls.md, "States"): only a Calling contact accepts a result. */
 export const ContactStatus = {
   Queued: 'Queued',
@@ -82,6 +90,8 @@ export interface BatchRow {
   updatedAt: string;
   finalisedAt?: string;
   deletedAt?: string;
+  /** When DynamoDB's TTL deletes the row, in epoch seconds ({@link callsExpiry}). */
+  expiresAt?: number;
   /** The client's `Idempotency-Key`, when it sent one (the batch id was derived from it). */
   idempotencyKey?: string;
   /** With a key: the sha256 of the validated request body, which a retry with the same key must match. */
@@ -113,6 +123,8 @@ export interface ContactRow {
   pk: string;
   sk: string;
   batchId: string;
+  /** When DynamoDB's TTL deletes it, in epoch seconds (set at each dial). */
+  expiresAt?: number;
   contactNumber: string;
   status: ContactStatus;
   /** The round of its latest dial. */
@@ -145,6 +157,8 @@ export interface ListPage {
   round: number;
   page: number;
   numbers: string[];
+  /** When DynamoDB's TTL deletes it, in epoch seconds. */
+  expiresAt?: number;
 }
 
 export const tenantKey = (tenantId: string) => ({ pk: `TENANT#${tenantId}`, sk: 'TENANT' as const });

@@ -6,6 +6,7 @@ import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import {
   BatchStatus,
   batchKey,
+  callsExpiry,
   CONTACT_PREFIX,
   CONTACT_SHARDS,
   ContactStatus,
@@ -315,6 +316,7 @@ export class CallsStore {
       .set('watchdogJobId', d.watchdogJobId)
       .set('dialledAt', iso(now))
       .set('updatedAt', iso(now))
+      .set('expiresAt', callsExpiry(now))
       .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
 
     // The slot, from one shard of the tenant's limit (named `tenant`: a refusal there means no free slot).
@@ -424,7 +426,7 @@ export class CallsStore {
       return this.update(`contact ${p.contactNumber}`, contactKey(batch.batchId, p.contactNumber), e);
     });
     if (promote.length > 0) {
-      const page: ListPage = { ...listKey(batch.batchId, batch.round + 1, batch.nextPages), round: batch.round + 1, page: batch.nextPages, numbers: promote.map((p) => p.contactNumber) };
+      const page: ListPage = { ...listKey(batch.batchId, batch.round + 1, batch.nextPages), round: batch.round + 1, page: batch.nextPages, numbers: promote.map((p) => p.contactNumber), expiresAt: callsExpiry(now) };
       items.push(putItem('next list page', this.tableName, page));
     }
     const b = new Expression();
@@ -455,7 +457,8 @@ export class CallsStore {
       .when(is.finCursorAt(e, batch.finPage, batch.finPos))
       .set('status', BatchStatus.Finalised)
       .set('finalisedAt', iso(now))
-      .set('updatedAt', iso(now));
+      .set('updatedAt', iso(now))
+      .set('expiresAt', callsExpiry(now));
     return this.update('batch', batchKey(batch.batchId), e);
   }
 
@@ -481,7 +484,8 @@ export class CallsStore {
       .set('finPos', 0)
       .set('nextPages', 0)
       .set('nextSize', 0)
-      .set('updatedAt', iso(now));
+      .set('updatedAt', iso(now))
+      .set('expiresAt', callsExpiry(now));
     return this.update('batch', batchKey(batch.batchId), e);
   }
 
