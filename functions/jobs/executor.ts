@@ -61,6 +61,7 @@ export class Executor {
       if (error instanceof ClaimRefusedError) return this.refused(error, message);
       throw error;
     }
+    await this.deps.changes.claimed(job);
 
     const handler = this.deps.handlers.get(job.kind);
     const started = performance.now();
