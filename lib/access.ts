@@ -79,15 +79,15 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
   /**
    * `POST /v1/calls/webhook` (functions/calls/api.ts, the intake route → functions/calls/completion.ts
    * `completeCall`): reads the batch (BatchConfigCache → `getBatch`) and, after a contended transaction,
-   * the contact (`getContact`); ONE transaction updates contact, tenant and batch, asks the watchdog to
-   * stop (`requestCancelItem`, an UpdateItem of its job row), puts the call.completed event and its
-   * webhook.fanout job, and the round's finaliser job when this was its last call; then wakes fanout
+   * the contact (`getContact`); ONE transaction updates contact, tenant and batch, puts the
+   * call.completed event and its webhook.fanout job, and the round's finaliser job when this was its last
+   * call (it touches no existing job: the call's watchdog is left to find it Completed); then wakes fanout
    * (webhooks queue) and the finaliser (calls queue), both due at once.
    */
   intake: {
     tables: {
       calls: { actions: ['GetItem', 'UpdateItem'] },
-      jobs: { actions: ['PutItem', 'UpdateItem'] },
+      jobs: { actions: ['PutItem'] },
       webhooks: eventsOnly,
     },
     sendTo: ['calls', 'webhooks'],
@@ -150,8 +150,8 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    * calls.dial, calls.watchdog, calls.finalise (functions/calls/dialer.ts, watchdog.ts, finaliser.ts):
    * GetItem (batch, list page, tenant, contact), BatchGetItem (a page's contacts), UpdateItem (dial,
    * skip, completion, promotion, finalise, re-arm), PutItem (the next round's list page); jobs put in
-   * the same transactions (watchdog, finaliser, next dialer, webhook.fanout, owner.notify) and the
-   * watchdog's cancel request; events; wakes calls, webhooks and mail jobs.
+   * the same transactions (a dial run's watchdog, finaliser, next dialer, webhook.fanout, owner.notify);
+   * events; wakes calls, webhooks and mail jobs.
    */
   calls: worker(
     {

@@ -56,7 +56,11 @@ export class JobChanges {
     this.logger = options.logger;
   }
 
-  /** Writes `change`, counts it, drops a schedule the job left behind, then wakes the job if it waits again. Returns the row as written. */
+  /**
+   * Writes `change`, counts it, drops a schedule the job left behind, then wakes the job if it waits again
+   * (unless its handler snoozed it dormant: whoever hands work on wakes it, or the rescuer once its check
+   * comes). Returns the row as written.
+   */
   async apply(change: JobChange): Promise<JobRow> {
     const now = this.clock.now();
     const { row, before } = await this.write(change, now);
@@ -67,14 +71,19 @@ export class JobChanges {
     await this.counts.record((tally) => tally.row(row, before));
     await this.dropLeftSchedule(change.type === 'cancelRequested' ? 'cancel' : change.type === 'run' || change.type === 'lost' ? undefined : change.type, row, now);
     const pulled = change.type === 'wake' ? await this.pullCheckForward(row, now) : row;
-    if (isPending(pulled.state)) await this.wake(pulled);
+    const dormant = change.type === 'run' && change.decision.type === 'snooze' && change.decision.dormant === true;
+    if (isPending(pulled.state) && !dormant) await this.wake(pulled);
     return pulled;
   }
 
-  /** A claim, as the executor made it: counted, and the schedule of the claimed wake-up deleted if it has not fired (another wake-up came first). */
-  async claimed(job: JobRow): Promise<void> {
+  /**
+   * A claim, as the executor made it: counted, and the schedule of the wake-up it left deleted if it has
+   * not fired (a claim: another wake-up of the same seq came first; a claimNext: the job was taken before
+   * its own wake-up).
+   */
+  async claimed(job: JobRow, transition: 'claim' | 'claimNext'): Promise<void> {
     await this.counts.record((tally) => tally.row(job));
-    await this.dropLeftSchedule('claim', job, this.clock.now());
+    await this.dropLeftSchedule(transition, job, this.clock.now());
   }
 
   private async write(change: JobChange, now: number): Promise<{ row: JobRow; before?: JobRow }> {
@@ -112,7 +121,7 @@ export class JobChanges {
     if (!schedule || Date.parse(schedule.at) <= now) return;
     const left =
       transition === 'claim' ? schedule.seq === row.seq
-      : transition === 'wake' || transition === 'retryNow' ? schedule.seq === row.seq - 1
+      : transition === 'wake' || transition === 'retryNow' || transition === 'claimNext' ? schedule.seq === row.seq - 1
       : transition === 'cancel' ? schedule.seq === row.seq && row.prevState !== JobState.running
       : false;
     if (!left) return;
@@ -147,7 +156,7 @@ export class JobChanges {
       case 'retry':
         return this.store.retry(job, now, decision.at, decision.error, durationMs);
       case 'snooze':
-        return this.store.snooze(job, now, decision.until, decision.reason);
+        return this.store.snooze(job, now, decision.until, decision.reason, decision.dormant === true);
       case 'discard':
         return this.discards.claimed(job, now, decision, durationMs);
       default:

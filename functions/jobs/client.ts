@@ -22,6 +22,11 @@ export interface EnqueueOptions {
   at?: number;
   /** Due after this many ms (ignored when `at` is set). */
   delayMs?: number;
+  /**
+   * Send no wake-up: the job waits for whoever will wake it (`wake`, or a job handing work on with
+   * `runNext`), and the rescuer wakes it once it is due if nobody did (only for {@link JobClient.enqueue}).
+   */
+  dormant?: boolean;
 }
 
 /** A job ready to commit inside the caller's transaction; pass it to {@link JobClient.afterCommit} once committed. */
@@ -94,12 +99,15 @@ export class JobClient {
     const at = options.at ?? now + (options.delayMs ?? 0);
     // Inside a scope the count rides on the scope's one flush; a job due later is counted now, so it shows while it waits.
     const counted = this.counts.inScope() || at > now;
-    const item = this.store.insertItem({ id, kind: kind.kind, queue: kind.queue, args: parsed.data, maxAttempts: kind.policy.maxAttempts, scheduledAt: at, now, counted });
+    const item = this.store.insertItem({ id, kind: kind.kind, queue: kind.queue, args: parsed.data, maxAttempts: kind.policy.maxAttempts, scheduledAt: at, now, counted, ...(options.dormant ? { dormant: true } : {}) });
     return { id, kind: kind.kind, state: (item.Put!.Item as JobRow).state, counted, item, wakeUp: { jobId: id, seq: 1, queue: kind.queue, at } };
   }
 
-  /** Enqueues one job on its own. With a caller-chosen id that exists already, nothing is written and `created` is false. */
-  async enqueue<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): Promise<{ id: string; created: boolean }> {
+  /**
+   * Enqueues one job on its own. With a caller-chosen id that exists already, nothing is written and
+   * `created` is false. `createdAt`: the new row's (what orders it among its kind's jobs).
+   */
+  async enqueue<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): Promise<{ id: string; created: true; createdAt: string } | { id: string; created: false }> {
     const prepared = this.prepare(kind, args, options);
     const put = prepared.item.Put!;
     try {
@@ -112,23 +120,20 @@ export class JobClient {
         scheduledAt: prepared.wakeUp.at,
         now: Date.parse((put.Item as JobRow).createdAt),
         counted: prepared.counted,
+        ...(options.dormant ? { dormant: true } : {}),
       });
     } catch (error) {
       if (error instanceof DuplicateJobError) return { id: prepared.id, created: false };
       throw error;
     }
-    await this.afterCommit([prepared]);
-    return { id: prepared.id, created: true };
+    if (options.dormant) await this.countCreated([prepared]);
+    else await this.afterCommit([prepared]);
+    return { id: prepared.id, created: true, createdAt: (put.Item as JobRow).createdAt };
   }
 
   /** Counts the jobs committed in a caller's transaction and sends their wake-ups. Never throws: a lost send is the rescuer's. */
   async afterCommit(prepared: readonly Pick<PreparedJob, 'id' | 'kind' | 'state' | 'counted' | 'wakeUp'>[]): Promise<void> {
-    const counted = prepared.filter((job) => job.counted);
-    if (counted.length > 0) {
-      await this.counts.record((tally) => {
-        for (const job of counted) tally.move(job.kind, undefined, job.state);
-      });
-    }
+    await this.countCreated(prepared);
     await Promise.all(
       prepared.map(async (job) => {
         try {
@@ -138,6 +143,15 @@ export class JobClient {
         }
       }),
     );
+  }
+
+  /** Counts the creation of the jobs whose creator counts them (see `counted` in store.ts). */
+  private async countCreated(prepared: readonly Pick<PreparedJob, 'kind' | 'state' | 'counted'>[]): Promise<void> {
+    const counted = prepared.filter((job) => job.counted);
+    if (counted.length === 0) return;
+    await this.counts.record((tally) => {
+      for (const job of counted) tally.move(job.kind, undefined, job.state);
+    });
   }
 
   /** The Update that asks a job to stop, for a caller's transaction (see {@link JobStore.requestCancelItem}). */

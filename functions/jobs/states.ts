@@ -69,6 +69,11 @@ export const transitions = {
   },
   /** A domain runs a waiting job now (work handed on from the job before it); never a finished one. */
   wake: { from: [JobState.retryable, JobState.snoozed, JobState.scheduled], to: [JobState.available] },
+  /**
+   * A worker takes a waiting job handed on to it by the job it is running (wake and claim in one write),
+   * to run it next in the same invocation (spends an attempt); never a finished or running one.
+   */
+  claimNext: { from: pendingStates, to: [JobState.running] },
 } as const satisfies Record<string, { from: readonly JobState[]; to: readonly JobState[] }>;
 
 export type TransitionName = keyof typeof transitions;

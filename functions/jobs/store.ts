@@ -50,6 +50,8 @@ export interface NewJob {
   now: number;
   /** Whether the caller counts its creation (counts.ts); if not, the job's first transition does. */
   counted: boolean;
+  /** No wake-up will be sent for it (so no schedule is recorded): it waits to be woken, or for its check. */
+  dormant?: boolean;
 }
 
 /** A claimed job: the row as the claim left it. */
@@ -115,7 +117,7 @@ export class JobStore {
       snoozes: 0,
       checkShard: checkShard(job.id),
       checkAt: checkKey(this.checkDueBy(job.queue, Math.max(job.scheduledAt, job.now)), job.id),
-      ...(needsSchedule(job.scheduledAt, job.now) ? { wakeSchedule: { seq: 1, at: iso(job.scheduledAt) } } : {}),
+      ...(!job.dormant && needsSchedule(job.scheduledAt, job.now) ? { wakeSchedule: { seq: 1, at: iso(job.scheduledAt) } } : {}),
       ...(job.counted ? { counted: true } : {}),
     };
     const e = new Expression();
@@ -179,6 +181,32 @@ export class JobStore {
     }
   }
 
+  /**
+   * claimNext: a waiting job (any pending state, due or not) becomes running under a fresh lease, spending an
+   * attempt, for the worker whose job handed work on to it (see `JobContext.runNext`). Its seq moves on,
+   * so a wake-up already on its way finds nothing to claim. A finished, running or cancel-requested job
+   * is refused ({@link TransitionRefusedError} with the row as stored).
+   */
+  async claimNext(id: string, now: number, leaseMs: number): Promise<ClaimedJob> {
+    const e = new Expression();
+    const token = randomUUID();
+    const leaseUntil = now + leaseMs;
+    e.when(is.from(e, 'claimNext'))
+      .when(is.notCancelRequested(e))
+      .set('state', JobState.running)
+      .increment('attempt', 1)
+      .increment('seq', 1)
+      .set('scheduledAt', iso(now))
+      .set('leaseToken', token)
+      .set('leaseUntil', iso(leaseUntil))
+      .set('attemptedAt', iso(now))
+      .set('updatedAt', iso(now))
+      // Its check moves to when its lease ends (a dormant job's entry is as far off as its snooze): if this
+      // worker dies, the job is found as soon as any claimed job.
+      .set('checkAt', checkKey(leaseUntil, id));
+    return (await this.write(id, e, 'claimNext')) as ClaimedJob;
+  }
+
   /** complete: the claim holder records success. */
   complete(job: ClaimedJob, now: number, durationMs: number): Promise<JobRow> {
     const e = this.finish(job, now, 'complete', JobState.completed);
@@ -194,8 +222,8 @@ export class JobStore {
   }
 
   /** snooze: the claim holder asks to run at `until`; the attempt is given back. */
-  snooze(job: ClaimedJob, now: number, until: number, reason: string): Promise<JobRow> {
-    const e = this.reschedule(job, now, until, JobState.snoozed);
+  snooze(job: ClaimedJob, now: number, until: number, reason: string, dormant = false): Promise<JobRow> {
+    const e = this.reschedule(job, now, until, JobState.snoozed, dormant);
     e.increment('attempt', -1).increment('snoozes', 1).set('lastSnooze', { at: iso(now), until: iso(until), reason });
     return this.onClaim(job, e, 'snooze');
   }
@@ -381,7 +409,8 @@ export class JobStore {
     return e;
   }
 
-  private reschedule(job: ClaimedJob, now: number, at: number, state: JobState): Expression {
+  /** `dormant`: no wake-up will be sent (so no schedule is recorded); its check entry is what finds it once due. */
+  private reschedule(job: ClaimedJob, now: number, at: number, state: JobState, dormant = false): Expression {
     const e = new Expression();
     e.when(is.from(e, state === JobState.snoozed ? 'snooze' : 'retry'))
       .when(is.holdsLease(e, job.leaseToken))
@@ -393,7 +422,8 @@ export class JobStore {
     // The entry stays if the rescuer looks no later than it must; only a look that would come too late moves it.
     const dueBy = this.checkDueBy(job.queue, at);
     if (keyTime(job.checkAt) > dueBy) e.set('checkAt', checkKey(dueBy, job.id));
-    this.scheduleIfFar(e, job.seq + 1, at, now);
+    if (dormant) e.remove('wakeSchedule');
+    else this.scheduleIfFar(e, job.seq + 1, at, now);
     return e;
   }
 

@@ -23,7 +23,6 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:GetItem table:calls',
     'dynamodb:UpdateItem table:calls',
     'dynamodb:PutItem table:jobs',
-    'dynamodb:UpdateItem table:jobs',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
     ...sendsTo('calls', 'webhooks'),
     'secretsmanager:GetSecretValue secret:callWebhook',

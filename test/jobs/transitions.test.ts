@@ -59,6 +59,8 @@ function run(store: JobStore, name: TransitionName, row: JobRow): Promise<JobRow
       return store.retryNow(row, NOW);
     case 'wake':
       return store.wake(row.id, NOW);
+    case 'claimNext':
+      return store.claimNext(row.id, NOW, 60_000);
   }
 }
 
