@@ -22,6 +22,7 @@ export type { JobClient, EnqueueOptions, PreparedJob, BulkRequest, BulkResult } 
 export type { JobCounts } from './counts.ts';
 export type { JobFilter, ListQuery } from './listing.ts';
 export type { AttemptRecord, JobRow, PeriodicStatus } from './row.ts';
+export { DEFAULT_DISCARDED_RETENTION_DAYS } from './row.ts';
 export type { RescueReport } from './rescuer.ts';
 export type { TransactItem } from './store.ts';
 export { JobNotFoundError, TransitionRefusedError, InvalidJobArgsError, DuplicateJobError } from './errors.ts';
