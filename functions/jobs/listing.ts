@@ -179,7 +179,7 @@ export class JobListing {
     if (filter.state && unfinishedStates.includes(filter.state)) {
       // Every unfinished job's entry is ahead of its partition's watermark; the lowest bounds them all.
       const marks = await this.watermarks();
-      if (marks.every((m) => m !== undefined)) low = marks.reduce((a, b) => (b! < a! ? b : a))!;
+      if (marks.every((m) => m !== undefined)) low = marks.reduce((a, b) => (b < a ? b : a))!;
     }
     return { index: CHECK_INDEX, partitionKey: 'checkShard', sortKey: 'checkAt', partitions, low, high: '9999', projected: false, state: filter.state ?? '*' };
   }
