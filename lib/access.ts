@@ -126,7 +126,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     },
-    sendTo: ['ops', 'calls', 'webhooks', 'mail'],
+    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
   },
@@ -140,7 +140,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    */
   rescuer: {
     tables: { jobs: { actions: ['BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
-    sendTo: ['ops', 'calls', 'webhooks', 'mail'],
+    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { create: true },
   },
 };
@@ -150,38 +150,71 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   /** ops.probe (functions/ops/probe.ts) touches nothing: the executor's writes only. */
   ops: worker({ tables: {}, sendTo: [] }, 'ops'),
   /**
-   * calls.dial, calls.watchdog, calls.finalise (functions/calls/dialer.ts, watchdog.ts, finaliser.ts):
-   * GetItem (batch, list page, tenant, contact), BatchGetItem (a page's contacts), UpdateItem (dial,
-   * skip, completion, promotion, finalise, re-arm), PutItem (the next round's list page); jobs put in
-   * the same transactions (a dial run's watchdog, finaliser, next dialer, webhook.fanout, owner.notify);
-   * events; wakes calls, webhooks and mail jobs.
+   * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
+   * completion), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
+   * same transactions (the run's watchdog, the finaliser when a skip ends the round, the refused call's
+   * webhook.fanout); its event; wakes watchdogs and finalisers (calls) and fanout (webhooks).
+   */
+  dial: worker(
+    {
+      tables: {
+        calls: { actions: ['GetItem', 'UpdateItem'] },
+        jobs: { actions: ['PutItem'] },
+        webhooks: eventsOnly,
+      },
+      sendTo: ['calls', 'webhooks'],
+    },
+    'dial',
+  ),
+  /**
+   * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
+   * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
+   * PutItem (the next round's list page); jobs put in the same transactions (finaliser, next dialer,
+   * webhook.fanout, owner.notify); events; wakes dial, calls, webhooks and mail jobs.
    */
   calls: worker(
     {
       tables: {
         calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
-        jobs: { actions: ['PutItem', 'UpdateItem'] },
+        jobs: { actions: ['PutItem'] },
         webhooks: eventsOnly,
       },
-      sendTo: ['calls', 'webhooks', 'mail'],
+      sendTo: ['dial', 'webhooks', 'mail'],
     },
     'calls',
   ),
   /**
-   * webhook.fanout, webhook.deliver, webhook.wake, webhook.sweep (functions/webhooks/fanout.ts,
-   * delivery.ts, waitlist.ts, sweep.ts → store.ts): GetItem (endpoint, event), BatchGetItem (delivery read,
-   * tenant endpoints), Query (tenant endpoints, wait list; `byWatch` for the sweep), PutItem (park, discard
-   * marker), UpdateItem (lease, health, disable), DeleteItem (unpark); enqueues deliveries and wake jobs
-   * (PutItem) and wakes parked deliveries (UpdateItem); decrypts endpoint secrets to sign.
+   * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; the next
+   * delivery's event, read ahead), BatchGetItem (delivery read), Query (wait list), PutItem (park, discard
+   * marker), UpdateItem (lease, health, disable), DeleteItem (unpark); claims the next parked delivery
+   * (`runNext`) or wakes it (UpdateItem), enqueues webhook.wake (PutItem, webhooks queue); decrypts endpoint
+   * secrets to sign.
+   */
+  deliveries: worker(
+    {
+      tables: {
+        webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
+        jobs: { actions: ['PutItem', 'UpdateItem'] },
+      },
+      sendTo: ['webhooks'],
+      webhookSecretsKey: ['decrypt'],
+    },
+    'deliveries',
+  ),
+  /**
+   * webhook.fanout, webhook.wake, webhook.sweep (functions/webhooks/fanout.ts, context.ts, sweep.ts,
+   * waitlist.ts → store.ts): GetItem (event, endpoint), BatchGetItem and Query (tenant endpoints), Query
+   * (wait list; `byWatch` for the sweep), PutItem (a delivery parked at fanout), UpdateItem (lease given to
+   * a waiter, disable, release, unwatch), DeleteItem (a stale entry); enqueues deliveries (PutItem, and
+   * GetItem of one a repeated fanout finds), wakes parked ones (UpdateItem) on the deliveries queue.
    */
   webhooks: worker(
     {
       tables: {
         webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], indexes: ['byWatch'] },
-        jobs: { actions: ['PutItem', 'UpdateItem'] },
+        jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       },
-      sendTo: ['webhooks'],
-      webhookSecretsKey: ['decrypt'],
+      sendTo: ['deliveries'],
     },
     'webhooks',
   ),

@@ -177,7 +177,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   }
   for (const q of report.queues) {
     lines.push(
-      `queue ${q.name.padEnd(14)}demand ${fmt(q.demandPerSecondAtAverage)}/s average, ${fmt(q.demandPerSecondAtBurst)}/s burst; capacity ${q.capacityPerSecond === null ? 'not measured (no records)' : `${fmt(q.capacityPerSecond)}/s`} (${q.maxConcurrency} × ${q.batchSize} per ${q.expectedBatchMs === null ? '?' : fmt(q.expectedBatchMs)} ms batch; records p50 ${fmt(q.recordMs.p50, 1)} ms, p99 ${fmt(q.recordMs.p99, 1)} ms)`,
+      `queue ${q.name.padEnd(14)}demand ${fmt(q.demandPerSecondAtAverage)}/s average, ${fmt(q.demandPerSecondAtBurst)}/s burst; capacity ${q.capacityPerSecond === null ? 'not measured (no records)' : `${fmt(q.capacityPerSecond)}/s`} (${q.maxConcurrency} × ${q.batchSize} per ${q.expectedBatchMs === null ? '?' : fmt(q.expectedBatchMs)} ms batch; records p50 ${fmt(q.recordMs.p50, 1)} ms, p99 ${fmt(q.recordMs.p99, 1)} ms; 2× the burst needs concurrency ${q.concurrencyForTwiceBurst ?? '?'})`,
     );
   }
   lines.push(

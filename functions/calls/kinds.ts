@@ -4,14 +4,14 @@ import { e164 } from './schemas.ts';
 
 /**
  * The calls job kinds, as data (their handlers are bound in dialer.ts, watchdog.ts and finaliser.ts).
- * Each runs on the `calls` queue under the job layer's default policy: DefaultBackoff, 10 attempts,
+ * calls.dial runs on the `dial` queue (it waits on the placer), the others on `calls`, under the job layer's default policy: DefaultBackoff, 10 attempts,
  * discarded + alert. None discards of its own accord: a call that cannot go on completes its contact.
  */
 
 /** calls.dial: dials one round of a batch, a bounded number per run, inside its window and its tenant's limit. */
 export const dialKind = defineKind({
   kind: 'calls.dial',
-  queue: 'calls',
+  queue: 'dial',
   policy: defaultPolicy,
   timeoutSeconds: 50,
   args: z.object({ batchId: z.string().min(1), round: z.number().int().min(1) }),

@@ -82,11 +82,13 @@ export class Executor {
       const needMs = Math.min(handler?.kind.timeoutSeconds ?? queue.spec.timeoutSeconds, queue.spec.timeoutSeconds) * 1000;
       if (performance.now() - started + needMs + LEASE_MARGIN_SECONDS * 1000 > queue.spec.timeoutSeconds * 1000) return 'declined';
       try {
-        successor = await this.deps.store.claimNext(id, clock.now(), clockMs(clock, leaseMs(queue.spec)));
+        successor = await this.deps.store.claimNext(id, queue.name, clock.now(), clockMs(clock, leaseMs(queue.spec)));
         await this.deps.changes.claimed(successor, 'claimNext');
         return 'claimed';
       } catch (error) {
-        if (error instanceof TransitionRefusedError && error.current?.cancelRequestedAt !== undefined && !isTerminal(error.current.state) && error.current.state !== 'running') return 'declined';
+        // Waiting, but not for this worker: its domain asked to stop it, or it runs on another queue.
+        const current = error instanceof TransitionRefusedError ? error.current : undefined;
+        if (current && !isTerminal(current.state) && current.state !== 'running' && (current.cancelRequestedAt !== undefined || current.queue !== queue.name)) return 'declined';
         throw error;
       }
     };

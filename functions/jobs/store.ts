@@ -184,14 +184,15 @@ export class JobStore {
   /**
    * claimNext: a waiting job (any pending state, due or not) becomes running under a fresh lease, spending an
    * attempt, for the worker whose job handed work on to it (see `JobContext.runNext`). Its seq moves on,
-   * so a wake-up already on its way finds nothing to claim. A finished, running or cancel-requested job
-   * is refused ({@link TransitionRefusedError} with the row as stored).
+   * so a wake-up already on its way finds nothing to claim. A job of another queue (whose kinds the caller
+   * does not run), a finished, running or cancel-requested one is refused ({@link TransitionRefusedError} with the row as stored).
    */
-  async claimNext(id: string, now: number, leaseMs: number): Promise<ClaimedJob> {
+  async claimNext(id: string, queue: string, now: number, leaseMs: number): Promise<ClaimedJob> {
     const e = new Expression();
     const token = randomUUID();
     const leaseUntil = now + leaseMs;
     e.when(is.from(e, 'claimNext'))
+      .when(e.eq('queue', queue))
       .when(is.notCancelRequested(e))
       .set('state', JobState.running)
       .increment('attempt', 1)

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
@@ -11,8 +12,18 @@ import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
 import type { EndpointChange } from './lease.ts';
 
-/** The value of `watch` on an endpoint the sweep should look at. */
-const WATCHED = 'endpoint';
+/**
+ * The `byWatch` partitions. An endpoint the sweep should look at carries `watch = endpoint#<shard>`, the
+ * shard a hash of its id, so lease writes spread over {@link WATCH_SHARDS} index partitions instead of one
+ * (docs/capacity.md). `endpoint` alone is the unsharded value rows written before carry; the sweep still
+ * reads it, and any lease write moves such a row to its shard.
+ */
+export const WATCH_SHARDS = 16;
+const LEGACY_WATCHED = 'endpoint';
+/** The value of `watch` for one endpoint. */
+export const watchValue = (endpointId: string): string => `endpoint#${createHash('sha256').update(endpointId).digest().readUInt32BE(0) % WATCH_SHARDS}`;
+/** Every value of `watch` the sweep reads. */
+export const watchPartitions = (): string[] => [...Array.from({ length: WATCH_SHARDS }, (_, i) => `endpoint#${i}`), LEGACY_WATCHED];
 
 /** A parked delivery, as the wait list holds it. */
 export interface WaitEntry {
@@ -128,7 +139,7 @@ export class WebhookStore {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e));
     if (failingSince !== undefined) e.when(e.eq('failingSince', failingSince));
-    e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', WATCHED);
+    e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', watchValue(id));
     return this.update(id, e);
   }
 
@@ -149,7 +160,7 @@ export class WebhookStore {
   async acquire(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e)).when(e.or(is.free(e, now), is.heldBy(e, jobId)));
-    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
+    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', watchValue(endpointId));
     return this.update(endpointId, e);
   }
 
@@ -161,7 +172,7 @@ export class WebhookStore {
   async acquireFor(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.free(e, now));
-    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
+    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', watchValue(endpointId));
     return this.update(endpointId, e);
   }
 
@@ -197,7 +208,7 @@ export class WebhookStore {
     const e = new Expression();
     e.when(is.endpoint(e));
     applyHealth(e, { ...change, nextProbeAt: null }, now, { keepNextProbe: true });
-    if (change.health === 'failing') e.set('watch', WATCHED);
+    if (change.health === 'failing') e.set('watch', watchValue(endpointId));
     if (!e.build().UpdateExpression) return;
     await this.update(endpointId, e);
   }
@@ -336,16 +347,16 @@ export class WebhookStore {
 
   // ─── Sweep ──────────────────────────────────────────────────────────────────────────────────────────
 
-  /** Ids of the endpoints in the sparse `byWatch` index (leased or failing), a page at a time. */
-  async watched(cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
-    const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: WATCHED });
+  /** Ids of the endpoints in one partition of the sparse `byWatch` index (leased or failing), a page at a time. */
+  async watched(partition: string, cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
+    const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: partition });
     const startKey = pages.decode(cursor);
     const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: webhooksTable.indexes[0].name,
-        ...e.forQuery(e.eq('watch', WATCHED)),
+        ...e.forQuery(e.eq('watch', partition)),
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),

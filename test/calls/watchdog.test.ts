@@ -77,7 +77,7 @@ describe('watchdog: one per dial run, ending only its own lost calls', () => {
     const run = async (id: string) => {
       const job = await fx.jobs.store.mustGet(id);
       fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
-      return (await fx.jobs.executor('calls', fx.handlers).execute({ jobId: id, seq: job.seq })).result;
+      return (await fx.execute({ jobId: id, seq: job.seq })).result;
     };
     const [contact] = numbers(1);
     const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts: 1 });

@@ -60,7 +60,7 @@ function run(store: JobStore, name: TransitionName, row: JobRow): Promise<JobRow
     case 'wake':
       return store.wake(row.id, NOW);
     case 'claimNext':
-      return store.claimNext(row.id, NOW, 60_000);
+      return store.claimNext(row.id, row.queue, NOW, 60_000);
   }
 }
 

@@ -3,6 +3,7 @@ import { leaseMs } from '../../functions/jobs/queues.ts';
 import { webhooksModule } from '../../functions/webhooks/module.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
+import { watchValue } from '../../functions/webhooks/store.ts';
 import type { EndpointChange } from '../../functions/webhooks/lease.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 
@@ -110,7 +111,7 @@ describe('the lease and the wait list under races', () => {
     expect(endpoint?.holder).toBeUndefined();
     // Idle and healthy: the next sweep drops it from its index.
     await fx.webhooks.sweep(fx.clock.now());
-    expect((await store.watched()).endpointIds).not.toContain(endpointId);
+    expect((await store.watched(watchValue(endpointId))).endpointIds).not.toContain(endpointId);
   });
 
   it('AHolderWhoseWorkerDiedMidDelivery_IsRunAgainByTheRescuer_StillHoldsTheLease_AndPassesItOn', async () => {

@@ -1,4 +1,4 @@
-// SQS entry point of the webhooks queue's worker. Job failures are recorded by the job layer, never thrown.
+// SQS entry point of the webhooks queue's worker (webhook.fanout, webhook.wake, webhook.sweep). Job failures are recorded by the job layer, never thrown.
 import { awsSystem } from '../aws.ts';
 
 const { system, host } = awsSystem('redial-worker-webhooks');

@@ -122,7 +122,8 @@ export class LocalQueue {
     this.waiting.splice(lo, 0, message);
   }
 
-  private isIdle(): boolean {
+  /** Nothing in flight and nothing visible to a consumer. */
+  isIdle(): boolean {
     const first = this.waiting[0];
     return this.inFlight === 0 && (!first || first.visibleAt > this.clock.now() || !this.handler);
   }
