@@ -63,6 +63,7 @@ export class Executor {
       if (error instanceof ClaimRefusedError) return this.refused(error, message);
       throw error;
     }
+    await this.deps.changes.claimed(job, 'claim');
     return this.runClaimed(job, started);
   }
 
@@ -82,6 +83,7 @@ export class Executor {
       if (performance.now() - started + needMs + LEASE_MARGIN_SECONDS * 1000 > queue.spec.timeoutSeconds * 1000) return 'declined';
       try {
         successor = await this.deps.store.claimNext(id, queue.name, clock.now(), clockMs(clock, leaseMs(queue.spec)));
+        await this.deps.changes.claimed(successor, 'claimNext');
         return 'claimed';
       } catch (error) {
         // Waiting, but not for this worker: its domain asked to stop it, or it runs on another queue.

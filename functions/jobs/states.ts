@@ -81,3 +81,8 @@ export type TransitionName = keyof typeof transitions;
 /** Whether `name` may start from `state`. */
 export const canTransition = (name: TransitionName, state: JobState): boolean =>
   (transitions[name].from as readonly JobState[]).includes(state);
+
+/** States a bulk retry may act on (as the single retry: the dead letters, and waiting jobs brought forward). */
+export const bulkRetryStates: readonly JobState[] = transitions.retryNow.from;
+/** States a bulk cancel may act on. */
+export const bulkCancelStates: readonly JobState[] = transitions.cancel.from;

@@ -31,8 +31,9 @@ const EXPECTED: Record<string, string[]> = {
   api: [
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
-    ...['GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
-    'dynamodb:Query table:jobs/index/byState',
+    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
+    'dynamodb:Query table:jobs/index/byCheck',
+    'dynamodb:Query table:jobs/index/byDeadLetter',
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
     ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...deletesSchedules,
@@ -40,9 +41,10 @@ const EXPECTED: Record<string, string[]> = {
     'kms:Decrypt key:webhookSecrets',
   ],
   rescuer: [
+    'dynamodb:BatchGetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
-    'dynamodb:Query table:jobs/index/byState',
+    'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=ENDPOINT#*',
     ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
