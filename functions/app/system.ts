@@ -157,7 +157,7 @@ export class System {
   handlers(queue: QueueName): JobHandler<unknown>[] {
     const owner = modules.find((m) => queue in m.queues);
     if (!owner) throw new Error(`no context owns queue ${queue}`);
-    return [...this.handlersOf(owner.name)];
+    return this.handlersOf(owner.name).filter((h) => h.kind.queue === queue);
   }
 
   /** Every handler of every context (the rescuer's: their policies price lost attempts, their hooks run on its discards). */

@@ -88,13 +88,30 @@ export type PolicyTable = z.infer<typeof policyTableSchema>;
 
 const probeResponseSchema = z.object({ jobId: z.string() });
 
-/** The filters of `GET /v1/ops/jobs`. */
+/** The filters of `GET /v1/ops/jobs` (times ISO-8601: when the job reached its state, e.g. was discarded). */
 export interface JobListQuery {
   state?: string;
   kind?: string;
+  reason?: string;
+  since?: string;
+  until?: string;
   limit?: number;
   cursor?: string;
 }
+
+/** The body of `POST /v1/ops/jobs/retry` and `/cancel`: a state, the same filters, a dry run, how many at most in this call. */
+export interface BulkJobRequest {
+  state: string;
+  kind?: string;
+  reason?: string;
+  since?: string;
+  until?: string;
+  dryRun?: boolean;
+  limit?: number;
+}
+
+const bulkRetrySchema = z.object({ matched: z.number().int(), retried: z.number().int(), until: z.string() });
+const bulkCancelSchema = z.object({ matched: z.number().int(), cancelled: z.number().int(), until: z.string() });
 
 /** Turns a request into a signed one (headers added); used for API Gateway's IAM auth. */
 export type RequestSigner = (request: OutboundRequest) => Promise<OutboundRequest>;
@@ -136,7 +153,7 @@ export class OpsApiClient {
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  /** `GET /v1/ops/jobs`: jobs by state and kind, newest first; pass `cursor` on for the next page. */
+  /** `GET /v1/ops/jobs`: jobs by state, kind, reason and time, newest first; pass `cursor` on for the next page. */
   listJobs(query: JobListQuery = {}): Promise<JobPage> {
     return this.request('GET', '/v1/ops/jobs', jobPageSchema, { query: { ...query, limit: query.limit?.toString() } });
   }
@@ -154,6 +171,16 @@ export class OpsApiClient {
   /** `POST /v1/ops/jobs/{id}/cancel`: cancels a pending or running job. */
   cancelJob(id: string): Promise<JobDetail> {
     return this.request('POST', `/v1/ops/jobs/${encodePathSegment(id)}/cancel`, jobDetailSchema);
+  }
+
+  /** `POST /v1/ops/jobs/retry`: retries the jobs matching the filter (at most `limit` this call), or counts them (`dryRun`). */
+  retryJobs(request: BulkJobRequest): Promise<{ matched: number; retried: number; until: string }> {
+    return this.request('POST', '/v1/ops/jobs/retry', bulkRetrySchema, { body: request });
+  }
+
+  /** `POST /v1/ops/jobs/cancel`: cancels the jobs matching the filter (at most `limit` this call), or counts them (`dryRun`). */
+  cancelJobs(request: BulkJobRequest): Promise<{ matched: number; cancelled: number; until: string }> {
+    return this.request('POST', '/v1/ops/jobs/cancel', bulkCancelSchema, { body: request });
   }
 
   /** `POST /v1/ops/probes`: enqueues an ops.probe job that fails `failTimes` times, then completes. */

@@ -45,7 +45,7 @@ export function panelRoutes(deps: PanelDeps): ApiRoute[] {
     auth: 'none',
     summary: 'Panel: overview',
     handler: async () => {
-      const counts = await deps.jobs.count();
+      const counts = (await deps.jobs.count(deps.kinds.map((k) => k.kind))).byState;
       const body = html`<h2>Jobs by state</h2>
 <table><thead><tr><th scope="col">State</th><th scope="col">Jobs</th></tr></thead>
 <tbody>${allStates.map((state) => html`<tr><td class="state state-${state}"><a href="/panel/jobs?state=${state}">${state}</a></td><td class="num">${counts[state]}</td></tr>`)}</tbody></table>`;

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { notFound, route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import type { SmtpSink } from '../platform/local/smtp-sink.ts';
-import { allStates } from '../jobs/index.ts';
 import type { JobClient, JobRow } from '../jobs/index.ts';
 import { batchView } from '../calls/api.ts';
 import type { CallsStore } from '../calls/store.ts';
@@ -29,13 +28,17 @@ const counts = (record: Record<string, number>): Html =>
     .map(([k, n], i) => html`${i ? ', ' : ''}${k} <strong>${n}</strong>`)}`;
 
 /**
- * Delivery jobs of one endpoint: up to 200 of each state (read state by state, so a busy endpoint's
- * completed deliveries cannot crowd out another's discarded ones), newest first.
+ * Delivery jobs of one endpoint: up to 200 discarded and 200 cancelled ones (read from the dead letters, so a
+ * busy endpoint's completed deliveries cannot crowd them out) and the 200 latest of every state, newest first.
  */
 async function deliveriesOf(jobs: JobClient, endpointId: string): Promise<JobRow[]> {
-  const pages = await Promise.all(allStates.map((state) => jobs.list({ state, kind: 'webhook.deliver', limit: 200 })));
-  return pages
-    .flatMap((p) => p.jobs)
+  const pages = await Promise.all([
+    jobs.list({ state: 'discarded', kind: 'webhook.deliver', limit: 200 }),
+    jobs.list({ state: 'cancelled', kind: 'webhook.deliver', limit: 200 }),
+    jobs.list({ kind: 'webhook.deliver', limit: 200 }),
+  ]);
+  const byId = new Map(pages.flatMap((p) => p.jobs).map((j) => [j.id, j]));
+  return [...byId.values()]
     .filter((j) => (j.args as { endpointId?: string }).endpointId === endpointId)
     .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
 }
