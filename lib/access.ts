@@ -151,14 +151,14 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   ops: worker({ tables: {}, sendTo: [] }, 'ops'),
   /**
    * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
-   * completion), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
+   * completion), BatchGetItem (the tenant's slot shards, once a run), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
    * same transactions (the run's watchdog, the finaliser when a skip ends the round, the refused call's
    * webhook.fanout); its event; wakes watchdogs and finalisers (calls) and fanout (webhooks).
    */
   dial: worker(
     {
       tables: {
-        calls: { actions: ['GetItem', 'UpdateItem'] },
+        calls: { actions: ['GetItem', 'BatchGetItem', 'UpdateItem'] },
         jobs: { actions: ['PutItem'] },
         webhooks: eventsOnly,
       },

@@ -196,7 +196,7 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<Record<QueueName, QueueSettings>> 
   calls: { batchSize: 10, maxConcurrency: 200 },
   deliveries: { batchSize: 10, maxConcurrency: 1000 },
   webhooks: { batchSize: 10, maxConcurrency: 1000 },
-  mail: { batchSize: 10, maxConcurrency: 100 },
+  mail: { batchSize: 10, maxConcurrency: 200 },
 };
 
 /** Properties of the {@link RedialStack}. */

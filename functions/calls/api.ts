@@ -11,7 +11,7 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchKey, ContactStatus, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
+import { BatchStatus, batchKey, callsExpiry, ContactStatus, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
 import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
 import {
   batchBody,
@@ -135,7 +135,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, now };
       // The owner's mail (a new address is asked to confirm itself) commits in this same transaction.
       const mail = body.ownerEmail ? await ports.ownerMail.ownerEmailChanged({ tenantId: params.tenantId, ownerEmail: body.ownerEmail, now }) : { items: [], jobs: [] };
-      const result = await store.transact([store.upsertTenantItem(input), ...mail.items]);
+      const result = await store.transact([...store.upsertTenantItems(input), ...mail.items]);
       if (!result.committed) {
         if (result.contention) throw unavailable();
         throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { refused: refusedCodes(result) });
@@ -185,7 +185,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const numbers = body.contacts.map((c) => c.number);
       const pages: ListPage[] = [];
       for (let page = 0; page * LIST_PAGE_SIZE < numbers.length; page++) {
-        pages.push({ ...listKey(batchId, 1, page), round: 1, page, numbers: numbers.slice(page * LIST_PAGE_SIZE, (page + 1) * LIST_PAGE_SIZE) });
+        pages.push({ ...listKey(batchId, 1, page), round: 1, page, numbers: numbers.slice(page * LIST_PAGE_SIZE, (page + 1) * LIST_PAGE_SIZE), expiresAt: callsExpiry(now) });
       }
       const batch: BatchRow = {
         ...batchKey(batchId),
@@ -200,6 +200,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
         contactCount: numbers.length,
         createdAt: new Date(now).toISOString(),
         updatedAt: new Date(now).toISOString(),
+        expiresAt: callsExpiry(now),
         listPages: pages.length,
         roundSize: numbers.length,
         dialPage: 0,

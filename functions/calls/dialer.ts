@@ -9,7 +9,8 @@ import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { dialKind, finaliseKind, watchdogKind } from './kinds.ts';
 import type { RunWatchdogArgs } from './kinds.ts';
-import { BatchStatus, callIdFor, jobIds } from './model.ts';
+import { BatchStatus, callIdFor, callWithSlot, jobIds } from './model.ts';
+import type { SlotRow } from './model.ts';
 import type { BatchRow, ListPage } from './model.ts';
 import { placeCall } from './placer.ts';
 import { nextWindowOpening } from './window.ts';
@@ -84,6 +85,9 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
   let batch = start;
   // The run's watchdog, created with its first dial: it covers the list positions this run may dial.
   let watchdog: RunWatchdogArgs | undefined;
+  // Where the tenant has free slots, as this run last saw it: read once, kept up to date by its own dials
+  // and by the shard a refused dial returns. The dial's condition, not this view, enforces the limit.
+  let slots: SlotRow[] | undefined;
   for (let dials = 0; ; ) {
     if (batch.dialComplete || batch.dialPage >= batch.listPages) return;
     const now = ctx.now();
@@ -98,7 +102,11 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     pages.set(batch.dialPage, page);
     const next = advance(batch, page.numbers.length);
 
-    const callId = callIdFor(batch.batchId, contactNumber, batch.round);
+    slots ??= await store.getSlots(batch.tenantId);
+    if (slots.length === 0) throw new Error(`tenant ${batch.tenantId} has no slot shards: PUT /v1/tenants/${batch.tenantId} again to split its limit`);
+    const slot = freestSlot(slots);
+    if (!slot) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
+    const callId = callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots.length);
     const block: RunWatchdogArgs = watchdog ?? {
       batchId: batch.batchId,
       round: batch.round,
@@ -110,10 +118,11 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
     const created = watchdog ? undefined : jobs.prepare(watchdogKind, block, { id: watchdogId, at: now + config.callTimeoutSeconds * 1000 + DIAL_RUN_BUDGET_MS });
     const result = await store.transact([
-      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, watchdogJobId: watchdogId, now }),
+      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, slot: slot.shard, watchdogJobId: watchdogId, now }),
       ...(created ? [created.item] : []),
     ]);
     if (result.committed) {
+      slot.active++;
       batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + 1 };
       if (created) {
         watchdog = block;
@@ -127,8 +136,13 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     switch (verdict) {
       case 'contention':
         throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
-      case 'no_slot':
+      case 'no_slot': {
+        // That shard is full as stored: another shard may still have room.
+        const stored = result.refused.tenant?.item as SlotRow | undefined;
+        if (stored) slots = slots.map((s) => (s.shard === stored.shard ? stored : s));
+        if (freestSlot(slots)) continue;
         throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
+      }
       case 'batch_changed': {
         const current = await store.getBatch(batch.batchId);
         if (!isDialling(current, batch.round)) return; // deleted, or the round moved on: nothing left to dial
@@ -147,6 +161,10 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     }
   }
 }
+
+/** The slot shard with the most free slots as last seen, if any has one. */
+const freestSlot = (slots: readonly SlotRow[]): SlotRow | undefined =>
+  slots.reduce<SlotRow | undefined>((best, s) => (s.limit - s.active > 0 && (!best || s.limit - s.active > best.limit - best.active) ? s : best), undefined);
 
 /** Whether a run's watchdog covers a list position (its page, from its position, `count` of them). */
 const covers = (block: RunWatchdogArgs, page: number, pos: number): boolean => page === block.page && pos >= block.pos && pos < block.pos + block.count;

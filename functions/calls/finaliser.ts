@@ -129,7 +129,7 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
   const now = ctx.now();
   const summary = finalSummary(batch);
   const event = ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
-  const tenant = await store.getTenant(batch.tenantId);
+  const tenant = await store.getTenantRow(batch.tenantId);
   const notify = tenant?.ownerEmail ? ports.ownerMail.batchFinalised({ tenantId: batch.tenantId, eventId: event.eventId, summary }) : { items: [], jobs: [] };
   return commit(deps, [store.finaliseItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs]);
 }

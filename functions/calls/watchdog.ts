@@ -7,7 +7,8 @@ import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { watchdogKind } from './kinds.ts';
 import type { CallWatchdogArgs, RunWatchdogArgs } from './kinds.ts';
-import { callIdFor, ContactStatus, jobIds } from './model.ts';
+import { baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
+import type { ContactRow } from './model.ts';
 
 /**
  * calls.watchdog: one per dial run, due once the run's last call may have timed out. It reads the list
@@ -28,7 +29,7 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     if (!batch) return;
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
-    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map();
+    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
     const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
     const timeoutMs = deps.config.callTimeoutSeconds * 1000;
     const now = ctx.now();
@@ -36,8 +37,9 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     let contended = false;
     for (const contactNumber of numbers) {
       const contact = contacts.get(contactNumber);
-      const callId = callIdFor(args.batchId, contactNumber, args.round);
-      if (!contact || contact.status !== ContactStatus.Calling || contact.round !== args.round || contact.callId !== callId || contact.watchdogJobId !== id) continue;
+      // The call this run placed (its id names the slot shard it holds, which its completion releases).
+      const callId = contact?.callId;
+      if (!contact || !callId || contact.status !== ContactStatus.Calling || contact.round !== args.round || baseCallId(callId) !== callIdFor(args.batchId, contactNumber, args.round) || contact.watchdogJobId !== id) continue;
       const due = Date.parse(contact.dialledAt ?? '') + timeoutMs;
       if (due > now) {
         wakeAt = Math.max(wakeAt ?? 0, due);

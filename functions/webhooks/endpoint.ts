@@ -74,7 +74,13 @@ export const tenantEndpointKey = (tenantId: string, endpointId: string) => ({ pk
  * A delivery's place in its endpoint's wait list: `WAIT#<job createdAt>#<job id>`, so the list is in
  * enqueue order (oldest first) and a delivery can find its own entry without storing anything.
  */
-export const waitKey = (endpointId: string, jobCreatedAt: string, jobId: string) => ({ pk: `ENDPOINT#${endpointId}`, sk: `WAIT#${jobCreatedAt}#${jobId}` });
+export const waitKey = (endpointId: string, jobCreatedAt: string, jobId: string) => ({ pk: waitListPartition(endpointId), sk: `WAIT#${jobCreatedAt}#${jobId}` });
+/**
+ * The wait list's partition, apart from the endpoint row: parks and unparks come at the endpoint's event
+ * rate while lease writes come at its delivery rate, and together under one key a busy endpoint's
+ * partition would pass DynamoDB's per-partition rate (docs/capacity.md).
+ */
+export const waitListPartition = (endpointId: string): string => `WAITLIST#${endpointId}`;
 
 /** A record that a delivery was discarded (or may be: its last attempt started), for redeliver. */
 export const discardMarkerKey = (endpointId: string, jobId: string) => ({ pk: `ENDPOINT#${endpointId}`, sk: `DISCARDED#${jobId}` });

@@ -6,7 +6,7 @@ import { iso } from '../platform/clock.ts';
 import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
-import { discardMarkerKey, endpointKey, tenantEndpointKey } from './endpoint.ts';
+import { discardMarkerKey, endpointKey, tenantEndpointKey, waitListPartition } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
@@ -235,7 +235,7 @@ export class WebhookStore {
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'WAIT#'),
+        ...under(new Expression(), waitListPartition(endpointId), 'WAIT#'),
         ConsistentRead: true,
         Limit: limit,
       }),
@@ -252,7 +252,7 @@ export class WebhookStore {
     const e = new Expression();
     const pages = paginateQuery(
       { client: this.db, pageSize: 100 },
-      { TableName: this.tableName, ...under(e, `ENDPOINT#${endpointId}`, 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
+      { TableName: this.tableName, ...under(e, waitListPartition(endpointId), 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
     );
     for await (const page of pages) {
       found.push(...((page.Items ?? []) as WaitEntry[]));

@@ -52,7 +52,7 @@ const EXPECTED: Record<string, string[]> = {
   opsWorker: [...consumes('ops'), 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops'), ...createsSchedules, ...deletesSchedules],
   dialWorker: [
     ...consumes('dial'),
-    ...['GetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
