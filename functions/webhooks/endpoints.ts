@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { iso } from '../platform/clock.ts';
 import { idForKey, requestHashOf } from '../platform/idempotency.ts';
 import { AddressRefusedError, HostResolutionError } from '../platform/vetted-http.ts';
-import { TransitionRefusedError } from '../jobs/index.ts';
+import { allStates, TransitionRefusedError } from '../jobs/index.ts';
+import type { JobRow } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointKey, endpointView } from './endpoint.ts';
 import type { EndpointRow, EndpointView } from './endpoint.ts';
@@ -10,6 +11,7 @@ import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, Idem
 import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
+import { webhookDeliverKind } from './kinds.ts';
 import type { DiscardMarker } from './store.ts';
 
 /** How many discarded deliveries redeliver handles at once. */
@@ -76,6 +78,29 @@ export class Endpoints {
     return { endpointId, secret, replayed: false };
   }
 
+  /** The newest endpoints first, a page at a time (the endpoint index: store.ts `listEndpoints`). */
+  async list(limit: number, cursor?: string): Promise<{ endpoints: EndpointView[]; cursor?: string }> {
+    const page = await this.deps.store.listEndpoints(limit, cursor);
+    return { endpoints: page.endpoints.map(endpointView), ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+
+  /**
+   * The deliveries of one endpoint that the newest `perState` webhook.deliver jobs of each state hold
+   * (read state by state, so a busy endpoint's completed deliveries cannot crowd out another's discarded
+   * ones), newest first. A bounded read of the jobs' state index, not the endpoint's whole history: on a
+   * busy stack the window is the last few minutes of every endpoint's deliveries.
+   */
+  async deliveries(endpointId: string, perState: number): Promise<DeliveryView[]> {
+    const row = await this.deps.store.getEndpoint(endpointId);
+    if (!row) throw new EndpointNotFoundError(endpointId);
+    const pages = await Promise.all(allStates.map((state) => this.deps.jobs.list({ state, kind: webhookDeliverKind.kind, limit: perState })));
+    return pages
+      .flatMap((page) => page.jobs)
+      .filter((job) => (job.args as { endpointId?: string }).endpointId === endpointId)
+      .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+      .map(deliveryView);
+  }
+
   async get(endpointId: string): Promise<EndpointView> {
     const row = await this.deps.store.getEndpoint(endpointId);
     if (!row) throw new EndpointNotFoundError(endpointId);
@@ -129,3 +154,28 @@ export class Endpoints {
     return requeued;
   }
 }
+
+/** One delivery of an endpoint as the ops API shows it: its job's state and every attempt. */
+export interface DeliveryView {
+  jobId: string;
+  eventId: string;
+  state: string;
+  attempt: number;
+  maxAttempts: number;
+  discardReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+  attempts: { attempt: number; at: string; durationMs: number; outcome: string; error?: string }[];
+}
+
+const deliveryView = (job: JobRow): DeliveryView => ({
+  jobId: job.id,
+  eventId: (job.args as { eventId: string }).eventId,
+  state: job.state,
+  attempt: job.attempt,
+  maxAttempts: job.maxAttempts,
+  discardReason: job.discardReason ?? null,
+  createdAt: job.createdAt,
+  updatedAt: job.updatedAt,
+  attempts: job.attempts.map((a) => ({ attempt: a.attempt, at: a.at, durationMs: a.durationMs, outcome: a.outcome, ...(a.error ? { error: a.error } : {}) })),
+});
