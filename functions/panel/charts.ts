@@ -119,9 +119,10 @@ export function stackedColumns(
     const label = i % labelEvery === 0 ? html`<text x="${centre}" y="${height - 8}" text-anchor="middle">${column.label}</text>` : '';
     return html`<g class="column"><title>${column.label}: ${plural(total, unit)}</title>${segments}${total ? html`<text x="${centre}" y="${r1(y(total) - 3)}" text-anchor="middle">${total}</text>` : ''}${label}</g>`;
   });
-  const markers = (options.markers ?? []).map((m) => {
+  // Each marker's label one line below the last one's, so markers at the same time stay readable.
+  const markers = (options.markers ?? []).map((m, i) => {
     const x = r1(left + slot * m.at);
-    return html`<g class="marker"><title>${m.label}</title><line x1="${x}" y1="${top - 4}" x2="${x}" y2="${top + plotHeight}" stroke="#a4161a" stroke-dasharray="4 3"/><text x="${r1(x + 3)}" y="${top + 6}" fill="#a4161a">${m.label}</text></g>`;
+    return html`<g class="marker"><title>${m.label}</title><line x1="${x}" y1="${top - 4}" x2="${x}" y2="${top + plotHeight}" stroke="#a4161a" stroke-dasharray="4 3"/><text x="${r1(x + 3)}" y="${top + 6 + i * 12}" fill="#a4161a">${m.label}</text></g>`;
   });
   return frame(text, width, height, html`${axis}${bars}${markers}`, series);
 }

@@ -68,7 +68,10 @@ export function roundsFigure(rounds: readonly { round: number; byCode: Readonly<
   const columns = rounds.map((r) => ({ label: `Round ${r.round}${r.recorded ? '' : ' (not recorded)'}`, values: { ...r.byCode, ...(r.pending ? { pending: r.pending } : {}) } }));
   const codes = byTotal(columns.map((c) => ({ values: Object.fromEntries(Object.entries(c.values).filter(([k]) => k !== PENDING.key)) })));
   const description = rounds
-    .map((r) => `round ${r.round}: ${Object.entries(r.byCode).map(([code, n]) => `${code} ${n}`).join(', ') || 'no outcome yet'}${r.pending ? `, ${r.pending} without an outcome yet` : ''}`)
+    .map((r) => {
+      const parts = [...Object.entries(r.byCode).map(([code, n]) => `${code} ${n}`), ...(r.pending ? [`${r.pending} without an outcome yet`] : [])];
+      return `round ${r.round}: ${parts.join(', ') || (r.recorded ? 'nothing yet' : 'not recorded')}`;
+    })
     .join('; ');
   return stackedColumns({ id: 'chart-rounds', title: 'Outcomes by code, per round', description }, columns, [...paletteSeries(codes), PENDING], { unit: 'contact' });
 }
@@ -76,13 +79,15 @@ export function roundsFigure(rounds: readonly { round: number; byCode: Readonly<
 /** Bucket sizes a time chart chooses from: the smallest that spans the data in at most 24 columns. */
 const BUCKET_SIZES = [60_000, 5 * 60_000, 15 * 60_000, HOUR, 3 * HOUR, 6 * HOUR, 24 * HOUR, 7 * 24 * HOUR];
 const MAX_COLUMNS = 24;
+/** At least this many columns, the data in the last ones: a burst within one minute is still a bar among others. */
+const MIN_COLUMNS = 6;
 
 const OUTCOMES: readonly ChartSeries[] = (['completed', 'retryable', 'discarded', 'lost'] as const).map((key) => ({ key, label: key, color: STATE_COLORS[key]! }));
 
 /**
  * An endpoint's delivery attempts by outcome over time, with its failingSince and its disable marked. The
  * time axis runs from the first attempt (or failingSince, if earlier) to the last thing known (an
- * attempt, the disable): the panel reads no clock of its own.
+ * attempt, the disable), in at most 24 and at least 6 columns: the panel reads no clock of its own.
  */
 export function deliveriesFigure(
   attempts: readonly { at: string; outcome: string }[],
@@ -94,7 +99,7 @@ export function deliveriesFigure(
   const start = Math.min(...times);
   const end = Math.max(...times);
   const size = BUCKET_SIZES.find((s) => Math.floor(end / s) - Math.floor(start / s) + 1 <= MAX_COLUMNS) ?? BUCKET_SIZES.at(-1)!;
-  const buckets = timeBuckets(end, size, Math.floor(end / size) - Math.floor(start / size) + 1);
+  const buckets = timeBuckets(end, size, Math.max(MIN_COLUMNS, Math.floor(end / size) - Math.floor(start / size) + 1));
   const columns: { label: string; values: Record<string, number> }[] = buckets.map((b) => ({ label: b.label, values: {} }));
   for (const a of attempts) {
     const i = Math.floor((Date.parse(a.at) - buckets[0]!.start) / size);

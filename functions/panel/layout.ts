@@ -38,6 +38,7 @@ const STYLE = raw(`
   figcaption { font-size: .85rem; color: #444; }
   ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1rem; padding: 0; margin: .3rem 0 0; }
   .charts { display: flex; flex-wrap: wrap; gap: 0 2rem; align-items: start; }
+  table.breakdown { width: auto; min-width: 18rem; }
   .bulk { border: 1px solid #c9d1d9; padding: .5rem .8rem; margin: .5rem 0 1rem; }
   .bulk form { display: inline; margin-right: .5rem; }
 `);
