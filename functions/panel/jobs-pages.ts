@@ -25,6 +25,9 @@ export interface JobPagesDeps {
 /** Jobs per page of the listing. */
 const PAGE_SIZE = 100;
 
+/** The most jobs one bulk call changes (the API's cap, MAX_BULK_LIMIT); the panel calls again for the rest. */
+const BULK_CALL_LIMIT = 1000;
+
 /** States a bulk retry applies to, and states a bulk cancel applies to (the job layer's transitions). */
 const RETRYABLE_STATES: readonly string[] = ['discarded', 'cancelled'];
 const CANCELLABLE_STATES: readonly string[] = [...pendingStates, 'running'];
@@ -137,7 +140,9 @@ export function jobPages(deps: JobPagesDeps): ApiRoute[] {
           if ('error' in parsed) return void problems.push(`${name}: ${parsed.error}`);
           return parsed.iso;
         };
-        const filter: JobFilter = { state: query.state, kind: query.kind || undefined, reason: query.reason || undefined, since: time('since'), until: time('until') };
+        // A discard reason filters discarded jobs only (the API refuses it with any other state).
+        if (query.reason && query.state !== 'discarded') problems.push('reason: a discard reason filters discarded jobs only; choose the state discarded');
+        const filter: JobFilter = { state: query.state, kind: query.kind || undefined, reason: query.state === 'discarded' ? query.reason || undefined : undefined, since: time('since'), until: time('until') };
         const [policies, listing, breakdown] = await Promise.all([
           deps.policies(),
           problems.length ? undefined : api.listJobs({ ...filter, limit: PAGE_SIZE, ...(query.cursor ? { cursor: query.cursor } : {}) }),
@@ -187,6 +192,8 @@ ${jobsTable(listing.jobs, deps.formToken)}`
           action === 'retry' ? api.bulkRetry(request).then((r) => ({ matched: r.matched, acted: r.retried })) : api.bulkCancel(request).then((r) => ({ matched: r.matched, acted: r.cancelled }));
         const back = html`<p><a href="/panel/jobs${filterQuery(filter)}">Back to the jobs</a></p>`;
         if (step === 'preview') {
+          // The confirmation acts on what matched now: jobs that reach the state later are left for another look.
+          filter.until ??= new Date(await api.now()).toISOString();
           const { matched } = await run({ ...filter, dryRun: true });
           const body = matched
             ? html`<p role="status">${matched} job${matched === 1 ? '' : 's'} match ${describeFilter(filter)}.</p>
@@ -195,9 +202,21 @@ ${back}`
             : html`<p role="status">No job matches ${describeFilter(filter)}: nothing to ${action}.</p>${back}`;
           return htmlResponse(page(`${verb} matching jobs?`, sections, body));
         }
-        const { matched, acted } = await run({ ...filter, ...(limit ? { limit } : {}) });
+        // The API changes at most BULK_CALL_LIMIT jobs a call: call again until the count confirmed is done
+        // or nothing more matches. Each call is conditional on the jobs as matched, so none is changed twice.
+        const confirmed = limit ?? BULK_CALL_LIMIT;
+        let acted = 0;
+        let calls = 0;
+        let matched = 0;
+        while (acted < confirmed) {
+          const result = await run({ ...filter, limit: Math.min(BULK_CALL_LIMIT, confirmed - acted) });
+          calls++;
+          if (calls === 1) matched = result.matched;
+          acted += result.acted;
+          if (result.acted === 0) break;
+        }
         const done = action === 'retry' ? 'retried' : 'cancelled';
-        const body = html`<p role="status">${acted} job${acted === 1 ? '' : 's'} ${done} (${matched} matched ${describeFilter(filter)}${limit ? `, at most ${limit} as counted before` : ''}).</p>${back}`;
+        const body = html`<p role="status">${acted} job${acted === 1 ? '' : 's'} ${done} of the ${confirmed} confirmed (${matched} matched ${describeFilter(filter)} when this started).</p>${back}`;
         return htmlResponse(page(`${verb}: done`, sections, body));
       }),
   });
