@@ -102,10 +102,10 @@ export async function benchJobs(endpoint: string, n = 2000): Promise<JobsBenchRe
   while (Date.now() < dueAt) await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 100));
   await b.queue.idle();
-  for (let page = await b.jobs.store.list({ state: 'completed', limit: 200 }); ; ) {
+  for (let page = await b.jobs.client.list({ state: 'completed', limit: 200 }); ; ) {
     for (const row of page.jobs) late.push(Date.parse(row.attemptedAt!) - Date.parse(row.scheduledAt));
     if (!page.cursor) break;
-    page = await b.jobs.store.list({ state: 'completed', limit: 200, cursor: page.cursor });
+    page = await b.jobs.client.list({ state: 'completed', limit: 200, cursor: page.cursor });
   }
   await b.stop();
   const latenessP50 = percentile(late, 50);

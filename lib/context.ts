@@ -1,5 +1,6 @@
 import type { StackProps } from 'aws-cdk-lib';
 import type { RedialStackProps, Throttle } from './redial-stack.ts';
+import { DEFAULT_DISCARDED_RETENTION_DAYS } from '../functions/jobs/index.ts';
 import { DEFAULT_INTAKE_RESERVED_CONCURRENCY, DEFAULT_THROTTLING, StackConfigurationError } from './redial-stack.ts';
 
 /** Reads one CDK context value (`-c key=value` or cdk.json), as the CDK app's `node.tryGetContext`. */
@@ -19,6 +20,7 @@ export const CONTEXT_KEYS = {
   publicBaseUrl: 'optional: where mailed links point (default the API URL)',
   alarmEmail: 'optional: an address subscribed to the alarm topic',
   callTimeoutSeconds: 'optional: watchdog timeout of a call (default 600)',
+  discardedRetentionDays: `optional: days a discarded job stays listable and retryable before TTL removes it (default ${DEFAULT_DISCARDED_RETENTION_DAYS})`,
   intakeRateLimit: `optional: POST /v1/calls/webhook requests per second (default ${DEFAULT_THROTTLING.intake.rateLimit})`,
   intakeBurstLimit: `optional: its burst (default ${DEFAULT_THROTTLING.intake.burstLimit})`,
   linksRateLimit: `optional: each mail-link route and /healthz, per second (default ${DEFAULT_THROTTLING.publicLinks.rateLimit})`,
@@ -80,6 +82,7 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
   const publicBaseUrl = text('publicBaseUrl');
   const alarmEmail = text('alarmEmail');
   const callTimeoutSeconds = integer('callTimeoutSeconds', 10);
+  const discardedRetentionDays = integer('discardedRetentionDays', 1);
   const intakeReservedConcurrency = integer('intakeReservedConcurrency', 1);
   const deletionProtection = flag('deletionProtection');
   const throttling = {
@@ -104,6 +107,7 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
     },
     ...(alarmEmail ? { alarmEmail } : {}),
     ...(callTimeoutSeconds !== undefined ? { callTimeoutSeconds } : {}),
+    ...(discardedRetentionDays !== undefined ? { discardedRetentionDays } : {}),
     ...(intakeReservedConcurrency !== undefined ? { intakeReservedConcurrency } : {}),
     ...(deletionProtection !== undefined ? { deletionProtection } : {}),
     throttling,

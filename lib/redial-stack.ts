@@ -17,6 +17,7 @@ import * as ses from 'aws-cdk-lib/aws-ses';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
+import { DEFAULT_DISCARDED_RETENTION_DAYS } from '../functions/jobs/index.ts';
 import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
 
 import { mailEnv } from '../functions/mail/config.ts';
@@ -185,6 +186,12 @@ export interface RedialStackProps extends StackProps {
   readonly logRetention?: logs.RetentionDays;
   /** A call with no result after this long is ended by its watchdog with TIMEOUT. @default 600 */
   readonly callTimeoutSeconds?: number;
+  /**
+   * How long a discarded job (a dead letter) stays listable and retryable before DynamoDB's TTL removes it
+   * (DISCARDED_RETENTION_DAYS on every function; docs/job-layer.md, "The jobs table").
+   * @default DEFAULT_DISCARDED_RETENTION_DAYS (30)
+   */
+  readonly discardedRetentionDays?: number;
   /** Request limits of the HTTP API, per function's routes. @default DEFAULT_THROTTLING */
   readonly throttling?: Partial<ApiThrottling>;
   /** @default DEFAULT_INTAKE_RESERVED_CONCURRENCY */
@@ -326,7 +333,10 @@ export class RedialStack extends Stack {
     });
     this.webhookSecretsKey = new kms.Key(this, 'WebhookSecretsKey', { description: 'Encrypts webhook endpoint signing secrets at rest', enableKeyRotation: true });
 
-    for (const fn of Object.values(this.functions)) this.configureEnvironment(fn, mail);
+    for (const fn of Object.values(this.functions)) {
+      this.configureEnvironment(fn, mail);
+      fn.addEnvironment('DISCARDED_RETENTION_DAYS', String(props.discardedRetentionDays ?? DEFAULT_DISCARDED_RETENTION_DAYS));
+    }
     for (const [name, access] of Object.entries(FUNCTION_ACCESS)) this.grantAccess(this.functions[name]!, access);
     for (const name of queueNames) this.grantAccess(this.jobQueues[name].worker, WORKER_ACCESS[name]);
 
@@ -503,6 +513,9 @@ function checkedConfiguration(props: RedialStackProps): { callPlacerUrl: string;
   const domain = mailEnv.shape.MAIL_DOMAIN.safeParse(props.mail?.domain);
   if (!domain.success) problems.push(`mail domain ${JSON.stringify(props.mail?.domain)}: ${domain.error.issues[0]?.message ?? 'invalid'}`);
   if (props.mail?.from !== undefined && !mailEnv.shape.MAIL_FROM.safeParse(props.mail.from).success) problems.push(`mail from ${JSON.stringify(props.mail.from)} is not a From header`);
+  if (props.discardedRetentionDays !== undefined && (!Number.isInteger(props.discardedRetentionDays) || props.discardedRetentionDays < 1 || props.discardedRetentionDays > 365)) {
+    problems.push(`discardedRetentionDays must be a whole number of days from 1 to 365, got ${props.discardedRetentionDays}`);
+  }
   if (props.callTimeoutSeconds !== undefined && !callsEnv.shape.CALL_TIMEOUT_SECONDS.safeParse(props.callTimeoutSeconds).success) {
     problems.push(`callTimeoutSeconds must be a whole number of seconds from 10 to 86400, got ${props.callTimeoutSeconds}`);
   }

@@ -114,6 +114,7 @@ export interface ContactRow {
   round: number;
   /** Dials so far. */
   attempts: number;
+  /** The watchdog of the dial run that placed its latest call: only that watchdog may end the call with TIMEOUT. */
   watchdogJobId?: string;
   dialledAt?: string;
   completedAt?: string;
@@ -190,10 +191,14 @@ export const countAttribute = (status: ContactStatus): `n${ContactStatus}` => `n
 export const callIdFor = (batchId: string, contactNumber: string, round: number): string =>
   `call_${createHash('sha256').update(`${batchId}\n${contactNumber}\n${round}`).digest('base64url').slice(0, 22)}`;
 
-/** Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial, one finaliser per round. */
+/**
+ * Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial run (named
+ * by the list position of the run's first dial), one finaliser per round.
+ */
 export const jobIds = {
   dial: (batchId: string, round: number) => `calls.dial:${batchId}:${round}`,
-  // Job ids allow no '+': the E.164 number goes in without it.
-  watchdog: (batchId: string, number: string, round: number) => `calls.watchdog:${batchId}:${number.replace(/^\+/, '')}:${round}`,
+  watchdog: (batchId: string, round: number, page: number, pos: number) => `calls.watchdog:${batchId}:${round}:${page}.${pos}`,
+  /** A watchdog of one call, as enqueued before watchdogs covered a dial run (still run, never created). Job ids allow no '+'. */
+  callWatchdog: (batchId: string, number: string, round: number) => `calls.watchdog:${batchId}:${number.replace(/^\+/, '')}:${round}`,
   finalise: (batchId: string, round: number) => `calls.finalise:${batchId}:${round}`,
 };

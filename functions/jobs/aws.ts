@@ -7,6 +7,7 @@ import { powertoolsMetrics } from '../platform/metrics.ts';
 import { systemRng } from '../platform/rng.ts';
 import { AwsDispatchTransport } from './dispatch.ts';
 import type { QueueSpec } from './queues.ts';
+import { DEFAULT_DISCARDED_RETENTION_DAYS } from './row.ts';
 import { createJobRuntime } from './runtime.ts';
 import type { JobRuntime } from './runtime.ts';
 
@@ -18,6 +19,8 @@ export const jobsAwsConfig = z.object({
   SCHEDULER_GROUP: z.string().min(1),
   SCHEDULER_ROLE_ARN: z.string().startsWith('arn:'),
   RESCUE_AFTER_SECONDS: positiveNumberEnv(180),
+  /** How long discarded jobs (the dead letters) stay before DynamoDB's TTL removes them. */
+  DISCARDED_RETENTION_DAYS: positiveNumberEnv(DEFAULT_DISCARDED_RETENTION_DAYS),
 });
 
 export type JobsAwsConfig = z.infer<typeof jobsAwsConfig>;
@@ -42,6 +45,8 @@ export function awsJobRuntime(service: string, queues: Readonly<Record<string, Q
     rng: systemRng(),
     logger,
     metrics: powertoolsMetrics(service),
+    rescueAfterMs: config.RESCUE_AFTER_SECONDS * 1000,
+    discardedRetentionSeconds: config.DISCARDED_RETENTION_DAYS * 86400,
   });
   return { runtime, config, clients };
 }

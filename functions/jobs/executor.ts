@@ -8,14 +8,15 @@ import { decide } from './decide.ts';
 import type { Decision } from './decide.ts';
 import { unknownKindDiscard } from './discards.ts';
 import type { WakeUpMessage } from './dispatch.ts';
-import { ClaimRefusedError, LeaseLostError } from './errors.ts';
+import { ClaimRefusedError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { JobHandler } from './kinds.ts';
 import { classifyRun, describeError, JobDiscardReason } from './outcomes.ts';
 import type { RunOutcome } from './outcomes.ts';
-import { leaseMs } from './queues.ts';
+import { LEASE_MARGIN_SECONDS, leaseMs } from './queues.ts';
 import type { QueueSpec } from './queues.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 import { periodicStatusId } from './store.ts';
+import { isTerminal } from './states.ts';
 
 // The discard metrics live with the one discard path (discards.ts); lib/ reads the alarm's name from here.
 export { DISCARD_ALERT_METRIC, DISCARD_METRIC } from './discards.ts';
@@ -53,7 +54,8 @@ export class Executor {
   }
 
   async execute(message: WakeUpMessage): Promise<ExecutionResult> {
-    const { store, clock, logger, queue } = this.deps;
+    const { store, clock, queue } = this.deps;
+    const started = performance.now();
     let job: ClaimedJob;
     try {
       job = await store.claim(message.jobId, message.seq, clock.now(), clockMs(clock, leaseMs(queue.spec)));
@@ -61,21 +63,59 @@ export class Executor {
       if (error instanceof ClaimRefusedError) return this.refused(error, message);
       throw error;
     }
+    await this.deps.changes.claimed(job, 'claim');
+    return this.runClaimed(job, started);
+  }
 
+  /**
+   * Runs a claimed job and records its outcome; then the job it handed work on to (`runNext`), if any, in
+   * the same way, while the invocation (from `started`, real time) has time left for it.
+   */
+  private async runClaimed(job: ClaimedJob, started: number): Promise<ExecutionResult> {
+    const { clock, logger, queue } = this.deps;
     const handler = this.deps.handlers.get(job.kind);
-    const started = performance.now();
+    const runStarted = performance.now();
+    let successor: ClaimedJob | undefined;
+    const runNext = async (id: string): Promise<'claimed' | 'declined'> => {
+      if (successor) throw new Error(`job ${job.id} already handed work on to ${successor.id}`);
+      // Room for one more run of this kind, as long as its timeout, inside the worker's own timeout.
+      const needMs = Math.min(handler?.kind.timeoutSeconds ?? queue.spec.timeoutSeconds, queue.spec.timeoutSeconds) * 1000;
+      if (performance.now() - started + needMs + LEASE_MARGIN_SECONDS * 1000 > queue.spec.timeoutSeconds * 1000) return 'declined';
+      try {
+        successor = await this.deps.store.claimNext(id, clock.now(), clockMs(clock, leaseMs(queue.spec)));
+        await this.deps.changes.claimed(successor, 'claimNext');
+        return 'claimed';
+      } catch (error) {
+        if (error instanceof TransitionRefusedError && error.current?.cancelRequestedAt !== undefined && !isTerminal(error.current.state) && error.current.state !== 'running') return 'declined';
+        throw error;
+      }
+    };
     let decision: Decision;
     if (!handler) {
       decision = unknownKindDiscard(job.kind, `on queue ${queue.name}`);
     } else {
       const parsed = handler.kind.args.safeParse(job.args);
       const outcome: RunOutcome = parsed.success
-        ? classifyRun(await this.run(handler, parsed.data, job))
+        ? classifyRun(await this.run(handler, parsed.data, job, runNext))
         : { type: 'discarded', reason: JobDiscardReason.invalid_args, error: `invalid args: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
       decision = decide(outcome, job, handler.kind.policy, clock.now(), this.deps.rng);
     }
-    const durationMs = performance.now() - started;
+    const durationMs = performance.now() - runStarted;
 
+    // The successor does not wait for this job's outcome to be written: the two writes are independent.
+    const next = successor ? this.runClaimed(successor, started) : undefined;
+    next?.catch(() => undefined);
+    const result = await this.record(job, decision, durationMs, handler);
+    if (next) {
+      const followed = await next;
+      logger.debug('ran the job handed on to', { jobId: job.id, next: followed.jobId, result: followed.result });
+    }
+    return result;
+  }
+
+  /** Applies a run's decision on its claim; a lost claim voids the run. */
+  private async record(job: ClaimedJob, decision: Decision, durationMs: number, handler: JobHandler<unknown> | undefined): Promise<ExecutionResult> {
+    const { logger } = this.deps;
     try {
       await this.deps.changes.apply({ type: 'run', job, decision, durationMs });
     } catch (error) {
@@ -91,7 +131,7 @@ export class Executor {
     return { jobId: job.id, result: resultOf(decision) };
   }
 
-  private async run(handler: JobHandler<unknown>, args: unknown, job: ClaimedJob): Promise<unknown> {
+  private async run(handler: JobHandler<unknown>, args: unknown, job: ClaimedJob, runNext: (id: string) => Promise<'claimed' | 'declined'>): Promise<unknown> {
     const { clock, logger, queue } = this.deps;
     const timeoutMs = Math.min(handler.kind.timeoutSeconds, queue.spec.timeoutSeconds) * 1000;
     const policy = handler.kind.policy;
@@ -118,6 +158,7 @@ export class Executor {
           signal: controller.signal,
           logger: logger.createChild({ persistentKeys: { jobId: job.id, kind: job.kind, attempt: job.attempt } }),
           now: () => clock.now(),
+          runNext,
         }),
         timeout,
       ]);

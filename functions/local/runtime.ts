@@ -66,6 +66,8 @@ export interface LocalOptions {
   mail?: LocalMailOptions;
   /** Let webhook receivers on 127.0.0.1 and ::1 through the SSRF guard (WEBHOOK_ALLOW_LOOPBACK). @default true */
   webhookAllowLoopback?: boolean;
+  /** How long discarded jobs stay before TTL removes them, days (DISCARDED_RETENTION_DAYS). @default 30 */
+  discardedRetentionDays?: number;
 }
 
 /** Mail on one machine: by default every message goes to the built-in SMTP sink. */
@@ -210,6 +212,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
         webhooks: { allowLoopback: options.webhookAllowLoopback ?? true },
       },
       rescuer: { intervalMs: options.rescueIntervalMs ?? 5_000, rescueAfterMs: (options.rescueAfterRealMs ?? 30_000) * speed },
+      ...(options.discardedRetentionDays !== undefined ? { discardedRetentionSeconds: options.discardedRetentionDays * 86400 } : {}),
       serve: {
         port,
         extraRoutes: ({ system }) => [

@@ -20,6 +20,8 @@ export interface WaitEntry {
   sk: string;
   jobId: string;
   parkedAt: string;
+  /** The event the parked delivery carries, so whoever hands it the lease can read it ahead (absent on older entries). */
+  eventId?: string;
   /**
    * Set for a delivery that failed as the probe and waits out its own backoff: it may not be woken to
    * probe before this time, but a success releases it with the others.
@@ -189,9 +191,9 @@ export class WebhookStore {
   /**
    * settle: the holder records what its attempt meant for the endpoint and moves the lease, in one
    * conditional write (`holder = me`). Returns 'not_holder' if it no longer holds the lease; the caller
-   * then records the health part alone ({@link recordHealth}).
+   * then records the health part alone ({@link recordHealth}). Otherwise the endpoint as written.
    */
-  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number): Promise<'ok' | 'not_holder'> {
+  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number): Promise<EndpointRow | 'not_holder'> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.heldBy(e, holder));
     if (change) applyHealth(e, change, now);
@@ -210,7 +212,7 @@ export class WebhookStore {
       default:
         assertNever(move);
     }
-    return (await this.update(endpointId, e)) ? 'ok' : 'not_holder';
+    return (await this.update(endpointId, e)) ?? 'not_holder';
   }
 
   /** The health part of an attempt, recorded by a delivery that no longer holds the lease. */
@@ -275,7 +277,7 @@ export class WebhookStore {
    * park: put a delivery in its endpoint's wait list (idempotent; a second park replaces the first).
    * `notBefore`: it is waiting out its own backoff after failing as the probe.
    */
-  async park(key: { pk: string; sk: string }, jobId: string, now: number, notBefore?: number): Promise<void> {
+  async park(key: { pk: string; sk: string }, jobId: string, now: number, notBefore?: number, eventId?: string): Promise<void> {
     await this.db.send(
       new PutCommand({
         TableName: this.tableName,
@@ -284,6 +286,7 @@ export class WebhookStore {
           sk: key.sk,
           jobId,
           parkedAt: iso(now),
+          ...(eventId !== undefined ? { eventId } : {}),
           ...(notBefore !== undefined ? { notBefore: iso(notBefore) } : {}),
           expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS,
         },
@@ -341,6 +344,12 @@ export class WebhookStore {
   /** Commits an event with its fanout job (and whatever else the caller adds) in one transaction: a cancellation is an outcome, by name (`transact` in platform/dynamo.ts). */
   transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
     return transact(this.db, items);
+  }
+
+  /** An event, read eventually consistent (events never change; one not yet visible reads as absent). */
+  async peekEvent(id: string): Promise<WebhookEvent | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: eventKey(id) }));
+    return result.Item as WebhookEvent | undefined;
   }
 
   async getEvent(id: string): Promise<WebhookEvent | undefined> {

@@ -142,9 +142,12 @@ describe('rounds: the finaliser promotes exactly the retryable codes, the budget
     const callsJobs = jobs.filter((j) => j.queue === 'calls');
     expect(callsJobs.filter((j) => !['completed', 'cancelled'].includes(j.state)).map((j) => `${j.id} ${j.state}`)).toEqual([]);
     expect(callsJobs.filter((j) => j.kind === 'calls.finalise').map((j) => j.id).sort()).toEqual([jobIds.finalise(batchId, 1), jobIds.finalise(batchId, 2)]);
-    // Watchdogs of calls whose results came were cancelled; the lost call's watchdog ran.
-    expect((await fx.jobs.store.mustGet(jobIds.watchdog(batchId, '+14155550108', 1))).state).toBe('completed');
-    expect((await fx.jobs.store.mustGet(jobIds.watchdog(batchId, '+14155550104', 1))).state).toBe('cancelled');
+    // One watchdog per dial run (runs stop where the tenant's limit makes them wait), none cancelled;
+    // the one whose run placed the lost call ended it (its TIMEOUT in round 1, above).
+    const watchdogs = callsJobs.filter((j) => j.kind === 'calls.watchdog');
+    expect(watchdogs.length).toBeLessThanOrEqual(fx.simulator.calls.length);
+    expect(watchdogs.filter((j) => j.state !== 'completed' || j.cancelRequestedAt !== undefined)).toEqual([]);
+
   });
 
   it('ABatchWithNothingRetryableFinalisesAfterOneRoundWithoutAnOwnerMailWhenThereIsNoOwner', async () => {

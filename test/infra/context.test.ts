@@ -33,6 +33,7 @@ describe('stack properties from the CDK context', () => {
         publicBaseUrl: 'https://redial.acme.test',
         alarmEmail: 'oncall@acme.test',
         callTimeoutSeconds: '900',
+        discardedRetentionDays: '14',
         intakeRateLimit: '500',
         intakeBurstLimit: 800,
         linksRateLimit: '5',
@@ -46,6 +47,7 @@ describe('stack properties from the CDK context', () => {
       mail: { domain: 'mail.example.org', from: 'Acme <robot@acme.test>', sesIdentity: 'acme.test', configurationSet: 'redial', publicBaseUrl: 'https://redial.acme.test' },
       alarmEmail: 'oncall@acme.test',
       callTimeoutSeconds: 900,
+      discardedRetentionDays: 14,
       intakeReservedConcurrency: 40,
       deletionProtection: false,
       throttling: {

@@ -307,6 +307,12 @@ describe('configuration a deploy would discover too late', () => {
     expect(build({ mail: { domain: 'mail.example.org', from: 'x' } })).toThrow(/mail from "x"/);
   });
 
+  it('refuses a dead-letter retention that is not a whole number of days from 1 to 365', () => {
+    expect(build({ discardedRetentionDays: 0 })).toThrow(/discardedRetentionDays/);
+    expect(build({ discardedRetentionDays: 1.5 })).toThrow(/discardedRetentionDays/);
+    expect(build({ discardedRetentionDays: 14 })).not.toThrow();
+  });
+
   it('refuses a call timeout the calls worker would refuse', () => {
     expect(build({ callTimeoutSeconds: 5 })).toThrow(/callTimeoutSeconds/);
     expect(build({ callTimeoutSeconds: 600 })).not.toThrow();
@@ -335,6 +341,22 @@ describe('cdk-nag (AwsSolutions)', () => {
     // The JobQueue's own queue is acknowledged (SQS3) and fixed (SQS4): only the plain queue is reported.
     const paths = new AwsSolutionsChecks().validateScope(bare).violations.flatMap((v) => v.violatingResources.map((r) => r.constructPath));
     expect(paths.filter((p) => p?.includes('Jobs/Queue'))).toEqual([]);
+  });
+});
+
+describe('the jobs table', () => {
+  it('keeps the rescuer\'s byCheck index keys-only and sharded, and the dead letters in a sparse byDeadLetter index with the whole row', () => {
+    const table = s.resources[s.idOf(s.stack.tables.jobs)];
+    expect(table?.Properties['GlobalSecondaryIndexes']).toEqual([
+      { IndexName: 'byCheck', KeySchema: [{ AttributeName: 'checkShard', KeyType: 'HASH' }, { AttributeName: 'checkAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
+      { IndexName: 'byDeadLetter', KeySchema: [{ AttributeName: 'deadLetter', KeyType: 'HASH' }, { AttributeName: 'deadAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } },
+    ]);
+  });
+
+  it('tells every function how long dead letters stay: 30 days unless the context says otherwise', () => {
+    for (const fn of Object.values(s.stack.functions)) expect(s.envOf(s.idOf(fn))['DISCARDED_RETENTION_DAYS'], fn.node.path).toBe('30');
+    const custom = synth({ discardedRetentionDays: 14 });
+    for (const fn of Object.values(custom.stack.functions)) expect(custom.envOf(custom.idOf(fn))['DISCARDED_RETENTION_DAYS'], fn.node.path).toBe('14');
   });
 });
 

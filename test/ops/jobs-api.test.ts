@@ -50,7 +50,9 @@ describe('GET /v1/ops/jobs: cursors are opaque, and only a cursor of this listin
     const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const cursors: Record<string, string> = {
       'any JSON object (the probe)': 'eyJ4IjoxfQ',
-      'a raw key of the right attributes, other state': b64({ id: 'x', state: 'completed', stateOrder: '2026-01-01T00:00:00.000Z#x' }),
+      'a raw key of the right attributes, other state': b64({ id: 'x', checkShard: 'c01', checkAt: '2026-01-01T00:00:00.000Z#x' }),
+      'positions for too few partitions': b64([1, 'byCheck', 'available', [null, 0]]),
+      'a position that is not a key of this index': b64([1, 'byCheck', 'available', Array.from({ length: 32 }, () => 'x')]),
       'not base64 JSON': 'not-a-cursor',
       'an empty key value': b64(['', 'available', '']),
       'a cursor of another listing (state completed)': first.body.cursor,
@@ -61,7 +63,7 @@ describe('GET /v1/ops/jobs: cursors are opaque, and only a cursor of this listin
       expect(response.status, what).toBe(400);
       expect(response.body.issues.map((i: { path: string }) => i.path), what).toEqual(['query.cursor']);
     }
-    // Without a state every state is merged and there are no pages: a cursor there is refused too.
+    // Without a state every state is listed, with cursors of its own: another listing's is refused there too.
     const stateless = await get(`/v1/ops/jobs?cursor=${encodeURIComponent(first.body.cursor)}`);
     expect(stateless.status).toBe(400);
     expect(stateless.body.issues.map((i: { path: string }) => i.path)).toEqual(['query.cursor']);

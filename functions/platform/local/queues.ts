@@ -213,7 +213,7 @@ export class LocalTransport {
   private stopped = false;
   private readonly recorder: RequestRecorder | undefined;
   /** Counts by operation, comparable to the AWS request counts. */
-  readonly counts = { sendMessage: 0, createSchedule: 0 };
+  readonly counts = { sendMessage: 0, createSchedule: 0, deleteSchedule: 0 };
 
   /** With a `recorder`, every send, schedule and firing is recorded as the AWS requests it stands for. */
   constructor(queues: Iterable<LocalQueue>, clock: TimerClock, recorder?: RequestRecorder) {
@@ -245,6 +245,18 @@ export class LocalTransport {
     };
     const cancel = this.clock.setTimer(at, fire);
     this.schedules.set(name, { cancel, fire });
+    return Promise.resolve();
+  }
+
+  /** Deletes a waiting schedule (DeleteSchedule); one that is not there (fired, or never made) is no error. */
+  deleteSchedule(name: string): Promise<void> {
+    this.counts.deleteSchedule++;
+    this.recorder?.record({ service: 'Scheduler', operation: 'DeleteSchedule' });
+    const schedule = this.schedules.get(name);
+    if (schedule) {
+      schedule.cancel();
+      this.schedules.delete(name);
+    }
     return Promise.resolve();
   }
 
