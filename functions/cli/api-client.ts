@@ -105,7 +105,14 @@ export const servedPolicyTableSchema = policyTableSchema.extend({
 export type ServedPolicyTable = z.infer<typeof servedPolicyTableSchema>;
 
 /** `GET /v1/ops/job-counts`: jobs per state. */
-export const jobCountsSchema = z.object({ kind: z.string().nullable(), counts: z.record(z.string(), z.number().int()) });
+export const jobCountsSchema = z.object({
+  kind: z.string().nullable(),
+  counts: z.record(z.string(), z.number().int()),
+  /** Per kind, jobs per state. */
+  byKind: z.record(z.string(), z.record(z.string(), z.number().int())),
+  /** The dead letters kept: discarded jobs by kind and reason, jobs ops cancelled by kind. */
+  deadLetters: z.array(z.object({ state: z.enum(['discarded', 'cancelled']), kind: z.string(), reason: z.string().nullable(), count: z.number().int() })),
+});
 
 /** `GET /v1/ops/periodic`. */
 export const periodicListSchema = z.object({
@@ -258,13 +265,24 @@ export class OpsApiClient {
   }
 
   /**
-   * Jobs of one state counted by kind (and, for discarded jobs, by reason, where the API counts them):
-   * one `GET /v1/ops/job-counts?kind=` per kind the API runs.
+   * Jobs of one state counted by kind, and discarded jobs by reason too (of one kind, if given), from one
+   * `GET /v1/ops/job-counts`: its per-kind counts, and its dead letters by kind and reason.
    */
-  async jobBreakdown(state: string): Promise<JobBreakdown> {
-    const { kinds } = await this.servedPolicies();
-    const counts = await Promise.all(kinds.map(async (k) => [k.kind, (await this.jobCounts(k.kind))[state] ?? 0] as const));
-    return { byKind: Object.fromEntries(counts.filter(([, n]) => n > 0)) };
+  async jobBreakdown(state: string, kind?: string): Promise<JobBreakdown> {
+    const read = await this.request('GET', '/v1/ops/job-counts', jobCountsSchema);
+    const byKind = Object.fromEntries(
+      Object.entries(read.byKind)
+        .map(([k, states]) => [k, states[state] ?? 0] as const)
+        .filter(([, n]) => n > 0),
+    );
+    if (state !== 'discarded') return { byKind };
+    const byReason: Record<string, number> = {};
+    for (const d of read.deadLetters) {
+      if (d.state !== 'discarded' || (kind !== undefined && d.kind !== kind) || d.count <= 0) continue;
+      const reason = d.reason ?? 'unknown';
+      byReason[reason] = (byReason[reason] ?? 0) + d.count;
+    }
+    return { byKind, byReason };
   }
 
   /** `POST /v1/ops/jobs/retry`: retries every job the filter matches (up to `limit`); a dry run only counts them. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { HttpError, route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { formatDuration } from '../platform/format.ts';
-import { allStates, pendingStates } from '../jobs/index.ts';
+import { allStates, bulkCancelStates, bulkRetryStates } from '../jobs/index.ts';
 import type { JobSummary } from '../ops/views.ts';
 import { OpsApiError } from '../cli/api-client.ts';
 import type { BulkJobFilter, JobBreakdown, ServedPolicyTable } from '../cli/api-client.ts';
@@ -28,11 +28,11 @@ const PAGE_SIZE = 100;
 /** The most jobs one bulk call changes (the API's cap, MAX_BULK_LIMIT); the panel calls again for the rest. */
 const BULK_CALL_LIMIT = 1000;
 
-/** States a bulk retry applies to, and states a bulk cancel applies to (the job layer's transitions). */
-const RETRYABLE_STATES: readonly string[] = ['discarded', 'cancelled'];
-const CANCELLABLE_STATES: readonly string[] = [...pendingStates, 'running'];
-
-const retryable = (state: string) => RETRYABLE_STATES.includes(state);
+/** A job the single retry button shows on: discarded or cancelled (a waiting one runs on its own). */
+const retryable = (state: string) => state === 'discarded' || state === 'cancelled';
+/** States the bulk buttons show for: those the job layer's bulk retry and bulk cancel act on. */
+const canBulkRetry = (state: string) => (bulkRetryStates as readonly string[]).includes(state);
+const canBulkCancel = (state: string) => (bulkCancelStates as readonly string[]).includes(state);
 
 function jobsTable(rows: readonly JobSummary[], formToken: string) {
   if (!rows.length) return html`<p>No jobs.</p>`;
@@ -77,8 +77,8 @@ function breakdownTables(state: string, breakdown: JobBreakdown, filter: JobFilt
 function bulkForms(filter: JobFilter & { state: string }, formToken: string): Html {
   const action = (name: 'retry' | 'cancel', label: string) =>
     html`<form method="post" action="/panel/jobs/bulk">${formTokenField(formToken)}${filterFields(filter)}<input type="hidden" name="action" value="${name}"><input type="hidden" name="step" value="preview"><button type="submit">${label}</button></form>`;
-  const retry = retryable(filter.state);
-  const cancel = CANCELLABLE_STATES.includes(filter.state);
+  const retry = canBulkRetry(filter.state);
+  const cancel = canBulkCancel(filter.state);
   if (!retry && !cancel) return html``;
   return html`<section class="bulk" aria-labelledby="bulk-title"><h2 id="bulk-title">Every job this filter matches</h2>
 ${retry ? action('retry', 'Retry all matching…') : ''}${cancel ? action('cancel', 'Cancel all matching…') : ''}
@@ -146,7 +146,7 @@ export function jobPages(deps: JobPagesDeps): ApiRoute[] {
         const [policies, listing, breakdown] = await Promise.all([
           deps.policies(),
           problems.length ? undefined : api.listJobs({ ...filter, limit: PAGE_SIZE, ...(query.cursor ? { cursor: query.cursor } : {}) }),
-          filter.state ? api.jobBreakdown(filter.state) : undefined,
+          filter.state ? api.jobBreakdown(filter.state, filter.kind) : undefined,
         ]);
         const kinds = policies.kinds.map((k) => k.kind);
         const reasons = Object.keys(breakdown?.byReason ?? {});

@@ -127,6 +127,54 @@ describe('the ops panel in front of a signed API (npm run ops -- panel --api …
     expect(check.log.verified).toContain('GET /v1/ops/jobs');
   });
 
+  it('FiltersDiscardedJobsByKindReasonAndTime_CountsThemByKindAndReason_AndRetriesThemAllAfterADryRunCount_InARealBrowser', { timeout: 90_000 }, async () => {
+    const ids = await Promise.all(Array.from({ length: 3 }, async (_, i) => (await runtime.jobs.client.enqueue(probeKind, { failTimes: 10, note: `bulk ${i}` })).id));
+    await settled(ids, 'discarded');
+    await page.goto(`${panelUrl}/panel/jobs?state=discarded`);
+    await page.getByLabel('Kind').selectOption('ops.probe');
+    await page.getByLabel('Since').fill('1d');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/kind=ops\.probe/);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Discarded jobs');
+    const byKind = page.getByRole('table', { name: 'discarded jobs by kind' });
+    const probes = Number(await byKind.getByRole('row', { name: /ops\.probe/ }).getByRole('cell').nth(1).textContent());
+    expect(probes).toBeGreaterThanOrEqual(3);
+    // Counted by reason too (of the kind filtered on): every probe here failed all its attempts.
+    const byReason = page.getByRole('table', { name: 'discarded jobs by reason' });
+    expect(await byReason.getByRole('row').allTextContents()).toEqual(['ReasonJobs', `exhausted${probes}`]);
+    await byReason.getByRole('link', { name: 'exhausted' }).click();
+    await page.waitForURL(/reason=exhausted/);
+    expect(new URL(page.url()).searchParams.get('kind')).toBe('ops.probe');
+    expect(await page.getByLabel('Reason').inputValue()).toBe('exhausted');
+    const listed = await page.getByRole('table', { name: 'Jobs', exact: true }).locator('tbody tr').count();
+    expect(listed).toBe(probes);
+
+    // The dry run counts and changes nothing.
+    await page.getByRole('button', { name: 'Retry all matching…' }).click();
+    const status = page.getByRole('status');
+    expect(await status.textContent()).toMatch(new RegExp(`^${probes} jobs? match state discarded, kind ops\\.probe, reason exhausted, since .+, until `));
+    for (const id of ids) expect((await runtime.jobs.store.mustGet(id)).state).toBe('discarded');
+    expect(check.log.verified).toContain('POST /v1/ops/jobs/retry');
+
+    await page.getByRole('button', { name: `Retry ${probes} jobs` }).click();
+    expect(await page.getByRole('status').textContent()).toMatch(new RegExp(`^${probes} jobs retried of the ${probes} confirmed`));
+    // Each ran again, kept its history, and (still failing) is discarded again with one more attempt.
+    await expect.poll(async () => (await Promise.all(ids.map((id) => runtime.jobs.store.mustGet(id)))).every((j) => j.attempts.length === 11), { timeout: 30_000 }).toBe(true);
+  });
+
+  it('CancelsEveryWaitingJobOfAFilterAfterConfirming_InARealBrowser', { timeout: 60_000 }, async () => {
+    const ids = await Promise.all(Array.from({ length: 2 }, async () => (await runtime.jobs.client.enqueue(probeKind, { failTimes: 0 }, { delayMs: 30 * 86_400_000 })).id));
+    await settled(ids, 'scheduled');
+    await page.goto(`${panelUrl}/panel/jobs?state=scheduled&kind=ops.probe`);
+    await page.getByRole('button', { name: 'Cancel all matching…' }).click();
+    const matched = Number(/^(\d+) jobs? match/.exec((await page.getByRole('status').textContent()) ?? '')?.[1]);
+    expect(matched).toBeGreaterThanOrEqual(2);
+    for (const id of ids) expect((await runtime.jobs.store.mustGet(id)).state).toBe('scheduled');
+    await page.getByRole('button', { name: new RegExp(`^Cancel ${matched} jobs?$`) }).click();
+    expect(await page.getByRole('status').textContent()).toMatch(new RegExp(`^${matched} jobs? cancelled`));
+    for (const id of ids) expect((await runtime.jobs.store.mustGet(id)).state).toBe('cancelled');
+  });
+
   it('DrawsABatchsRoundsAndAGoneEndpointsDeliveriesWithItsDisableMarked_InARealBrowser', { timeout: 120_000 }, async () => {
     // A receiver that answers 410: the endpoint is disabled by its first delivery.
     const gone: Server = createServer((_req, res) => res.writeHead(410).end());
