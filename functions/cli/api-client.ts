@@ -191,8 +191,8 @@ export interface JobListQuery {
   cursor?: string;
 }
 
-/** The body of the bulk actions `POST /v1/ops/jobs/retry` and `POST /v1/ops/jobs/cancel`: the listing's filter, a dry run, a cap. */
-export interface BulkJobFilter {
+/** The body of `POST /v1/ops/jobs/retry` and `/cancel`: a state, the same filters, a dry run, how many at most in this call. */
+export interface BulkJobRequest {
   state: string;
   kind?: string;
   reason?: string;
@@ -208,8 +208,8 @@ export interface JobBreakdown {
   byReason?: Record<string, number>;
 }
 
-export const bulkRetrySchema = z.object({ matched: z.number().int(), retried: z.number().int() });
-export const bulkCancelSchema = z.object({ matched: z.number().int(), cancelled: z.number().int() });
+const bulkRetrySchema = z.object({ matched: z.number().int(), retried: z.number().int(), until: z.string() });
+const bulkCancelSchema = z.object({ matched: z.number().int(), cancelled: z.number().int(), until: z.string() });
 
 /** Turns a request into a signed one (headers added); used for API Gateway's IAM auth. */
 export type RequestSigner = (request: OutboundRequest) => Promise<OutboundRequest>;
@@ -283,16 +283,6 @@ export class OpsApiClient {
       byReason[reason] = (byReason[reason] ?? 0) + d.count;
     }
     return { byKind, byReason };
-  }
-
-  /** `POST /v1/ops/jobs/retry`: retries every job the filter matches (up to `limit`); a dry run only counts them. */
-  bulkRetry(filter: BulkJobFilter): Promise<z.infer<typeof bulkRetrySchema>> {
-    return this.request('POST', '/v1/ops/jobs/retry', bulkRetrySchema, { body: filter });
-  }
-
-  /** `POST /v1/ops/jobs/cancel`: cancels every job the filter matches (up to `limit`); a dry run only counts them. */
-  bulkCancel(filter: BulkJobFilter): Promise<z.infer<typeof bulkCancelSchema>> {
-    return this.request('POST', '/v1/ops/jobs/cancel', bulkCancelSchema, { body: filter });
   }
 
   /** `GET /v1/ops/periodic`: every periodic kind's last run and last failure. */
@@ -383,6 +373,16 @@ export class OpsApiClient {
   /** `POST /v1/ops/jobs/{id}/cancel`: cancels a pending or running job. */
   cancelJob(id: string): Promise<JobDetail> {
     return this.request('POST', `/v1/ops/jobs/${encodePathSegment(id)}/cancel`, jobDetailSchema);
+  }
+
+  /** `POST /v1/ops/jobs/retry`: retries the jobs matching the filter (at most `limit` this call), or counts them (`dryRun`). */
+  retryJobs(request: BulkJobRequest): Promise<{ matched: number; retried: number; until: string }> {
+    return this.request('POST', '/v1/ops/jobs/retry', bulkRetrySchema, { body: request });
+  }
+
+  /** `POST /v1/ops/jobs/cancel`: cancels the jobs matching the filter (at most `limit` this call), or counts them (`dryRun`). */
+  cancelJobs(request: BulkJobRequest): Promise<{ matched: number; cancelled: number; until: string }> {
+    return this.request('POST', '/v1/ops/jobs/cancel', bulkCancelSchema, { body: request });
   }
 
   /** `POST /v1/ops/probes`: enqueues an ops.probe job that fails `failTimes` times, then completes. */

@@ -159,6 +159,11 @@ export class JobClient {
     return this.store.requestCancelItem(id, this.clock.now());
   }
 
+  /** The job layer's clock: what `since`/`until` filters and every job's times are in. */
+  now(): number {
+    return this.clock.now();
+  }
+
   get(id: string): Promise<JobRow | undefined> {
     return this.store.get(id);
   }

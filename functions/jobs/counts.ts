@@ -31,6 +31,8 @@ export const dayOf = (at: string | number): string => new Date(at).toISOString()
 export class Tally {
   readonly kinds = new Map<string, Map<JobState, number>>();
   readonly dead = new Map<string, Map<string, number>>();
+  /** Flushed: its scope has ended, and what is counted now must go elsewhere. */
+  closed = false;
 
   /** A job of `kind` moved from `from` (nothing: it is new) to `to`. */
   move(kind: string, from: JobState | undefined, to: JobState): void {
@@ -121,23 +123,24 @@ export class CountStore {
 
   /** Runs `fn` as one scope: what it changes is tallied and flushed once, when it ends (even if it throws). */
   async within<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.scope.getStore()) return fn();
+    if (this.open()) return fn();
     const tally = new Tally();
     try {
       return await this.scope.run(tally, fn);
     } finally {
+      tally.closed = true;
       await this.flush(tally);
     }
   }
 
   /** Whether a scope is open here (a worker's batch, a rescuer pass, a bulk action). */
   inScope(): boolean {
-    return this.scope.getStore() !== undefined;
+    return this.open() !== undefined;
   }
 
   /** Counts a change: into the scope's tally, or flushed at once outside any scope. */
   async record(count: (tally: Tally) => void): Promise<void> {
-    const current = this.scope.getStore();
+    const current = this.open();
     if (current) return count(current);
     const tally = new Tally();
     count(tally);
@@ -210,6 +213,16 @@ export class CountStore {
     for (const counts of Object.values(byKind)) for (const state of allStates) byState[state] += counts[state];
     deadLetters.sort((a, b) => b.count - a.count || a.kind.localeCompare(b.kind) || (a.reason ?? '').localeCompare(b.reason ?? ''));
     return { byState, byKind, deadLetters };
+  }
+
+  /**
+   * The scope's tally, if it is still open. Work started inside a scope may outlive it (in one process, a
+   * wake-up sent by a bulk retry runs its job on the local host's queues in the retry's async context):
+   * once the scope has flushed, that work counts on its own.
+   */
+  private open(): Tally | undefined {
+    const current = this.scope.getStore();
+    return current && !current.closed ? current : undefined;
   }
 
   private async update(id: string, e: Expression): Promise<void> {

@@ -203,14 +203,15 @@ export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {
     responses: {
       200: {
         description:
-          '`matched`: jobs matching now; `retried`: how many this call retried (at most `limit`, default 1000; call again for the rest). Each retry is conditional on the job as matched, so a call run again after one that failed half-way retries the rest and nothing twice (pass the same `until`).',
-        schema: z.object({ matched: z.number().int(), retried: z.number().int() }),
+          '`matched`: jobs matching now; `retried`: how many this call retried (at most `limit`, default 1000; call again for the rest); `until`: the end of the time range applied (the one given, else now). Each retry is conditional on the job as matched, so a call run again after one that failed half-way retries the rest and nothing twice: pass the same `until`, so jobs discarded again since are not taken.',
+        schema: z.object({ matched: z.number().int(), retried: z.number().int(), until: z.string() }),
       },
       400: { description: 'a bad filter, or a state jobs cannot be retried from' },
     },
     handler: async ({ body }) => {
-      const result = await jobs().retryMatching(bulkRequest(body));
-      return { status: 200, body: { matched: result.matched, retried: result.changed } };
+      const request = bulkRequest(body, jobs().now());
+      const result = await jobs().retryMatching(request);
+      return { status: 200, body: { matched: result.matched, retried: result.changed, until: new Date(request.until).toISOString() } };
     },
   });
   const bulkCancel = route({
@@ -221,14 +222,16 @@ export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {
     body: bulkBody(bulkCancelStates),
     responses: {
       200: {
-        description: '`matched`: jobs matching now; `cancelled`: how many this call cancelled (at most `limit`, default 1000; call again for the rest)',
-        schema: z.object({ matched: z.number().int(), cancelled: z.number().int() }),
+        description:
+          '`matched`: jobs matching now; `cancelled`: how many this call cancelled (at most `limit`, default 1000; call again for the rest); `until`: the end of the time range applied (the one given, else now)',
+        schema: z.object({ matched: z.number().int(), cancelled: z.number().int(), until: z.string() }),
       },
       400: { description: 'a bad filter, or a state jobs cannot be cancelled from' },
     },
     handler: async ({ body }) => {
-      const result = await jobs().cancelMatching(bulkRequest(body));
-      return { status: 200, body: { matched: result.matched, cancelled: result.changed } };
+      const request = bulkRequest(body, jobs().now());
+      const result = await jobs().cancelMatching(request);
+      return { status: 200, body: { matched: result.matched, cancelled: result.changed, until: new Date(request.until).toISOString() } };
     },
   });
   const policies = route({
@@ -272,14 +275,20 @@ export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {
   return withErrors(opsHttpError, [list, counts, bulkRetry, bulkCancel, show, retry, cancel, probe, policies, periodic]);
 }
 
-/** The job layer's bulk request from a validated body (times to epoch ms; the limit at most {@link MAX_BULK_LIMIT}). */
-function bulkRequest(body: { state: JobState; kind?: string | undefined; reason?: string | undefined; since?: string | undefined; until?: string | undefined; dryRun?: boolean | undefined; limit?: number | undefined }) {
+/**
+ * The job layer's bulk request from a validated body (times to epoch ms; the limit at most
+ * {@link MAX_BULK_LIMIT}); without `until`, the range ends `now`, and the answer says so.
+ */
+function bulkRequest(
+  body: { state: JobState; kind?: string | undefined; reason?: string | undefined; since?: string | undefined; until?: string | undefined; dryRun?: boolean | undefined; limit?: number | undefined },
+  now: number,
+) {
   return {
     state: body.state,
     ...(body.kind ? { kind: body.kind } : {}),
     ...(body.reason ? { reason: body.reason } : {}),
     ...(body.since ? { since: ms(body.since)! } : {}),
-    ...(body.until ? { until: ms(body.until)! } : {}),
+    until: body.until ? ms(body.until)! : now,
     dryRun: body.dryRun ?? false,
     limit: body.limit ?? MAX_BULK_LIMIT,
   };

@@ -5,7 +5,7 @@ import { formatDuration } from '../platform/format.ts';
 import { allStates, bulkCancelStates, bulkRetryStates } from '../jobs/index.ts';
 import type { JobSummary } from '../ops/views.ts';
 import { OpsApiError } from '../cli/api-client.ts';
-import type { BulkJobFilter, JobBreakdown, ServedPolicyTable } from '../cli/api-client.ts';
+import type { BulkJobRequest, JobBreakdown, ServedPolicyTable } from '../cli/api-client.ts';
 import { filterQuery, parseTimeFilter } from './filters.ts';
 import type { JobFilter } from './filters.ts';
 import { html } from './html.ts';
@@ -188,13 +188,16 @@ ${jobsTable(listing.jobs, deps.formToken)}`
         if (!parsed.success) throw new HttpError(400, 'invalid_request', `this form is not one the panel sent: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
         const { action, step, limit, form_token: _token, ...filter } = parsed.data;
         const verb = action === 'retry' ? 'Retry' : 'Cancel';
-        const run = (request: BulkJobFilter) =>
-          action === 'retry' ? api.bulkRetry(request).then((r) => ({ matched: r.matched, acted: r.retried })) : api.bulkCancel(request).then((r) => ({ matched: r.matched, acted: r.cancelled }));
+        const run = (request: BulkJobRequest) =>
+          action === 'retry'
+            ? api.retryJobs(request).then((r) => ({ matched: r.matched, acted: r.retried, until: r.until }))
+            : api.cancelJobs(request).then((r) => ({ matched: r.matched, acted: r.cancelled, until: r.until }));
         const back = html`<p><a href="/panel/jobs${filterQuery(filter)}">Back to the jobs</a></p>`;
         if (step === 'preview') {
-          // The confirmation acts on what matched now: jobs that reach the state later are left for another look.
-          filter.until ??= new Date(await api.now()).toISOString();
-          const { matched } = await run({ ...filter, dryRun: true });
+          // The confirmation acts on what matched now: the dry run's `until` (the API's now, unless given) goes
+          // with it, so jobs that reach the state later (a retried job discarded again) are left for another look.
+          const { matched, until } = await run({ ...filter, dryRun: true });
+          filter.until = until;
           const body = matched
             ? html`<p role="status">${matched} job${matched === 1 ? '' : 's'} match ${describeFilter(filter)}.</p>
 <form method="post" action="/panel/jobs/bulk">${formTokenField(deps.formToken)}${filterFields(filter)}<input type="hidden" name="action" value="${action}"><input type="hidden" name="step" value="confirm"><input type="hidden" name="limit" value="${matched}"><button type="submit">${verb} ${matched} job${matched === 1 ? '' : 's'}</button></form>

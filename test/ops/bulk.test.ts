@@ -104,12 +104,12 @@ describe('POST /v1/ops/jobs/retry and /cancel: bulk actions by the same filter',
     const ids = await listAll('state=discarded&kind=test.flaky');
     const before = await rows(ids);
 
-    expect(await call('POST', '/v1/ops/jobs/retry', { ...filter, dryRun: true })).toEqual({ status: 200, body: { matched: 3, retried: 0 } });
+    expect(await call('POST', '/v1/ops/jobs/retry', { ...filter, dryRun: true })).toEqual({ status: 200, body: { matched: 3, retried: 0, until: filter.until } });
     expect(await rows(ids)).toEqual(before);
 
-    expect(await call('POST', '/v1/ops/jobs/retry', { ...filter, limit: 2 })).toEqual({ status: 200, body: { matched: 3, retried: 2 } });
-    expect(await call('POST', '/v1/ops/jobs/retry', filter)).toEqual({ status: 200, body: { matched: 1, retried: 1 } });
-    expect(await call('POST', '/v1/ops/jobs/retry', filter)).toEqual({ status: 200, body: { matched: 0, retried: 0 } });
+    expect(await call('POST', '/v1/ops/jobs/retry', { ...filter, limit: 2 })).toEqual({ status: 200, body: { matched: 3, retried: 2, until: expect.any(String) } });
+    expect(await call('POST', '/v1/ops/jobs/retry', filter)).toEqual({ status: 200, body: { matched: 1, retried: 1, until: expect.any(String) } });
+    expect(await call('POST', '/v1/ops/jobs/retry', filter)).toEqual({ status: 200, body: { matched: 0, retried: 0, until: expect.any(String) } });
     await fx.idle();
 
     // Each ran once more (test.flaky fails once, then succeeds), with its first attempt kept.
@@ -127,9 +127,10 @@ describe('POST /v1/ops/jobs/retry and /cancel: bulk actions by the same filter',
     for (let i = 0; i < 3; i++) waiting.push((await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 }, { delayMs: HOUR })).id);
     const other = (await fx.jobs.client.enqueue(kinds.pickyKind, { status: 200 }, { delayMs: HOUR })).id;
 
-    expect(await call('POST', '/v1/ops/jobs/cancel', { state: 'scheduled', kind: 'test.flaky', dryRun: true })).toEqual({ status: 200, body: { matched: 3, cancelled: 0 } });
+    // Without an until, the range ends now (on the job layer's clock), and the answer says where.
+    expect(await call('POST', '/v1/ops/jobs/cancel', { state: 'scheduled', kind: 'test.flaky', dryRun: true })).toEqual({ status: 200, body: { matched: 3, cancelled: 0, until: at(fx.clock.now()) } });
     expect((await fx.jobs.store.mustGet(waiting[0]!)).state).toBe('scheduled');
-    expect(await call('POST', '/v1/ops/jobs/cancel', { state: 'scheduled', kind: 'test.flaky' })).toEqual({ status: 200, body: { matched: 3, cancelled: 3 } });
+    expect(await call('POST', '/v1/ops/jobs/cancel', { state: 'scheduled', kind: 'test.flaky' })).toEqual({ status: 200, body: { matched: 3, cancelled: 3, until: expect.any(String) } });
     expect((await listAll('state=cancelled&kind=test.flaky')).sort()).toEqual([...waiting].sort());
     await fx.settle(2 * HOUR);
     expect(kinds.runs.filter((r) => waiting.includes(r.id))).toEqual([]);
