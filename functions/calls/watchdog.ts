@@ -8,6 +8,7 @@ import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { watchdogKind } from './kinds.ts';
 import type { CallWatchdogArgs, RunWatchdogArgs } from './kinds.ts';
 import { callIdFor, ContactStatus, jobIds } from './model.ts';
+import type { ContactRow } from './model.ts';
 
 /**
  * calls.watchdog: one per dial run, due once the run's last call may have timed out. It reads the list
@@ -28,7 +29,7 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     if (!batch) return;
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
-    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map();
+    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
     const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
     const timeoutMs = deps.config.callTimeoutSeconds * 1000;
     const now = ctx.now();
