@@ -150,7 +150,7 @@ export class System {
   }
 
   get ops(): OpsDeps {
-    return (this.opsDeps ??= { jobs: this.host.jobs.client, kinds: allKinds });
+    return (this.opsDeps ??= { jobs: this.host.jobs.client, kinds: allKinds, periodicStatus: (kind) => this.host.jobs.store.getPeriodic(kind) });
   }
 
   /** The handlers of one queue's kinds: only the context that owns the queue is built. */

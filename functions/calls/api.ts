@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
-import { HttpError, notFound, route, unavailable, withErrors } from '../platform/http.ts';
+import { HttpError, notFound, queryInt, route, unavailable, withErrors } from '../platform/http.ts';
+import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import { classifyCallReport } from './classify.ts';
@@ -16,17 +17,20 @@ import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
 import {
   batchBody,
   batchHeaders,
+  batchListResponse,
   batchParams,
   batchResponse,
   callResultBody,
   callResultResponse,
   contactsResponse,
+  roundsResponse,
   tenantBody,
   tenantParams,
   tenantResponse,
 } from './schemas.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
 import { callWebhookVerifier } from './signature.ts';
+import { roundOutcomes } from './rounds.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
@@ -93,6 +97,7 @@ export function callsHttpError(error: unknown): HttpError | undefined {
   if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
   if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
   if (error instanceof IncompleteReadError) return unavailable();
+  if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
   return undefined;
 }
 
@@ -252,6 +257,41 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
+  const listBatches = route({
+    method: 'GET',
+    path: '/v1/batches',
+    auth: 'iam',
+    summary: 'Batches, newest first, a page at a time (a Query of the batch index, never a Scan)',
+    query: z.object({
+      limit: queryInt(1, 100).optional().describe('batches per page, 1–100 (default 25)'),
+      cursor: z.string().max(2000).optional().describe('the `cursor` of the previous page'),
+    }),
+    responses: {
+      200: { description: 'up to `limit` batches; `cursor`, when present, asks for the next page', schema: batchListResponse },
+      400: { description: 'a bad limit, or a cursor this listing did not give out' },
+      503: { description: 'DynamoDB left part of the page unread; ask again' },
+    },
+    handler: async ({ query }) => {
+      const page = await calls().store.listBatches(query.limit ?? 25, query.cursor);
+      return { status: 200, body: { batches: page.batches.map(batchView), ...(page.cursor ? { cursor: page.cursor } : {}) } };
+    },
+  });
+
+  const listRounds = route({
+    method: 'GET',
+    path: '/v1/batches/{id}/rounds',
+    auth: 'iam',
+    summary: 'What each round of a batch came to: its size, its completed calls by normalised code, and what is still pending',
+    params: batchParams,
+    responses: { 200: { description: 'the rounds, first to current', schema: roundsResponse }, 404: { description: 'no such batch' } },
+    handler: async ({ params }) => {
+      const { store } = calls();
+      const [batch, rows] = await Promise.all([store.getBatch(params.id), store.getRounds(params.id)]);
+      if (!batch) throw notFound(`batch ${params.id}`);
+      return { status: 200, body: { batchId: batch.batchId, rounds: roundOutcomes(batch, rows) } };
+    },
+  });
+
   const listContacts = route({
     method: 'GET',
     path: '/v1/batches/{id}/contacts',
@@ -345,5 +385,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake]);
+  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, getBatch, listRounds, listContacts, deleteBatch, intake]);
 }

@@ -12,6 +12,8 @@ import type { CallingWindow } from './window.ts';
  * | batch | `BATCH#<batchId>` | `BATCH` |
  * | a round's dial list, one page | `BATCH#<batchId>` | `LIST#<round:3>#<page:5>` |
  * | contact state | `BATCH#<batchId>#C<shard:2>` (16 shards by number) | `CONTACT#<E.164 number>` |
+ * | a finished round's outcomes | `BATCH#<batchId>` | `ROUND#<round:3>` |
+ * | the batch index, one entry per batch | `BATCHES` | `<createdAt>#<batchId>` |
  *
  * A contact's key is derived from what the call-result webhook carries (batch and number), so the intake
  * writes without reading. The order to dial in lives in the immutable list pages: round 1's are written
@@ -212,6 +214,32 @@ export const listKey = (batchId: string, round: number, page: number) => ({
   pk: `BATCH#${batchId}`,
   sk: `LIST#${String(round).padStart(3, '0')}#${String(page).padStart(5, '0')}`,
 });
+/**
+ * The entry a batch leaves in the batch index when it is created (in the same transaction): the ops listing
+ * reads the newest batches with a Query of this one partition instead of a Scan. It is written once per
+ * batch and never updated, so the partition takes only the batch creation rate.
+ */
+export const BATCH_INDEX_PK = 'BATCHES';
+export const batchIndexKey = (createdAt: string, batchId: string) => ({ pk: BATCH_INDEX_PK, sk: `${createdAt}#${batchId}` });
+
+/**
+ * A round's outcomes (`ROUND#<round>`), written by its finaliser, never by the intake: `retried:<code>`
+ * counts the contacts it promoted, by the code that made them retryable (one ADD per promotion step, in
+ * the step's transaction), and `byCodeAfter` is the batch's byCode once the round was closed (set when it
+ * re-arms or finalises the batch). Round r's terminal outcomes are its byCodeAfter less round r−1's.
+ */
+export interface RoundRow {
+  pk: string;
+  sk: string;
+  round: number;
+  byCodeAfter?: Record<string, number>;
+  closedAt?: string;
+  [retried: `retried:${string}`]: number;
+}
+export const roundKey = (batchId: string, round: number) => ({ pk: `BATCH#${batchId}`, sk: `ROUND#${String(round).padStart(3, '0')}` });
+export const ROUND_PREFIX = 'ROUND#';
+export const RETRIED_PREFIX = 'retried:';
+
 /** Numbers per page of a round's dial list (20 pages for the largest batch: one transaction creates it). */
 export const LIST_PAGE_SIZE = 500;
 export const listPrefix = (round: number) => `LIST#${String(round).padStart(3, '0')}#`;

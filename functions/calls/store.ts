@@ -1,9 +1,11 @@
-import { GetCommand, paginateQuery, paginateScan, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { batchGet, conditionCheck, Expression, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
+import { batchGet, conditionCheck, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import {
+  BATCH_INDEX_PK,
+  batchIndexKey,
   BatchStatus,
   batchKey,
   callsExpiry,
@@ -16,6 +18,9 @@ import {
   LIST_PAGE_SIZE,
   listKey,
   listPrefix,
+  RETRIED_PREFIX,
+  ROUND_PREFIX,
+  roundKey,
   SLOT_SHARDS,
   slotCount,
   slotKey,
@@ -24,7 +29,7 @@ import {
   slotShardsFor,
   tenantKey,
 } from './model.ts';
-import type { BatchRow, CompletionSource, ContactRow, ListPage, SlotRow, TenantRow } from './model.ts';
+import type { BatchRow, CompletionSource, ContactRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
 const is = {
@@ -137,16 +142,37 @@ export class CallsStore {
   }
 
   /**
-   * Every batch, newest first, up to `limit`: a Scan of the table, for the local ops panel (on AWS a
-   * tenant's batches would want an index; nothing deployed calls this).
+   * The newest batches first, a page of up to `limit`: a Query of the batch index (one entry per batch,
+   * written with it: `batchIndexKey` in model.ts), then a consistent BatchGet of their rows. Pass `cursor`
+   * on for the next page; a cursor this listing did not give out raises `InvalidCursorError`.
    */
-  async listBatches(limit = 100): Promise<BatchRow[]> {
-    const rows: BatchRow[] = [];
+  async listBatches(limit: number, cursor?: string): Promise<{ batches: BatchRow[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: BATCH_INDEX_PK });
+    const startKey = pages.decode(cursor);
     const e = new Expression();
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', batchKey('').sk)) })) {
-      rows.push(...((page.Items ?? []) as BatchRow[]));
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        ...e.forQuery(e.eq('pk', BATCH_INDEX_PK)),
+        ScanIndexForward: false,
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    const ids = (result.Items ?? []).map((item) => item['batchId'] as string);
+    const rows: BatchRow[] = [];
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      rows.push(...((await batchGet(this.db, this.tableName, ids.slice(i, i + MAX_BATCH_GET_KEYS).map(batchKey))) as unknown as BatchRow[]));
     }
-    return rows.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
+    const byId = new Map(rows.map((row) => [row.batchId, row]));
+    const batches = ids.flatMap((id) => byId.get(id) ?? []);
+    const next = pages.encode(result.LastEvaluatedKey);
+    return next ? { batches, cursor: next } : { batches };
+  }
+
+  /** The outcomes of a batch's closed rounds (model.ts `RoundRow`), in round order. */
+  async getRounds(batchId: string): Promise<RoundRow[]> {
+    return this.queryBatch<RoundRow>(batchId, ROUND_PREFIX);
   }
 
   /** One page of a round's dial list (immutable once written). */
@@ -248,8 +274,8 @@ export class CallsStore {
   // ─── batches ────────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), and a check that its tenant
-   * exists (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
+   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), its entry in the batch index
+   * (`batch index`), and a check that its tenant exists (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
    */
   createBatchItems(batch: BatchRow, pages: readonly ListPage[]): TransactItem[] {
     const absent = new Expression();
@@ -258,6 +284,7 @@ export class CallsStore {
       putItem('batch', this.tableName, batch, absent.when(is.absent(absent)), { returnStored: true }),
       conditionCheck('tenant', this.tableName, tenantKey(batch.tenantId), tenant.when(is.exists(tenant))),
       ...pages.map((page) => putItem(`list page ${page.page}`, this.tableName, page)),
+      putItem('batch index', this.tableName, { ...batchIndexKey(batch.createdAt, batch.batchId), batchId: batch.batchId, tenantId: batch.tenantId }),
     ];
   }
 
@@ -408,8 +435,9 @@ export class CallsStore {
   /**
    * One step of the finaliser over the round's list, items [contact <number>…, next list page?, batch]: each
    * promoted contact goes Completed → RetryEligible (only if it still is Completed with the code read),
-   * the promoted numbers become one page of the next round's list, and the batch moves the finaliser's
-   * cursor and its counts (only if nobody moved the cursor).
+   * the promoted numbers become one page of the next round's list, the round's outcomes count them by
+   * code (`round`), and the batch moves the finaliser's cursor and its counts (only if nobody moved the
+   * cursor).
    */
   promotionItems(input: {
     batch: BatchRow;
@@ -444,6 +472,10 @@ export class CallsStore {
         .increment(countAttribute(ContactStatus.Completed), -promote.length)
         .increment(countAttribute(ContactStatus.RetryEligible), promote.length);
       for (const [code, n] of codeCounts) b.increment(['byCode', code], -n);
+      const r = new Expression();
+      r.set('round', batch.round);
+      for (const [code, n] of codeCounts) r.increment([`${RETRIED_PREFIX}${code}`], n, 0);
+      items.push(this.update('round', roundKey(batch.batchId, batch.round), r));
     }
     items.push(this.update('batch', batchKey(batch.batchId), b));
     return items;
@@ -487,6 +519,17 @@ export class CallsStore {
       .set('updatedAt', iso(now))
       .set('expiresAt', callsExpiry(now));
     return this.update('batch', batchKey(batch.batchId), e);
+  }
+
+  /**
+   * Closes a round's outcomes, item `round`: the batch's byCode as the round leaves it (after its
+   * promotions). The finaliser adds it to the transaction that re-arms or finalises the batch, whose
+   * conditions make it happen once.
+   */
+  closeRoundItem(batch: BatchRow, now: number): TransactItem {
+    const e = new Expression();
+    e.set('round', batch.round).set('byCodeAfter', batch.byCode).set('closedAt', iso(now));
+    return this.update('round', roundKey(batch.batchId, batch.round), e);
   }
 
   /** An Update of this table; a refused condition returns the item as stored (ALL_OLD): the caller decides from it, without a read. */

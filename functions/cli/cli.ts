@@ -1,6 +1,8 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { CredentialProvider } from '../platform/credentials.ts';
 import { formatDuration } from '../platform/format.ts';
+import { createLogger } from '../platform/logger.ts';
+import { startPanelServer } from '../panel/server.ts';
 import { allStates } from '../jobs/index.ts';
 import { allKinds } from '../app/system.ts';
 import { policyTable as kindsPolicyTable } from '../ops/jobs-api.ts';
@@ -11,7 +13,7 @@ import type { JobDetail, JobSummary } from '../ops/views.ts';
 
 /**
  * The ops CLI (`npm run ops -- …`): list, show, retry and cancel jobs, enqueue a probe, print the retry
- * policies. bin/ops.ts only wires it to the process; everything here takes its streams, environment,
+ * policies, and serve the ops panel in front of an API (`panel`). bin/ops.ts only wires it to the process; everything here takes its streams, environment,
  * clock and credentials as arguments, so tests run it in-process.
  */
 
@@ -36,7 +38,12 @@ export interface CliDeps {
   now: () => Date;
   /** @default sendOnce */
   send?: Send;
+  /** Resolves when a long-running command (`panel`) should stop: bin/ops.ts on SIGINT or SIGTERM, a test when it is done. */
+  untilStopped?: () => Promise<void>;
 }
+
+/** Where `ops panel` listens on 127.0.0.1 unless told otherwise (the local runtime has 3000). */
+export const DEFAULT_PANEL_PORT = 3100;
 
 /** The local runtime's address (`npm start`). */
 export const DEFAULT_API_URL = 'http://127.0.0.1:3000';
@@ -182,6 +189,25 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       if (options.json) return json({ jobId });
       out(jobId);
       io.stderr.write(`enqueued ops.probe (fails ${flags.fail} time${flags.fail === 1 ? '' : 's'}, then completes); follow it: npm run ops -- jobs show ${jobId}\n`);
+    });
+
+  program
+    .command('panel')
+    .description('serve the ops panel on 127.0.0.1 in front of --api: every page reads and acts through that API (signed with SigV4 for AWS)')
+    .option('--port <n>', `the port on 127.0.0.1, 0 for any free one (default ${DEFAULT_PANEL_PORT})`, intInRange(0, 65535), DEFAULT_PANEL_PORT)
+    .action(async (flags: { port: number }, command: Command) => {
+      if (!deps.untilStopped) throw new CliUsageError('this host cannot keep the panel running (no untilStopped)');
+      const { api } = clientOf(command);
+      // Fail at once, with the API's own words, if it cannot be reached or refuses the credentials.
+      await api.servedPolicies();
+      const server = await startPanelServer({ api, port: flags.port, logger: createLogger('redial-panel') });
+      try {
+        out(`panel ${server.url}/panel → ${api.baseUrl}${api.signed ? ' (every request signed with SigV4)' : ''}`);
+        io.stderr.write('the panel answers this machine only (127.0.0.1); Ctrl-C stops it\n');
+        await deps.untilStopped();
+      } finally {
+        await server.close();
+      }
     });
 
   program

@@ -77,8 +77,16 @@ export interface LocalHostOptions {
    * The AWS clients are the caller's: build `db` with the same recorder (platform/aws.ts).
    */
   recorder?: RequestRecorder;
-  /** Serve the API on 127.0.0.1 (`port` 0: any free port), with `extraRoutes` beside it; only `origins` may POST from a browser. */
-  serve?: { port: number; extraRoutes?: (host: { jobs: JobRuntime; system: System }) => readonly ApiRoute[]; origins?: readonly string[] };
+  /**
+   * Serve the API on 127.0.0.1 (`port` 0: any free port), with `extraRoutes` beside it; only `origins` may
+   * POST from a browser; `wrap` puts a check of the caller's own in front of it (a test's SigV4 check).
+   */
+  serve?: {
+    port: number;
+    extraRoutes?: (host: { jobs: JobRuntime; system: System }) => readonly ApiRoute[];
+    origins?: readonly string[];
+    wrap?: (handler: ApiHandler) => ApiHandler;
+  };
 }
 
 /** redial on one machine, assembled. */
@@ -205,7 +213,8 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
   if (options.serve) {
     const routed = createApiHandler([...system.routes(), ...(options.serve.extraRoutes?.({ jobs, system }) ?? [])], logger);
     const plain: ApiHandler = (event, context) => routed(event, context);
-    const api = recorder ? recordedApi(plain, system, recorder) : plain;
+    const recorded = recorder ? recordedApi(plain, system, recorder) : plain;
+    const api = options.serve.wrap ? options.serve.wrap(recorded) : recorded;
     server = await startHttpServer({ port: options.serve.port, handler: options.serve.origins ? sameOriginOnly(api, options.serve.origins) : api });
     const started = server;
     stops.push(() => started.close());

@@ -3,7 +3,7 @@ import { conflict, HttpError, notFound, queryInt, route, withErrors } from '../p
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiRoute, HttpError as HttpErrorType } from '../platform/http.ts';
 import { allStates, bulkCancelStates, bulkRetryStates, JobNotFoundError, JobState, retrySchedule, TransitionRefusedError } from '../jobs/index.ts';
-import type { JobClient, JobKind } from '../jobs/index.ts';
+import type { JobClient, JobKind, PeriodicStatus } from '../jobs/index.ts';
 import { probeArgs, probeKind } from './probe.ts';
 import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema } from './views.ts';
 
@@ -51,11 +51,27 @@ export const MAX_BULK_LIMIT = 1000;
 const refused = (error: TransitionRefusedError, action: string) =>
   conflict(`cannot ${action} job ${error.jobId} in state ${error.current?.state ?? 'unknown'}`, { state: error.current?.state ?? null });
 
-/** What the ops routes need: the job client, and every kind the system runs (for the policy table). */
+/** What the ops routes need: the job client, every kind the system runs (for the policy table), and the periodic kinds' last runs. */
 export interface OpsDeps {
   jobs: JobClient;
   kinds: readonly JobKind<unknown>[];
+  /** A periodic kind's last run, as the job layer keeps it (undefined before its first). */
+  periodicStatus(kind: string): Promise<PeriodicStatus | undefined>;
 }
+
+const periodicResponse = z.object({
+  periodic: z.array(
+    z.object({
+      kind: z.string(),
+      everySeconds: z.number(),
+      lastRunAt: z.string().nullable(),
+      lastOutcome: z.enum(['completed', 'failed']).nullable(),
+      lastJobId: z.string().nullable(),
+      lastFailureAt: z.string().nullable(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+});
 
 /**
  * The ops routes' errors as HTTP answers, in one place: a job that is not there is a 404, a transition
@@ -231,7 +247,32 @@ export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {
       },
     }),
   });
-  return withErrors(opsHttpError, [list, counts, bulkRetry, bulkCancel, show, retry, cancel, probe, policies]);
+  const periodic = route({
+    method: 'GET',
+    path: '/v1/ops/periodic',
+    auth: 'iam',
+    summary: 'Every periodic kind with its period, its last run and its last failure (periodic jobs are never retried)',
+    responses: { 200: { description: 'one entry per periodic kind', schema: periodicResponse } },
+    handler: async () => {
+      const periodicKinds = deps().kinds.filter((k) => k.periodic);
+      const statuses = await Promise.all(periodicKinds.map((k) => deps().periodicStatus(k.kind)));
+      return {
+        status: 200,
+        body: {
+          periodic: periodicKinds.map((k, i) => ({
+            kind: k.kind,
+            everySeconds: k.periodic?.everySeconds ?? 0,
+            lastRunAt: statuses[i]?.lastRunAt ?? null,
+            lastOutcome: statuses[i]?.lastOutcome ?? null,
+            lastJobId: statuses[i]?.lastJobId ?? null,
+            lastFailureAt: statuses[i]?.lastFailureAt ?? null,
+            lastError: statuses[i]?.lastError ?? null,
+          })),
+        },
+      };
+    },
+  });
+  return withErrors(opsHttpError, [list, counts, bulkRetry, bulkCancel, show, retry, cancel, probe, policies, periodic]);
 }
 
 /**

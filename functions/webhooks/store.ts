@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, paginateQuery, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
 import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
-import { discardMarkerKey, endpointKey, tenantEndpointKey, waitListPartition } from './endpoint.ts';
+import { discardMarkerKey, ENDPOINT_INDEX_PK, endpointIndexKey, endpointKey, tenantEndpointKey, waitListPartition } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
@@ -81,12 +81,16 @@ export class WebhookStore {
 
   // ─── Endpoints ──────────────────────────────────────────────────────────────────────────────────────
 
-  /** Creates an endpoint and its tenant's index entry together; an existing id raises {@link EndpointExistsError} with the stored row. */
+  /**
+   * Creates an endpoint, its tenant's index entry and its entry in the endpoint index together; an
+   * existing id raises {@link EndpointExistsError} with the stored row.
+   */
   async createEndpoint(row: EndpointRow): Promise<void> {
     const absent = new Expression();
     const result = await this.transact([
       putItem('endpoint', this.tableName, row, absent.when(is.absent(absent)), { returnStored: true }),
       putItem('tenant index', this.tableName, { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId }),
+      putItem('endpoint index', this.tableName, { ...endpointIndexKey(row.createdAt, row.endpointId), endpointId: row.endpointId }),
     ]);
     if (result.committed) return;
     const endpoint = result.refused.endpoint;
@@ -99,14 +103,33 @@ export class WebhookStore {
     return result.Item as EndpointRow | undefined;
   }
 
-  /** Every endpoint, up to `limit`: a Scan of the table, for the local ops panel (nothing deployed calls it). */
-  async listEndpoints(limit = 100): Promise<EndpointRow[]> {
-    const rows: EndpointRow[] = [];
+  /**
+   * The newest endpoints first, a page of up to `limit`: a Query of the endpoint index (one entry per
+   * endpoint, written with it: `endpointIndexKey` in endpoint.ts), then a consistent BatchGet of their rows.
+   * A cursor this listing did not give out raises `InvalidCursorError`.
+   */
+  async listEndpoints(limit: number, cursor?: string): Promise<{ endpoints: EndpointRow[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: ENDPOINT_INDEX_PK });
+    const startKey = pages.decode(cursor);
     const e = new Expression();
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', 'ENDPOINT')) })) {
-      rows.push(...((page.Items ?? []) as EndpointRow[]));
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        ...e.forQuery(e.eq('pk', ENDPOINT_INDEX_PK)),
+        ScanIndexForward: false,
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    const ids = (result.Items ?? []).map((item) => item['endpointId'] as string);
+    const rows: EndpointRow[] = [];
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      rows.push(...((await batchGet(this.db, this.tableName, ids.slice(i, i + MAX_BATCH_GET_KEYS).map(endpointKey))) as unknown as EndpointRow[]));
     }
-    return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
+    const byId = new Map(rows.map((row) => [row.endpointId, row]));
+    const endpoints = ids.flatMap((id) => byId.get(id) ?? []);
+    const next = pages.encode(result.LastEvaluatedKey);
+    return next ? { endpoints, cursor: next } : { endpoints };
   }
 
   /** Every endpoint of a tenant, read consistently. */

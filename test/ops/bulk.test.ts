@@ -37,7 +37,7 @@ async function opsApi() {
   await made(4, 1);
   fx.clock.advance(HOUR);
   await made(2, 0, 200);
-  const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: kinds.handlers.map((h) => h.kind) })), fx.logger) });
+  const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: kinds.handlers.map((h) => h.kind), periodicStatus: (kind) => fx.jobs.store.getPeriodic(kind) })), fx.logger) });
   servers.push(server);
   const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
     const response = await fetch(`${server.url}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });

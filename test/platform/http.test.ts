@@ -51,7 +51,7 @@ describe('the HTTP adapter: a transient AWS error is a 503 at once, anything els
   it('ARouteWhoseDynamoDbReadIsThrottledAnswers503AndSendsItOnce', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
-    const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: [] })), fx.logger) });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: [], periodicStatus: () => Promise.resolve(undefined) })), fx.logger) });
     servers.push(server);
     // DynamoDB Local never throttles: the client refuses the Query as DynamoDB would.
     const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);

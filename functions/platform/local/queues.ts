@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { TimerClock } from '../clock.ts';
@@ -68,7 +69,11 @@ export class LocalQueue {
 
   /** Attaches the consumer (the worker entry point); messages wait until one is attached. */
   consume(handler: SqsHandler): void {
-    this.handler = handler;
+    // Each batch runs in the async context of this call, as a Lambda invocation starts afresh: never in the
+    // context of whoever sent the message or armed the timer (a worker's batch, with its AsyncLocalStorage
+    // state, such as the job counts' scope, already closed).
+    const invocation = new AsyncResource('LocalQueueInvocation');
+    this.handler = (event) => invocation.runInAsyncScope(() => handler(event));
     this.pump();
   }
 
