@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../functions/calls/config.ts';
-import { batchKey, callIdFor, contactKey, jobIds, tenantKey } from '../functions/calls/model.ts';
-import type { BatchRow, ContactRow, TenantRow } from '../functions/calls/model.ts';
+import { batchKey, callIdFor, contactKey, jobIds, slotKey, tenantKey } from '../functions/calls/model.ts';
+import type { BatchRow, ContactRow, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { signCallWebhook } from '../functions/calls/signature.ts';
 import type { JobClient } from '../functions/jobs/index.ts';
-import { watchdogKind } from '../functions/calls/kinds.ts';
 import { parseMailConfig } from '../functions/mail/config.ts';
 import { transportFor } from '../functions/mail/transport.ts';
 import type { TableNames } from '../functions/app/system.ts';
@@ -38,12 +37,12 @@ interface SeedTarget {
 
 const numberOf = (i: number) => `+1415${String(1_000_000 + i)}`;
 
-/** One tenant and one batch with `n` contacts Calling in round 1, each with its pending watchdog: the state results arrive in. */
+/** One tenant and one batch with `n` contacts Calling in round 1 (their dial run's watchdog not yet due): the state results arrive in. */
 async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   const batchId = `b_bench${randomUUID().slice(0, 8)}`;
   const now = systemClock.now();
   const at = new Date(now).toISOString();
-  const tenant: TenantRow = { ...tenantKey('bench'), tenantId: 'bench', concurrencyLimit: 100_000, active: n, createdAt: at, updatedAt: at };
+  const tenant: TenantRow = { ...tenantKey('bench'), tenantId: 'bench', concurrencyLimit: 100_000, active: 0, createdAt: at, updatedAt: at };
   const batch: BatchRow = {
     ...batchKey(batchId), batchId, tenantId: 'bench', status: 'InProgress', round: 1, maxAttempts: 3, retry: { baseSeconds: 30, capSeconds: 3600 },
     minConversationDurationSeconds: 10, contactCount: n, createdAt: at, updatedAt: at, listPages: 1, roundSize: n, dialPage: 1, dialPos: 0,
@@ -52,20 +51,22 @@ async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   };
   const put = (table: string, item: object) => deps.db.send(new PutCommand({ TableName: table, Item: item })).then(() => undefined);
   await put(deps.tableNames.calls, tenant);
+  // One slot shard holding every call (callIdFor's ids name shard 0), as `PUT /v1/tenants` would leave it.
+  const slot: SlotRow = { ...slotKey('bench', 0), tenantId: 'bench', shard: 0, active: n, limit: 100_000 };
+  await put(deps.tableNames.calls, slot);
   await put(deps.tableNames.calls, batch);
   await pool(n, CONCURRENCY, async (i) => {
     const callId = callIdFor(batchId, numberOf(i), 1);
-    const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, callId, watchdogJobId: jobIds.watchdog(batchId, numberOf(i), 1), dialledAt: at, updatedAt: at };
+    // A result touches no watchdog: the run's watchdog finds its calls Completed when it runs.
+    const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, callId, watchdogJobId: jobIds.watchdog(batchId, 1, 0, i - (i % 20)), dialledAt: at, updatedAt: at };
     await put(deps.tableNames.calls, contact);
-    const watchdog = deps.jobs.prepare(watchdogKind, { batchId, contactNumber: numberOf(i), round: 1, callId }, { id: contact.watchdogJobId!, at: now + 3_600_000 });
-    await put(deps.tableNames.jobs, watchdog.item.Put!.Item!);
   });
   return batchId;
 }
 
 /**
- * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: six items on the same
- * hot tenant and batch (contact Calling with this callId → Completed, tenant − 1, batch counters, watchdog cancel, event,
+ * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: five items on the same
+ * hot tenant and batch (contact Calling with this callId → Completed, tenant − 1, batch counters, event,
  * fanout job), `CONCURRENCY` in flight, no HTTP, no classification, no job layer.
  */
 async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number): Promise<number> {
@@ -77,9 +78,8 @@ async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number):
       new TransactWriteCommand({
         TransactItems: [
           { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #u = :now', ConditionExpression: '#s = :calling AND #r = :round AND #call = :call', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round', '#call': 'callId' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':calling': 'Calling', ':round': 1, ':call': callIdFor(batchId, numberOf(i), 1) } } },
-          { Update: { TableName: deps.tableNames.calls, Key: tenantKey('bench'), UpdateExpression: 'SET #a = #a - :one', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeNames: { '#a': 'active' }, ExpressionAttributeValues: { ':one': 1 } } },
+          { Update: { TableName: deps.tableNames.calls, Key: slotKey('bench', 0), UpdateExpression: 'SET #a = #a - :one', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeNames: { '#a': 'active' }, ExpressionAttributeValues: { ':one': 1 } } },
           { Update: { TableName: deps.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET #bc.#k = if_not_exists(#bc.#k, :zero) + :one, #nc = #nc - :one, #nd = #nd + :one', ConditionExpression: '#s = :ip AND #r = :round AND NOT (#dc = :t AND #nc = :one)', ExpressionAttributeNames: { '#bc': 'byCode', '#k': 'NO_PICKUP', '#nc': 'nCalling', '#nd': 'nCompleted', '#s': 'status', '#r': 'round', '#dc': 'dialComplete' }, ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':ip': 'InProgress', ':round': 1, ':t': true } } },
-          { Update: { TableName: deps.tableNames.jobs, Key: { id: jobIds.watchdog(batchId, numberOf(i), 1) }, UpdateExpression: 'SET cancelRequestedAt = :now', ConditionExpression: 'attribute_exists(id)', ExpressionAttributeValues: { ':now': now } } },
           { Put: { TableName: deps.tableNames.webhooks, Item: { pk: `EVENT#${eventId}`, sk: 'EVENT', id: eventId, type: 'call.completed', data: { batchId, contactNumber: numberOf(i) } }, ConditionExpression: 'attribute_not_exists(pk)' } },
           { Put: { TableName: deps.tableNames.jobs, Item: { id: `webhook.fanout:${eventId}`, kind: 'webhook.fanout', state: 'available', stateOrder: `${now}#${eventId}`, args: { eventId } }, ConditionExpression: 'attribute_not_exists(id)' } },
         ],

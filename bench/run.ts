@@ -8,6 +8,7 @@ import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.t
 import { benchCalls } from './calls.ts';
 import { benchCapacity } from './capacity/index.ts';
 import { benchJobs } from './jobs.ts';
+import { benchRescue } from './rescue.ts';
 import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
@@ -25,6 +26,7 @@ try {
     console.log('\n## job layer');
     const result = await benchJobs(dynamo.endpoint);
     for (const line of result.lines) console.log(`  ${line}`);
+    for (const line of (await benchRescue(dynamo.endpoint)).lines) console.log(`  ${line}`);
   }
   if (!only || only === 'calls') {
     console.log('\n## calls intake');

@@ -9,7 +9,6 @@ import type { TimerClock } from '../functions/platform/clock.ts';
 import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import { seededRng } from '../functions/platform/rng.ts';
-import type { LocalQueue } from '../functions/platform/local/queues.ts';
 import { retrySchedule } from '../functions/jobs/index.ts';
 import type { JobRow } from '../functions/jobs/index.ts';
 import { JobStore } from '../functions/jobs/store.ts';
@@ -139,10 +138,19 @@ async function webhookSystem(endpoint: string, clock: TimerClock) {
     await host.stop();
     for (const c of [clients, jobClients, hookClients]) c.dynamo.destroy();
   };
-  const queue = host.queue('webhooks');
+  // Deliveries run on their own queue; fanout and wake-ups on `webhooks`. Idle when both are at once.
+  const queues = (['webhooks', 'deliveries'] as const).map((name) => host.queue(name));
+  const queue = {
+    idle: async () => {
+      do for (const q of queues) await q.idle();
+      while (queues.some((q) => !q.isIdle()));
+    },
+  };
   const start = () => {
-    const worker = host.jobs.worker('webhooks', host.system.handlers('webhooks'));
-    queue.consume((event) => worker(event, {} as never));
+    for (const name of ['webhooks', 'deliveries'] as const) {
+      const worker = host.jobs.worker(name, host.system.handlers(name));
+      host.queue(name).consume((event) => worker(event, {} as never));
+    }
   };
   return { clients, tableNames, jobCounter, hookCounter, queue, transport: host.local!, jobs: host.jobs, webhooks, stop, start };
 }
@@ -156,7 +164,7 @@ async function deliveryRows(sys: Awaited<ReturnType<typeof webhookSystem>>, even
 }
 
 /** Resolves once `count()` reaches `target` and the queue is idle, checking every 100 ms (real time). */
-async function until(queue: LocalQueue, count: () => number, target: number, timeoutMs: number): Promise<void> {
+async function until(queue: { idle(): Promise<void> }, count: () => number, target: number, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (count() < target && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   await queue.idle();

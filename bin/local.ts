@@ -29,6 +29,7 @@ const env = parseConfig(
       SMTP_URL: z.string().url().optional(),
       PUBLIC_BASE_URL: z.string().url().optional(),
       WEBHOOK_ALLOW_LOOPBACK: z.enum(['0', '1', 'false', 'true']).default('1'),
+      DISCARDED_RETENTION_DAYS: z.coerce.number().int().min(1).max(365).optional(),
     })
     .extend(localCallsEnv.shape),
 );
@@ -52,6 +53,7 @@ const runtime = await startLocalRuntime({
   },
   mail: { domain: env.MAIL_DOMAIN, from: env.MAIL_FROM, smtpUrl: env.SMTP_URL, publicBaseUrl: env.PUBLIC_BASE_URL },
   webhookAllowLoopback: env.WEBHOOK_ALLOW_LOOPBACK === '1' || env.WEBHOOK_ALLOW_LOOPBACK === 'true',
+  ...(env.DISCARDED_RETENTION_DAYS !== undefined ? { discardedRetentionDays: env.DISCARDED_RETENTION_DAYS } : {}),
 });
 console.log(`redial is running
   API             ${runtime.url}   (health: ${runtime.url}/healthz)

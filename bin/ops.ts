@@ -6,5 +6,10 @@ import { runCli } from '../functions/cli/cli.ts';
 process.exitCode = await runCli(
   process.argv.slice(2),
   { stdout: process.stdout, stderr: process.stderr },
-  { env: process.env, credentials: defaultCredentialChain(), now: () => new Date() },
+  {
+    env: process.env,
+    credentials: defaultCredentialChain(),
+    now: () => new Date(),
+    untilStopped: () => new Promise((resolve) => ['SIGINT', 'SIGTERM'].forEach((signal) => process.once(signal, () => resolve()))),
+  },
 );

@@ -79,15 +79,15 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
   /**
    * `POST /v1/calls/webhook` (functions/calls/api.ts, the intake route → functions/calls/completion.ts
    * `completeCall`): reads the batch (BatchConfigCache → `getBatch`) and, after a contended transaction,
-   * the contact (`getContact`); ONE transaction updates contact, tenant and batch, asks the watchdog to
-   * stop (`requestCancelItem`, an UpdateItem of its job row), puts the call.completed event and its
-   * webhook.fanout job, and the round's finaliser job when this was its last call; then wakes fanout
+   * the contact (`getContact`); ONE transaction updates contact, tenant and batch, puts the
+   * call.completed event and its webhook.fanout job, and the round's finaliser job when this was its last
+   * call (it touches no existing job: the call's watchdog is left to find it Completed); then wakes fanout
    * (webhooks queue) and the finaliser (calls queue), both due at once.
    */
   intake: {
     tables: {
       calls: { actions: ['GetItem', 'UpdateItem'] },
-      jobs: { actions: ['PutItem', 'UpdateItem'] },
+      jobs: { actions: ['PutItem'] },
       webhooks: eventsOnly,
     },
     sendTo: ['calls', 'webhooks'],
@@ -111,8 +111,10 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   UpdateItem (pending address), PutItem (request rows), Query (notices);
    * - endpoints (functions/webhooks/endpoints.ts): create (PutItem ×2 in a transaction), show (GetItem),
    *   enable (UpdateItem), redeliver (Query of discard markers, conditional DeleteItem of each);
-   * - ops jobs (functions/ops/jobs-api.ts → functions/jobs/store.ts): get (GetItem), list and count (Query
-   *   of `byState`), retry and cancel (UpdateItem), enqueue (PutItem): the dialer, mail and probe jobs;
+   * - ops jobs (functions/ops/jobs-api.ts → functions/jobs/client.ts, listing.ts, counts.ts): get
+   *   (GetItem), list and bulk retry/cancel (Query of `byCheck` then BatchGetItem of the rows, or Query of
+   *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
+   *   counters' UpdateItem), enqueue (PutItem): the dialer, mail and probe jobs;
    * - wake-ups: a retried job runs now, on its own queue (any of them); nothing the API enqueues is due
    *   later than 15 minutes, so it creates no schedule. It may delete one (ops cancel or retry a job that
    *   waits on a schedule).
@@ -121,23 +123,24 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     tables: {
       calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
-      jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'], indexes: ['byState'] },
+      jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     },
-    sendTo: ['ops', 'calls', 'webhooks', 'mail'],
+    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
   },
   /**
-   * The rescuer (functions/jobs/rescuer.ts): `findDue` (Query of `byState`), `rescue` and `touchDispatch`
+   * The rescuer (functions/jobs/rescuer.ts): its walk (Query of `byCheck`, BatchGetItem of the rows and of
+   * its watermarks), `rescue`, `touchDispatch` and `recheck`, its watermarks and the counters
    * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); it wakes jobs of every queue, and a
    * rescued job's backoff may be longer than 15 minutes (a schedule). A last attempt it discards runs the
    * kind's discard hook: webhook.deliver's writes the endpoint's discard marker (PutItem on `ENDPOINT#…`,
    * functions/webhooks/delivery.ts `discarded`).
    */
   rescuer: {
-    tables: { jobs: { actions: ['PutItem', 'UpdateItem'], indexes: ['byState'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
-    sendTo: ['ops', 'calls', 'webhooks', 'mail'],
+    tables: { jobs: { actions: ['BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
+    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { create: true },
   },
 };
@@ -147,38 +150,71 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   /** ops.probe (functions/ops/probe.ts) touches nothing: the executor's writes only. */
   ops: worker({ tables: {}, sendTo: [] }, 'ops'),
   /**
-   * calls.dial, calls.watchdog, calls.finalise (functions/calls/dialer.ts, watchdog.ts, finaliser.ts):
-   * GetItem (batch, list page, tenant, contact), BatchGetItem (a page's contacts), UpdateItem (dial,
-   * skip, completion, promotion, finalise, re-arm), PutItem (the next round's list page); jobs put in
-   * the same transactions (watchdog, finaliser, next dialer, webhook.fanout, owner.notify) and the
-   * watchdog's cancel request; events; wakes calls, webhooks and mail jobs.
+   * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
+   * completion), BatchGetItem (the tenant's slot shards, once a run), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
+   * same transactions (the run's watchdog, the finaliser when a skip ends the round, the refused call's
+   * webhook.fanout); its event; wakes watchdogs and finalisers (calls) and fanout (webhooks).
+   */
+  dial: worker(
+    {
+      tables: {
+        calls: { actions: ['GetItem', 'BatchGetItem', 'UpdateItem'] },
+        jobs: { actions: ['PutItem'] },
+        webhooks: eventsOnly,
+      },
+      sendTo: ['calls', 'webhooks'],
+    },
+    'dial',
+  ),
+  /**
+   * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
+   * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
+   * PutItem (the next round's list page); jobs put in the same transactions (finaliser, next dialer,
+   * webhook.fanout, owner.notify); events; wakes dial, calls, webhooks and mail jobs.
    */
   calls: worker(
     {
       tables: {
         calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
-        jobs: { actions: ['PutItem', 'UpdateItem'] },
+        jobs: { actions: ['PutItem'] },
         webhooks: eventsOnly,
       },
-      sendTo: ['calls', 'webhooks', 'mail'],
+      sendTo: ['dial', 'webhooks', 'mail'],
     },
     'calls',
   ),
   /**
-   * webhook.fanout, webhook.deliver, webhook.wake, webhook.sweep (functions/webhooks/fanout.ts,
-   * delivery.ts, waitlist.ts, sweep.ts → store.ts): GetItem (endpoint, event), BatchGetItem (delivery read,
-   * tenant endpoints), Query (tenant endpoints, wait list; `byWatch` for the sweep), PutItem (park, discard
-   * marker), UpdateItem (lease, health, disable), DeleteItem (unpark); enqueues deliveries and wake jobs
-   * (PutItem) and wakes parked deliveries (UpdateItem); decrypts endpoint secrets to sign.
+   * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; the next
+   * delivery's event, read ahead), BatchGetItem (delivery read), Query (wait list), PutItem (park, discard
+   * marker), UpdateItem (lease, health, disable), DeleteItem (unpark); claims the next parked delivery
+   * (`runNext`) or wakes it (UpdateItem), enqueues webhook.wake (PutItem, webhooks queue); decrypts endpoint
+   * secrets to sign.
+   */
+  deliveries: worker(
+    {
+      tables: {
+        webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
+        jobs: { actions: ['PutItem', 'UpdateItem'] },
+      },
+      sendTo: ['webhooks'],
+      webhookSecretsKey: ['decrypt'],
+    },
+    'deliveries',
+  ),
+  /**
+   * webhook.fanout, webhook.wake, webhook.sweep (functions/webhooks/fanout.ts, context.ts, sweep.ts,
+   * waitlist.ts → store.ts): GetItem (event, endpoint), BatchGetItem and Query (tenant endpoints), Query
+   * (wait list; `byWatch` for the sweep), PutItem (a delivery parked at fanout), UpdateItem (lease given to
+   * a waiter, disable, release, unwatch), DeleteItem (a stale entry); enqueues deliveries (PutItem, and
+   * GetItem of one a repeated fanout finds), wakes parked ones (UpdateItem) on the deliveries queue.
    */
   webhooks: worker(
     {
       tables: {
         webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], indexes: ['byWatch'] },
-        jobs: { actions: ['PutItem', 'UpdateItem'] },
+        jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       },
-      sendTo: ['webhooks'],
-      webhookSecretsKey: ['decrypt'],
+      sendTo: ['deliveries'],
     },
     'webhooks',
   ),

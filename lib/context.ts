@@ -1,6 +1,10 @@
 import type { StackProps } from 'aws-cdk-lib';
 import type { RedialStackProps, Throttle } from './redial-stack.ts';
-import { DEFAULT_INTAKE_RESERVED_CONCURRENCY, DEFAULT_THROTTLING, StackConfigurationError } from './redial-stack.ts';
+import { DEFAULT_DISCARDED_RETENTION_DAYS } from '../functions/jobs/index.ts';
+import { queueNames } from '../functions/app/system.ts';
+import type { QueueName } from '../functions/app/system.ts';
+import type { QueueSettings } from './redial-stack.ts';
+import { DEFAULT_INTAKE_RESERVED_CONCURRENCY, DEFAULT_QUEUE_SETTINGS, DEFAULT_THROTTLING, StackConfigurationError } from './redial-stack.ts';
 
 /** Reads one CDK context value (`-c key=value` or cdk.json), as the CDK app's `node.tryGetContext`. */
 export type ContextReader = (key: string) => unknown;
@@ -19,6 +23,7 @@ export const CONTEXT_KEYS = {
   publicBaseUrl: 'optional: where mailed links point (default the API URL)',
   alarmEmail: 'optional: an address subscribed to the alarm topic',
   callTimeoutSeconds: 'optional: watchdog timeout of a call (default 600)',
+  discardedRetentionDays: `optional: days a discarded job stays listable and retryable before TTL removes it (default ${DEFAULT_DISCARDED_RETENTION_DAYS})`,
   intakeRateLimit: `optional: POST /v1/calls/webhook requests per second (default ${DEFAULT_THROTTLING.intake.rateLimit})`,
   intakeBurstLimit: `optional: its burst (default ${DEFAULT_THROTTLING.intake.burstLimit})`,
   linksRateLimit: `optional: each mail-link route and /healthz, per second (default ${DEFAULT_THROTTLING.publicLinks.rateLimit})`,
@@ -27,7 +32,18 @@ export const CONTEXT_KEYS = {
   apiBurstLimit: `optional: their burst (default ${DEFAULT_THROTTLING.api.burstLimit})`,
   intakeReservedConcurrency: `optional: concurrency reserved for the intake (default ${DEFAULT_INTAKE_RESERVED_CONCURRENCY})`,
   deletionProtection: 'optional: false for throw-away test stacks (tables unprotected and deleted with the stack; default true)',
+  ...queueContextKeys(),
 } as const;
+
+/** `<queue>BatchSize` and `<queue>Concurrency` of every job queue, with their defaults (DEFAULT_QUEUE_SETTINGS). */
+function queueContextKeys(): Record<`${QueueName}BatchSize` | `${QueueName}Concurrency`, string> {
+  return Object.fromEntries(
+    queueNames.flatMap((q) => [
+      [`${q}BatchSize`, `optional: messages per ${q} worker invocation, 1–10 (default ${DEFAULT_QUEUE_SETTINGS[q].batchSize})`],
+      [`${q}Concurrency`, `optional: ${q} worker invocations at once, 2–1000 (default ${DEFAULT_QUEUE_SETTINGS[q].maxConcurrency})`],
+    ]),
+  ) as Record<`${QueueName}BatchSize` | `${QueueName}Concurrency`, string>;
+}
 
 /**
  * The stack's properties from the CDK context. Missing required keys, numbers that are not numbers and
@@ -80,6 +96,7 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
   const publicBaseUrl = text('publicBaseUrl');
   const alarmEmail = text('alarmEmail');
   const callTimeoutSeconds = integer('callTimeoutSeconds', 10);
+  const discardedRetentionDays = integer('discardedRetentionDays', 1);
   const intakeReservedConcurrency = integer('intakeReservedConcurrency', 1);
   const deletionProtection = flag('deletionProtection');
   const throttling = {
@@ -87,6 +104,15 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
     publicLinks: throttle('linksRateLimit', 'linksBurstLimit', DEFAULT_THROTTLING.publicLinks),
     api: throttle('apiRateLimit', 'apiBurstLimit', DEFAULT_THROTTLING.api),
   };
+  const queues = Object.fromEntries(
+    queueNames.map((q): [QueueName, QueueSettings] => {
+      const batchSize = integer(`${q}BatchSize`, 1) ?? DEFAULT_QUEUE_SETTINGS[q].batchSize;
+      const maxConcurrency = integer(`${q}Concurrency`, 2) ?? DEFAULT_QUEUE_SETTINGS[q].maxConcurrency;
+      if (batchSize > 10) problems.push(`${q}BatchSize must be at most 10 (an SQS event source's batch without a batching window), got ${batchSize}`);
+      if (maxConcurrency > 1000) problems.push(`${q}Concurrency must be at most 1000 (an SQS event source's maximum concurrency), got ${maxConcurrency}`);
+      return [q, { batchSize, maxConcurrency }];
+    }),
+  ) as Record<QueueName, QueueSettings>;
   if (problems.length > 0) {
     throw new StackConfigurationError(
       `redial cannot synthesize a deployable stack:\n  - ${problems.join('\n  - ')}\n` +
@@ -104,8 +130,10 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
     },
     ...(alarmEmail ? { alarmEmail } : {}),
     ...(callTimeoutSeconds !== undefined ? { callTimeoutSeconds } : {}),
+    ...(discardedRetentionDays !== undefined ? { discardedRetentionDays } : {}),
     ...(intakeReservedConcurrency !== undefined ? { intakeReservedConcurrency } : {}),
     ...(deletionProtection !== undefined ? { deletionProtection } : {}),
     throttling,
+    queues,
   };
 }

@@ -17,6 +17,7 @@ import * as ses from 'aws-cdk-lib/aws-ses';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
+import { DEFAULT_DISCARDED_RETENTION_DAYS } from '../functions/jobs/index.ts';
 import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
 
 import { mailEnv } from '../functions/mail/config.ts';
@@ -168,6 +169,37 @@ export const DEFAULT_THROTTLING: ApiThrottling = {
  */
 export const DEFAULT_INTAKE_RESERVED_CONCURRENCY = 100;
 
+/** A queue's event source on AWS: messages per worker invocation and worker invocations at once. */
+export interface QueueSettings {
+  /** SQS batch size, 1–10. A batch's records run side by side and the invocation lasts as long as the slowest. */
+  readonly batchSize: number;
+  /** The event source's maximum concurrency, 2–1,000 (the poller never runs more invocations at once). */
+  readonly maxConcurrency: number;
+}
+
+/**
+ * Each queue's event source, derived from the capacity model (docs/capacity.md, "Settings"): at 1,000
+ * results a second with the measured messages per result and record durations, every queue carries at
+ * least twice its demand (`capacity = maxConcurrency × batchSize ÷ E[slowest record of a batch]`).
+ * Kinds that wait on the outside world have queues of their own, so a slow placer or endpoint never holds
+ * back a quick kind: `dial` (calls.dial waits on the placer) and `deliveries` (webhook.deliver waits on a
+ * customer's endpoint, then runs the endpoint's next parked delivery in the same invocation). A batch's
+ * records run side by side, so a slow one holds back no other record's work, only its invocation's slot:
+ * every queue takes batches of ten, which divides the concurrency it needs by up to ten. The concurrencies
+ * are sized from the durations measured on DynamoDB Local on a loaded 2-core machine (several times AWS's),
+ * so on AWS they are ceilings rarely reached, not reservations. Every value can be set
+ * from the CDK context (lib/context.ts: `<queue>BatchSize`, `<queue>Concurrency`). Their sum and the
+ * intake's reserved concurrency need an account concurrency quota above it (docs/capacity.md).
+ */
+export const DEFAULT_QUEUE_SETTINGS: Readonly<Record<QueueName, QueueSettings>> = {
+  ops: { batchSize: 10, maxConcurrency: 2 },
+  dial: { batchSize: 10, maxConcurrency: 300 },
+  calls: { batchSize: 10, maxConcurrency: 200 },
+  deliveries: { batchSize: 10, maxConcurrency: 1000 },
+  webhooks: { batchSize: 10, maxConcurrency: 1000 },
+  mail: { batchSize: 10, maxConcurrency: 200 },
+};
+
 /** Properties of the {@link RedialStack}. */
 export interface RedialStackProps extends StackProps {
   /**
@@ -186,10 +218,18 @@ export interface RedialStackProps extends StackProps {
   readonly logRetention?: logs.RetentionDays;
   /** A call with no result after this long is ended by its watchdog with TIMEOUT. @default 600 */
   readonly callTimeoutSeconds?: number;
+  /**
+   * How long a discarded job (a dead letter) stays listable and retryable before DynamoDB's TTL removes it
+   * (DISCARDED_RETENTION_DAYS on every function; docs/job-layer.md, "The jobs table").
+   * @default DEFAULT_DISCARDED_RETENTION_DAYS (30)
+   */
+  readonly discardedRetentionDays?: number;
   /** Request limits of the HTTP API, per function's routes. @default DEFAULT_THROTTLING */
   readonly throttling?: Partial<ApiThrottling>;
   /** @default DEFAULT_INTAKE_RESERVED_CONCURRENCY */
   readonly intakeReservedConcurrency?: number;
+  /** Each queue's event source, where it differs from the default. @default DEFAULT_QUEUE_SETTINGS */
+  readonly queues?: Partial<Record<QueueName, Partial<QueueSettings>>>;
   /**
    * Deletion protection on the tables, which are then kept when the stack is deleted. Turn it off for
    * throw-away test stacks only: their tables are deleted with them.
@@ -255,7 +295,9 @@ export class RedialStack extends Stack {
     // address), not the network. In a VPC it would need a NAT gateway, and the guard would matter more.
     this.jobQueues = Object.fromEntries(
       queueNames.map((name) => {
-        const queue = new JobQueue(this, `${pascal(name)}Jobs`, { queueName: name, spec: queues[name], entry: entry(workerEntry(name)), logRetention });
+        // The worker's timeout is the queue's own (its kinds' budgets); the event source is the deployment's.
+        const spec = { timeoutSeconds: queues[name].timeoutSeconds, ...DEFAULT_QUEUE_SETTINGS[name], ...props.queues?.[name] };
+        const queue = new JobQueue(this, `${pascal(name)}Jobs`, { queueName: name, spec, entry: entry(workerEntry(name)), logRetention });
         entries[queue.worker.node.path] = workerEntry(name);
         return [name, queue];
       }),
@@ -327,14 +369,19 @@ export class RedialStack extends Stack {
     });
     this.webhookSecretsKey = new kms.Key(this, 'WebhookSecretsKey', { description: 'Encrypts webhook endpoint signing secrets at rest', enableKeyRotation: true });
 
-    for (const fn of Object.values(this.functions)) this.configureEnvironment(fn, mail);
+    for (const fn of Object.values(this.functions)) {
+      this.configureEnvironment(fn, mail);
+      fn.addEnvironment('DISCARDED_RETENTION_DAYS', String(props.discardedRetentionDays ?? DEFAULT_DISCARDED_RETENTION_DAYS));
+    }
     for (const [name, access] of Object.entries(FUNCTION_ACCESS)) this.grantAccess(this.functions[name]!, access);
     for (const name of queueNames) this.grantAccess(this.jobQueues[name].worker, WORKER_ACCESS[name]);
 
-    const calls = this.jobQueues.calls.worker;
-    calls.addEnvironment('CALL_PLACER_URL', callPlacerUrl);
-    calls.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
-    calls.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
+    // The dial worker places calls (and names the run's watchdog's due time); the calls worker's watchdog
+    // ends calls still Calling after the same timeout.
+    const dial = this.jobQueues.dial.worker;
+    dial.addEnvironment('CALL_PLACER_URL', callPlacerUrl);
+    dial.addEnvironment('CALL_WEBHOOK_URL', `${this.api.apiEndpoint}/v1/calls/webhook`);
+    for (const worker of [dial, this.jobQueues.calls.worker]) worker.addEnvironment('CALL_TIMEOUT_SECONDS', String(props.callTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS));
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       functions: this.functions,
@@ -512,8 +559,18 @@ function checkedConfiguration(props: RedialStackProps): { callPlacerUrl: string;
   const domain = mailEnv.shape.MAIL_DOMAIN.safeParse(props.mail?.domain);
   if (!domain.success) problems.push(`mail domain ${JSON.stringify(props.mail?.domain)}: ${domain.error.issues[0]?.message ?? 'invalid'}`);
   if (props.mail?.from !== undefined && !mailEnv.shape.MAIL_FROM.safeParse(props.mail.from).success) problems.push(`mail from ${JSON.stringify(props.mail.from)} is not a From header`);
+  if (props.discardedRetentionDays !== undefined && (!Number.isInteger(props.discardedRetentionDays) || props.discardedRetentionDays < 1 || props.discardedRetentionDays > 365)) {
+    problems.push(`discardedRetentionDays must be a whole number of days from 1 to 365, got ${props.discardedRetentionDays}`);
+  }
   if (props.callTimeoutSeconds !== undefined && !callsEnv.shape.CALL_TIMEOUT_SECONDS.safeParse(props.callTimeoutSeconds).success) {
     problems.push(`callTimeoutSeconds must be a whole number of seconds from 10 to 86400, got ${props.callTimeoutSeconds}`);
+  }
+  for (const [name, settings] of Object.entries(props.queues ?? {})) {
+    const { batchSize, maxConcurrency } = settings ?? {};
+    if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10)) problems.push(`queues.${name}.batchSize must be a whole number from 1 to 10, got ${batchSize}`);
+    if (maxConcurrency !== undefined && !(Number.isInteger(maxConcurrency) && maxConcurrency >= 2 && maxConcurrency <= 1000)) {
+      problems.push(`queues.${name}.maxConcurrency must be a whole number from 2 to 1000, got ${maxConcurrency}`);
+    }
   }
   if (problems.length > 0) throw new StackConfigurationError(`redial cannot be deployed as configured:\n  - ${problems.join('\n  - ')}`);
   return { callPlacerUrl: placer!.toString(), mail: props.mail };

@@ -4,6 +4,7 @@ import { retentionSeconds } from '../../functions/jobs/row.ts';
 import { mailKinds } from '../../functions/mail/kinds.ts';
 import { MAIL_RECORD_RETENTION_SECONDS } from '../../functions/mail/store.ts';
 import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
+import { CALLS_RETENTION_SECONDS } from '../../functions/calls/model.ts';
 import { allKinds } from '../../functions/app/system.ts';
 import type { Recorded, RunRecord, ScheduleFiredRecord, SqsRecord } from '../../functions/platform/recorder.ts';
 import { fmt } from '../support.ts';
@@ -21,12 +22,12 @@ export const RATES = { average: 10_000_000 / 86_400, burst: 1_000 };
 export const MAILS_PER_RESULT = 0.1;
 /** The rescuer runs once a minute on AWS (lib/redial-stack.ts, RescuerSchedule). */
 const RESCUER_RUNS_PER_MONTH = 30 * 24 * 60;
-/** How long each table's rows stay (their TTL): most job rows finish completed; calls rows have no TTL. */
+/** How long each table's rows stay (their TTL): most job rows finish completed; a batch's rows 90 days after their last write. */
 const RETENTION_DAYS: Record<string, number | null> = {
   jobs: retentionSeconds.completed / 86_400,
   webhooks: EVENT_RETENTION_SECONDS / 86_400,
   mail: MAIL_RECORD_RETENTION_SECONDS / 86_400,
-  calls: null,
+  calls: CALLS_RETENTION_SECONDS / 86_400,
 };
 
 export interface CapacityOptions {
@@ -96,7 +97,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   let records: Recorded[];
   let passes: number;
   try {
-    day = await runDay(host, contacts, { timeoutMs: 240_000, log });
+    day = await runDay(host, contacts, { timeoutMs: 420_000, log });
     records = [...host.recorder.records];
     passes = host.rescuerPasses();
   } finally {
@@ -177,7 +178,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   }
   for (const q of report.queues) {
     lines.push(
-      `queue ${q.name.padEnd(14)}demand ${fmt(q.demandPerSecondAtAverage)}/s average, ${fmt(q.demandPerSecondAtBurst)}/s burst; capacity ${q.capacityPerSecond === null ? 'not measured (no records)' : `${fmt(q.capacityPerSecond)}/s`} (${q.maxConcurrency} × ${q.batchSize} per ${q.expectedBatchMs === null ? '?' : fmt(q.expectedBatchMs)} ms batch; records p50 ${fmt(q.recordMs.p50, 1)} ms, p99 ${fmt(q.recordMs.p99, 1)} ms)`,
+      `queue ${q.name.padEnd(14)}demand ${fmt(q.demandPerSecondAtAverage)}/s average, ${fmt(q.demandPerSecondAtBurst)}/s burst; capacity ${q.capacityPerSecond === null ? 'not measured (no records)' : `${fmt(q.capacityPerSecond)}/s`} (${q.maxConcurrency} × ${q.batchSize} per ${q.expectedBatchMs === null ? '?' : fmt(q.expectedBatchMs)} ms batch; records p50 ${fmt(q.recordMs.p50, 1)} ms, p99 ${fmt(q.recordMs.p99, 1)} ms; 2× the burst needs concurrency ${q.concurrencyForTwiceBurst ?? '?'})`,
     );
   }
   lines.push(

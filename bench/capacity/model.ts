@@ -137,6 +137,8 @@ export interface QueueRow {
   recordMs: { p50: number; p99: number; mean: number; count: number };
   /** The expected duration of a full batch: the slowest of `batchSize` records. */
   expectedBatchMs: number | null;
+  /** The least maximum concurrency that carries twice the burst demand at this batch size (what lib/redial-stack.ts's defaults are sized from). */
+  concurrencyForTwiceBurst: number | null;
 }
 
 export interface LambdaRow {
@@ -343,6 +345,7 @@ export function buildModel(input: ModelInput): CapacityModel {
         count: durations.length,
       },
       expectedBatchMs,
+      concurrencyForTwiceBurst: expectedBatchMs ? Math.max(2, Math.ceil((2 * perResult * rates.burst * (expectedBatchMs / 1000)) / spec.batchSize)) : null,
     };
   });
 

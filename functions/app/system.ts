@@ -150,14 +150,14 @@ export class System {
   }
 
   get ops(): OpsDeps {
-    return (this.opsDeps ??= { jobs: this.host.jobs.client, kinds: allKinds });
+    return (this.opsDeps ??= { jobs: this.host.jobs.client, kinds: allKinds, periodicStatus: (kind) => this.host.jobs.store.getPeriodic(kind) });
   }
 
   /** The handlers of one queue's kinds: only the context that owns the queue is built. */
   handlers(queue: QueueName): JobHandler<unknown>[] {
     const owner = modules.find((m) => queue in m.queues);
     if (!owner) throw new Error(`no context owns queue ${queue}`);
-    return [...this.handlersOf(owner.name)];
+    return this.handlersOf(owner.name).filter((h) => h.kind.queue === queue);
   }
 
   /** Every handler of every context (the rescuer's: their policies price lost attempts, their hooks run on its discards). */

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
-import { HttpError, notFound, route, unavailable, withErrors } from '../platform/http.ts';
+import { HttpError, notFound, queryInt, route, unavailable, withErrors } from '../platform/http.ts';
+import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import { classifyCallReport } from './classify.ts';
@@ -11,22 +12,25 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchKey, ContactStatus, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
+import { BatchStatus, batchKey, callsExpiry, ContactStatus, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
 import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
 import {
   batchBody,
   batchHeaders,
+  batchListResponse,
   batchParams,
   batchResponse,
   callResultBody,
   callResultResponse,
   contactsResponse,
+  roundsResponse,
   tenantBody,
   tenantParams,
   tenantResponse,
 } from './schemas.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
 import { callWebhookVerifier } from './signature.ts';
+import { roundOutcomes } from './rounds.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
@@ -93,6 +97,7 @@ export function callsHttpError(error: unknown): HttpError | undefined {
   if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
   if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
   if (error instanceof IncompleteReadError) return unavailable();
+  if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
   return undefined;
 }
 
@@ -135,7 +140,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, now };
       // The owner's mail (a new address is asked to confirm itself) commits in this same transaction.
       const mail = body.ownerEmail ? await ports.ownerMail.ownerEmailChanged({ tenantId: params.tenantId, ownerEmail: body.ownerEmail, now }) : { items: [], jobs: [] };
-      const result = await store.transact([store.upsertTenantItem(input), ...mail.items]);
+      const result = await store.transact([...store.upsertTenantItems(input), ...mail.items]);
       if (!result.committed) {
         if (result.contention) throw unavailable();
         throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { refused: refusedCodes(result) });
@@ -185,7 +190,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const numbers = body.contacts.map((c) => c.number);
       const pages: ListPage[] = [];
       for (let page = 0; page * LIST_PAGE_SIZE < numbers.length; page++) {
-        pages.push({ ...listKey(batchId, 1, page), round: 1, page, numbers: numbers.slice(page * LIST_PAGE_SIZE, (page + 1) * LIST_PAGE_SIZE) });
+        pages.push({ ...listKey(batchId, 1, page), round: 1, page, numbers: numbers.slice(page * LIST_PAGE_SIZE, (page + 1) * LIST_PAGE_SIZE), expiresAt: callsExpiry(now) });
       }
       const batch: BatchRow = {
         ...batchKey(batchId),
@@ -200,6 +205,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
         contactCount: numbers.length,
         createdAt: new Date(now).toISOString(),
         updatedAt: new Date(now).toISOString(),
+        expiresAt: callsExpiry(now),
         listPages: pages.length,
         roundSize: numbers.length,
         dialPage: 0,
@@ -248,6 +254,41 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const batch = await calls().store.getBatch(params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       return { status: 200, body: batchView(batch) };
+    },
+  });
+
+  const listBatches = route({
+    method: 'GET',
+    path: '/v1/batches',
+    auth: 'iam',
+    summary: 'Batches, newest first, a page at a time (a Query of the batch index, never a Scan)',
+    query: z.object({
+      limit: queryInt(1, 100).optional().describe('batches per page, 1–100 (default 25)'),
+      cursor: z.string().max(2000).optional().describe('the `cursor` of the previous page'),
+    }),
+    responses: {
+      200: { description: 'up to `limit` batches; `cursor`, when present, asks for the next page', schema: batchListResponse },
+      400: { description: 'a bad limit, or a cursor this listing did not give out' },
+      503: { description: 'DynamoDB left part of the page unread; ask again' },
+    },
+    handler: async ({ query }) => {
+      const page = await calls().store.listBatches(query.limit ?? 25, query.cursor);
+      return { status: 200, body: { batches: page.batches.map(batchView), ...(page.cursor ? { cursor: page.cursor } : {}) } };
+    },
+  });
+
+  const listRounds = route({
+    method: 'GET',
+    path: '/v1/batches/{id}/rounds',
+    auth: 'iam',
+    summary: 'What each round of a batch came to: its size, its completed calls by normalised code, and what is still pending',
+    params: batchParams,
+    responses: { 200: { description: 'the rounds, first to current', schema: roundsResponse }, 404: { description: 'no such batch' } },
+    handler: async ({ params }) => {
+      const { store } = calls();
+      const [batch, rows] = await Promise.all([store.getBatch(params.id), store.getRounds(params.id)]);
+      if (!batch) throw notFound(`batch ${params.id}`);
+      return { status: 200, body: { batchId: batch.batchId, rounds: roundOutcomes(batch, rows) } };
     },
   });
 
@@ -344,5 +385,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake]);
+  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, getBatch, listRounds, listContacts, deleteBatch, intake]);
 }

@@ -19,11 +19,13 @@ import type { CompletionWrite } from './store.ts';
  *  tenant          active − 1: the slot is released
  *  batch           nCalling − 1, nCompleted + 1, byCode[code] + 1   InProgress, round r, and "not the last
  *                                                                    call" / "the last call"
- *  cancel <id>     the watchdog's cancel request (never fails)       not when the watchdog itself completes
  *  event <id>      call.completed
  *  job <id>        its webhook.fanout job
  *  job <id>        calls.finalise:<batch>:<r>                        only in the last-call variant
  * ```
+ *
+ * Nothing cancels the call's watchdog: it covers its dial run's calls, and finds this one Completed when
+ * it runs (calls/watchdog.ts), so a result costs no write to the jobs table beside its event's fanout.
  *
  * No read first: the batch's settings come from a per-container cache, and a refused condition returns
  * the stored item, which says what to do — ignore (not Calling, another call, batch deleted), or write
@@ -145,7 +147,6 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
         ...(request.report ? { report: request.report } : {}),
         now,
       }),
-      ...(request.source === 'watchdog' ? [] : [jobs.requestCancelItem(jobIds.watchdog(batch.batchId, request.contactNumber, plan.round))]),
       ...event.items,
       ...(finaliser ? [finaliser.item] : []),
     ];

@@ -8,7 +8,9 @@ import { CallCode, isRetryableCode } from './codes.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { dialKind, finaliseKind, watchdogKind } from './kinds.ts';
-import { BatchStatus, callIdFor, jobIds } from './model.ts';
+import type { RunWatchdogArgs } from './kinds.ts';
+import { BatchStatus, callIdFor, callWithSlot, jobIds } from './model.ts';
+import type { SlotRow } from './model.ts';
 import type { BatchRow, ListPage } from './model.ts';
 import { placeCall } from './placer.ts';
 import { nextWindowOpening } from './window.ts';
@@ -56,8 +58,9 @@ const advance = (batch: BatchRow, pageLength: number) =>
 /**
  * calls.dial: dials one round of a batch, in list order (docs/calls.md, "The dialer").
  *
- * Each dial is ONE transaction — the contact becomes Calling, the tenant's slot is taken (a conditional
- * counter), the batch counts the call and moves its cursor, the watchdog job is enqueued — and only
+ * Each dial is ONE transaction — the contact becomes Calling (naming its run's watchdog), the tenant's
+ * slot is taken (a conditional counter), the batch counts the call and moves its cursor; the run's first
+ * dial also enqueues the run's watchdog, which covers the list positions the run may dial — and only
  * then is the placer asked, once. A placer failure completes the contact with INTERNAL_ERROR through the
  * same path as a result. Outside the batch's calling window the job snoozes until it opens; with no free
  * slot it snoozes briefly; neither spends an attempt. A run dials at most `dialsPerRun` contacts (and
@@ -80,12 +83,18 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
   const started = performance.now();
   const pages = new Map<number, ListPage>();
   let batch = start;
+  // The run's watchdog, created with its first dial: it covers the list positions this run may dial.
+  let watchdog: RunWatchdogArgs | undefined;
+  // Where the tenant has free slots, as this run last saw it: read once, kept up to date by its own dials
+  // and by the shard a refused dial returns. The dial's condition, not this view, enforces the limit.
+  let slots: SlotRow[] | undefined;
   for (let dials = 0; ; ) {
     if (batch.dialComplete || batch.dialPage >= batch.listPages) return;
     const now = ctx.now();
     const opening = batch.callingWindow ? nextWindowOpening(batch.callingWindow, now) : null;
     if (opening !== null) throw snooze({ until: opening }, 'outside the calling window');
     if (dials >= config.dialsPerRun || performance.now() - started > DIAL_RUN_BUDGET_MS) throw snooze({ delayMs: 0 }, `dialled ${dials} this run; continuing`);
+    if (watchdog && !covers(watchdog, batch.dialPage, batch.dialPos)) throw snooze({ delayMs: 0 }, `dialled ${dials} this run, as far as its watchdog covers; continuing`);
 
     const page = pages.get(batch.dialPage) ?? (await store.getListPage(batch.batchId, batch.round, batch.dialPage));
     const contactNumber = page?.numbers[batch.dialPos];
@@ -93,19 +102,32 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     pages.set(batch.dialPage, page);
     const next = advance(batch, page.numbers.length);
 
-    const callId = callIdFor(batch.batchId, contactNumber, batch.round);
-    const watchdog = jobs.prepare(
-      watchdogKind,
-      { batchId: batch.batchId, contactNumber, round: batch.round, callId },
-      { id: jobIds.watchdog(batch.batchId, contactNumber, batch.round), at: now + config.callTimeoutSeconds * 1000 },
-    );
+    slots ??= await store.getSlots(batch.tenantId);
+    if (slots.length === 0) throw new Error(`tenant ${batch.tenantId} has no slot shards: PUT /v1/tenants/${batch.tenantId} again to split its limit`);
+    const slot = freestSlot(slots);
+    if (!slot) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
+    const callId = callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots.length);
+    const block: RunWatchdogArgs = watchdog ?? {
+      batchId: batch.batchId,
+      round: batch.round,
+      page: batch.dialPage,
+      pos: batch.dialPos,
+      count: Math.min(config.dialsPerRun, page.numbers.length - batch.dialPos),
+    };
+    const watchdogId = jobIds.watchdog(block.batchId, block.round, block.page, block.pos);
+    // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
+    const created = watchdog ? undefined : jobs.prepare(watchdogKind, block, { id: watchdogId, at: now + config.callTimeoutSeconds * 1000 + DIAL_RUN_BUDGET_MS });
     const result = await store.transact([
-      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, watchdogJobId: watchdog.id, now }),
-      watchdog.item,
+      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, slot: slot.shard, watchdogJobId: watchdogId, now }),
+      ...(created ? [created.item] : []),
     ]);
     if (result.committed) {
+      slot.active++;
       batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + 1 };
-      await jobs.afterCommit([watchdog]);
+      if (created) {
+        watchdog = block;
+        await jobs.afterCommit([created]);
+      }
       await onDialled(contactNumber, callId, batch);
       dials++;
       continue;
@@ -114,8 +136,13 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     switch (verdict) {
       case 'contention':
         throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
-      case 'no_slot':
+      case 'no_slot': {
+        // That shard is full as stored: another shard may still have room.
+        const stored = result.refused.tenant?.item as SlotRow | undefined;
+        if (stored) slots = slots.map((s) => (s.shard === stored.shard ? stored : s));
+        if (freestSlot(slots)) continue;
         throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
+      }
       case 'batch_changed': {
         const current = await store.getBatch(batch.batchId);
         if (!isDialling(current, batch.round)) return; // deleted, or the round moved on: nothing left to dial
@@ -134,6 +161,13 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     }
   }
 }
+
+/** The slot shard with the most free slots as last seen, if any has one. */
+const freestSlot = (slots: readonly SlotRow[]): SlotRow | undefined =>
+  slots.reduce<SlotRow | undefined>((best, s) => (s.limit - s.active > 0 && (!best || s.limit - s.active > best.limit - best.active) ? s : best), undefined);
+
+/** Whether a run's watchdog covers a list position (its page, from its position, `count` of them). */
+const covers = (block: RunWatchdogArgs, page: number, pos: number): boolean => page === block.page && pos >= block.pos && pos < block.pos + block.count;
 
 /**
  * Moves the cursor past a listed contact that cannot be dialled (it should not happen: a list holds only

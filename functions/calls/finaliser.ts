@@ -120,7 +120,7 @@ async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise
     { tenantId: batch.tenantId, type: CallsEvent.batchRoundScheduled, data: { batchId: batch.batchId, round: nextRound, contacts: batch.nextSize, dialAt: iso(now + delayMs) } },
     now,
   );
-  return commit(deps, [store.rearmItem(batch, now), dial.item, ...event.items], [dial, ...event.jobs]);
+  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial, ...event.jobs]);
 }
 
 /** Finalised, with batch.finalised and, when the tenant has an owner email, owner.notify — one transaction. */
@@ -129,9 +129,9 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
   const now = ctx.now();
   const summary = finalSummary(batch);
   const event = ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
-  const tenant = await store.getTenant(batch.tenantId);
+  const tenant = await store.getTenantRow(batch.tenantId);
   const notify = tenant?.ownerEmail ? ports.ownerMail.batchFinalised({ tenantId: batch.tenantId, eventId: event.eventId, summary }) : { items: [], jobs: [] };
-  return commit(deps, [store.finaliseItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs]);
+  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs]);
 }
 
 async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[]): Promise<TransactOutcome> {

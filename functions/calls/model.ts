@@ -11,7 +11,9 @@ import type { CallingWindow } from './window.ts';
  * | tenant | `TENANT#<tenantId>` | `TENANT` |
  * | batch | `BATCH#<batchId>` | `BATCH` |
  * | a round's dial list, one page | `BATCH#<batchId>` | `LIST#<round:3>#<page:5>` |
- * | contact state | `BATCH#<batchId>` | `CONTACT#<E.164 number>` |
+ * | contact state | `BATCH#<batchId>#C<shard:2>` (16 shards by number) | `CONTACT#<E.164 number>` |
+ * | a finished round's outcomes | `BATCH#<batchId>` | `ROUND#<round:3>` |
+ * | the batch index, one entry per batch | `BATCHES` | `<createdAt>#<batchId>` |
  *
  * A contact's key is derived from what the call-result webhook carries (batch and number), so the intake
  * writes without reading. The order to dial in lives in the immutable list pages: round 1's are written
@@ -25,6 +27,14 @@ export const callsTable = {
   indexes: [],
   ttlAttribute: 'expiresAt',
 } as const satisfies TableDefinition;
+
+/**
+ * Rows of a batch (the batch, its list pages, its contacts) are deleted by DynamoDB's TTL this long after
+ * their last dial, promotion or finalising: a batch's report stays readable for 90 days after it ends.
+ * Tenants and their slot shards have none.
+ */
+export const CALLS_RETENTION_SECONDS = 90 * 86400;
+export const callsExpiry = (now: number): number => Math.floor(now / 1000) + CALLS_RETENTION_SECONDS;
 
 /** A contact's status (docs/calls.md, "States"): only a Calling contact accepts a result. */
 export const ContactStatus = {
@@ -53,8 +63,13 @@ export interface TenantRow {
   sk: 'TENANT';
   tenantId: string;
   concurrencyLimit: number;
-  /** Calls in progress across every batch of the tenant: the conditional counter the dialer takes a slot from. */
+  /**
+   * Calls in progress across every batch of the tenant. Stored on the row: only calls dialled before the
+   * limit was split over slot shards; `getTenant` adds the shards' (model.ts `SlotRow`).
+   */
   active: number;
+  /** How many slot shards its limit is split over ({@link slotShardsFor}). */
+  slotShards?: number;
   ownerEmail?: string;
   createdAt: string;
   updatedAt: string;
@@ -77,6 +92,8 @@ export interface BatchRow {
   updatedAt: string;
   finalisedAt?: string;
   deletedAt?: string;
+  /** When DynamoDB's TTL deletes the row, in epoch seconds ({@link callsExpiry}). */
+  expiresAt?: number;
   /** The client's `Idempotency-Key`, when it sent one (the batch id was derived from it). */
   idempotencyKey?: string;
   /** With a key: the sha256 of the validated request body, which a retry with the same key must match. */
@@ -91,6 +108,8 @@ export interface BatchRow {
   // Contacts per status (nCalling is also the number of calls in progress).
   nQueued: number;
   nCalling: number;
+  /** The calls in progress by the tenant's slot shard they hold (`s0`…`s7`, absent when none ever did): what deleting the batch gives back, shard by shard. */
+  [slot: `s${number}`]: number | undefined;
   nCompleted: number;
   nRetryEligible: number;
   /** Completed contacts by normalised code (a RetryEligible contact leaves its code's count until it completes again). */
@@ -106,12 +125,15 @@ export interface ContactRow {
   pk: string;
   sk: string;
   batchId: string;
+  /** When DynamoDB's TTL deletes it, in epoch seconds (set at each dial). */
+  expiresAt?: number;
   contactNumber: string;
   status: ContactStatus;
   /** The round of its latest dial. */
   round: number;
   /** Dials so far. */
   attempts: number;
+  /** The watchdog of the dial run that placed its latest call: only that watchdog may end the call with TIMEOUT. */
   watchdogJobId?: string;
   dialledAt?: string;
   completedAt?: string;
@@ -137,15 +159,87 @@ export interface ListPage {
   round: number;
   page: number;
   numbers: string[];
+  /** When DynamoDB's TTL deletes it, in epoch seconds. */
+  expiresAt?: number;
 }
 
 export const tenantKey = (tenantId: string) => ({ pk: `TENANT#${tenantId}`, sk: 'TENANT' as const });
+
+/**
+ * A tenant's concurrency limit, split over slot shards so its dials and results spread over several
+ * partitions (docs/capacity.md): shard k allows {@link slotLimit} calls at once, the shards' limits add up
+ * to the tenant's, and each dial takes a slot from one shard with a conditional counter, so the tenant's
+ * calls in progress never exceed its limit. A tenant uses {@link slotShardsFor} its limit: one shard below
+ * 64 (a small limit split eight ways would strand slots), up to {@link SLOT_SHARDS}.
+ */
+export const SLOT_SHARDS = 8;
+export const slotShardsFor = (limit: number): number => Math.min(SLOT_SHARDS, Math.max(1, Math.floor(limit / 32)));
+export const slotLimit = (limit: number, shards: number, shard: number): number => (shard >= shards ? 0 : Math.floor(limit / shards) + (shard < limit % shards ? 1 : 0));
+export const slotKey = (tenantId: string, shard: number) => ({ pk: `TENANT#${tenantId}#S${shard}`, sk: 'SLOTS' as const });
+/** The batch row's count of its calls holding a slot of shard k. */
+export const slotCount = (shard: number): `s${number}` => `s${shard}`;
+
+/** One slot shard of a tenant. */
+export interface SlotRow {
+  pk: string;
+  sk: 'SLOTS';
+  tenantId: string;
+  shard: number;
+  /** Calls in progress holding a slot of this shard. */
+  active: number;
+  /** This shard's part of the tenant's limit. */
+  limit: number;
+}
+
+/**
+ * The call id the placer is given names the slot shard the call holds (`.s<k>`, k > 0), so a result
+ * releases that slot without a read; a call without the suffix holds shard 0.
+ */
+export const callWithSlot = (callId: string, shard: number, shards: number): string => (shards > 1 && shard > 0 ? `${callId}.s${shard}` : callId);
+export const slotOfCall = (callId: string): number => Number(/\.s(\d)$/.exec(callId)?.[1] ?? 0);
+/** The call id without its slot suffix: {@link callIdFor} of the contact and round. */
+export const baseCallId = (callId: string): string => callId.replace(/\.s\d$/, '');
 export const batchKey = (batchId: string) => ({ pk: `BATCH#${batchId}`, sk: 'BATCH' as const });
-export const contactKey = (batchId: string, number: string) => ({ pk: `BATCH#${batchId}`, sk: `CONTACT#${number}` });
+/**
+ * A batch's contacts spread over {@link CONTACT_SHARDS} partitions of their own (a hash of the number picks
+ * one), apart from the batch row: a large batch's dials and results write its contacts at hundreds a
+ * second, which in the batch row's partition would pass DynamoDB's per-partition rate (docs/capacity.md).
+ * The key is still derived from batch and number, so the intake writes without reading.
+ */
+export const CONTACT_SHARDS = 16;
+export const contactShard = (number: string): number => createHash('sha256').update(number).digest().readUInt32BE(0) % CONTACT_SHARDS;
+export const contactPartition = (batchId: string, shard: number): string => `BATCH#${batchId}#C${String(shard).padStart(2, '0')}`;
+export const contactKey = (batchId: string, number: string) => ({ pk: contactPartition(batchId, contactShard(number)), sk: `CONTACT#${number}` });
 export const listKey = (batchId: string, round: number, page: number) => ({
   pk: `BATCH#${batchId}`,
   sk: `LIST#${String(round).padStart(3, '0')}#${String(page).padStart(5, '0')}`,
 });
+/**
+ * The entry a batch leaves in the batch index when it is created (in the same transaction): the ops listing
+ * reads the newest batches with a Query of this one partition instead of a Scan. It is written once per
+ * batch and never updated, so the partition takes only the batch creation rate.
+ */
+export const BATCH_INDEX_PK = 'BATCHES';
+export const batchIndexKey = (createdAt: string, batchId: string) => ({ pk: BATCH_INDEX_PK, sk: `${createdAt}#${batchId}` });
+
+/**
+ * A round's outcomes (`ROUND#<round>`), written by its finaliser, never by the intake: `retried:<code>`
+ * counts the contacts it promoted, by the code that made them retryable (one ADD per promotion step, in
+ * the step's transaction), and `byCodeAfter` is the batch's byCode once the round was closed (set when it
+ * re-arms or finalises the batch). Round r's terminal outcomes are its byCodeAfter less round r−1's.
+ */
+export interface RoundRow {
+  pk: string;
+  sk: string;
+  round: number;
+  byCodeAfter?: Record<string, number>;
+  closedAt?: string;
+  [retried: `retried:${string}`]: number;
+}
+export const roundKey = (batchId: string, round: number) => ({ pk: `BATCH#${batchId}`, sk: `ROUND#${String(round).padStart(3, '0')}` });
+export const ROUND_PREFIX = 'ROUND#';
+export const RETRIED_PREFIX = 'retried:';
+
 /** Numbers per page of a round's dial list (20 pages for the largest batch: one transaction creates it). */
 export const LIST_PAGE_SIZE = 500;
 export const listPrefix = (round: number) => `LIST#${String(round).padStart(3, '0')}#`;
@@ -162,10 +256,14 @@ export const countAttribute = (status: ContactStatus): `n${ContactStatus}` => `n
 export const callIdFor = (batchId: string, contactNumber: string, round: number): string =>
   `call_${createHash('sha256').update(`${batchId}\n${contactNumber}\n${round}`).digest('base64url').slice(0, 22)}`;
 
-/** Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial, one finaliser per round. */
+/**
+ * Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial run (named
+ * by the list position of the run's first dial), one finaliser per round.
+ */
 export const jobIds = {
   dial: (batchId: string, round: number) => `calls.dial:${batchId}:${round}`,
-  // Job ids allow no '+': the E.164 number goes in without it.
-  watchdog: (batchId: string, number: string, round: number) => `calls.watchdog:${batchId}:${number.replace(/^\+/, '')}:${round}`,
+  watchdog: (batchId: string, round: number, page: number, pos: number) => `calls.watchdog:${batchId}:${round}:${page}.${pos}`,
+  /** A watchdog of one call, as enqueued before watchdogs covered a dial run (still run, never created). Job ids allow no '+'. */
+  callWatchdog: (batchId: string, number: string, round: number) => `calls.watchdog:${batchId}:${number.replace(/^\+/, '')}:${round}`,
   finalise: (batchId: string, round: number) => `calls.finalise:${batchId}:${round}`,
 };

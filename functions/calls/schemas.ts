@@ -77,6 +77,28 @@ export const batchResponse = z.object({
   finalisedAt: z.string().nullable(),
 });
 
+/** `GET /v1/batches`: the newest batches first. */
+export const batchListResponse = z.object({
+  batches: z.array(batchResponse),
+  /** Present when more batches follow: pass it as `?cursor=` for the next page. */
+  cursor: z.string().optional(),
+});
+
+/** `GET /v1/batches/{id}/rounds`: what each round came to (functions/calls/rounds.ts). */
+export const roundsResponse = z.object({
+  batchId: z.string(),
+  rounds: z.array(
+    z.object({
+      round: z.number().int(),
+      size: z.number().int().describe('contacts the round dials'),
+      byCode: z.record(z.string(), z.number().int()).describe('completed calls of the round by normalised code, those promoted to the next round included'),
+      pending: z.number().int().describe('contacts of the round without an outcome yet'),
+      closed: z.boolean().describe('the round’s finaliser closed it'),
+      recorded: z.boolean().describe('false for a round closed before rounds were recorded: its byCode is empty'),
+    }),
+  ),
+});
+
 export const contactsResponse = z.object({
   contacts: z.array(
     z.object({

@@ -1,10 +1,35 @@
-import { GetCommand, paginateQuery, paginateScan, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { batchGet, conditionCheck, Expression, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
+import { batchGet, conditionCheck, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
-import { BatchStatus, batchKey, CONTACT_PREFIX, ContactStatus, contactKey, countAttribute, LIST_PAGE_SIZE, listKey, listPrefix, tenantKey } from './model.ts';
-import type { BatchRow, CompletionSource, ContactRow, ListPage, TenantRow } from './model.ts';
+import {
+  BATCH_INDEX_PK,
+  batchIndexKey,
+  BatchStatus,
+  batchKey,
+  callsExpiry,
+  CONTACT_PREFIX,
+  CONTACT_SHARDS,
+  ContactStatus,
+  contactKey,
+  contactPartition,
+  countAttribute,
+  LIST_PAGE_SIZE,
+  listKey,
+  listPrefix,
+  RETRIED_PREFIX,
+  ROUND_PREFIX,
+  roundKey,
+  SLOT_SHARDS,
+  slotCount,
+  slotKey,
+  slotLimit,
+  slotOfCall,
+  slotShardsFor,
+  tenantKey,
+} from './model.ts';
+import type { BatchRow, CompletionSource, ContactRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
 const is = {
@@ -20,7 +45,7 @@ const is = {
   /** A completed call of this round whose code is the one read (what the finaliser promotes). */
   completedIn: (e: Expression, round: number, code: string) => e.and(e.eq('status', ContactStatus.Completed), e.eq('round', round), e.eq('code', code)),
   /** The tenant has a free slot. */
-  slotFree: (e: Expression) => e.lt('active', e.attr('concurrencyLimit')),
+  slotFree: (e: Expression) => e.lt('active', e.attr('limit')),
   /** The batch may dial in this round. */
   diallingRound: (e: Expression, round: number) => e.and(e.inList('status', [BatchStatus.Pending, BatchStatus.InProgress]), e.eq('round', round)),
   /** The batch is in progress in this round (calls complete, the finaliser works). */
@@ -60,8 +85,10 @@ export interface DialWrite {
   page: number;
   pos: number;
   next: { page: number; pos: number };
-  /** The call this dial places (`callIdFor` in model.ts). */
+  /** The call this dial places (`callIdFor` in model.ts, with the slot shard it holds: `callWithSlot`). */
   callId: string;
+  /** The tenant's slot shard the call takes its slot from. */
+  slot: number;
   watchdogJobId: string;
   now: number;
 }
@@ -83,9 +110,25 @@ export class CallsStore {
 
   // ─── reads ──────────────────────────────────────────────────────────────────────────────────────
 
-  async getTenant(tenantId: string): Promise<TenantRow | undefined> {
+  /** The tenant row alone (its limit and owner); `active` there counts only calls dialled before the limit was sharded. */
+  async getTenantRow(tenantId: string): Promise<TenantRow | undefined> {
     const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: tenantKey(tenantId), ConsistentRead: true }));
     return result.Item as TenantRow | undefined;
+  }
+
+  /** The tenant with its calls in progress (`active`): the row and its slot shards in one consistent read. */
+  async getTenant(tenantId: string): Promise<TenantRow | undefined> {
+    const items = await batchGet(this.db, this.tableName, [tenantKey(tenantId), ...Array.from({ length: SLOT_SHARDS }, (_, k) => slotKey(tenantId, k))]);
+    const row = items.find((i) => i['sk'] === 'TENANT') as TenantRow | undefined;
+    if (!row) return undefined;
+    const slots = items.filter((i) => i['sk'] === 'SLOTS') as unknown as SlotRow[];
+    return { ...row, active: (row.active ?? 0) + slots.reduce((n, slot) => n + slot.active, 0) };
+  }
+
+  /** The tenant's slot shards, read consistently (the dialer's view of where a slot is free). */
+  async getSlots(tenantId: string): Promise<SlotRow[]> {
+    const items = (await batchGet(this.db, this.tableName, Array.from({ length: SLOT_SHARDS }, (_, k) => slotKey(tenantId, k)))) as unknown as SlotRow[];
+    return items.sort((a, b) => a.shard - b.shard);
   }
 
   async getBatch(batchId: string): Promise<BatchRow | undefined> {
@@ -99,16 +142,37 @@ export class CallsStore {
   }
 
   /**
-   * Every batch, newest first, up to `limit`: a Scan of the table, for the local ops panel (on AWS a
-   * tenant's batches would want an index; nothing deployed calls this).
+   * The newest batches first, a page of up to `limit`: a Query of the batch index (one entry per batch,
+   * written with it: `batchIndexKey` in model.ts), then a consistent BatchGet of their rows. Pass `cursor`
+   * on for the next page; a cursor this listing did not give out raises `InvalidCursorError`.
    */
-  async listBatches(limit = 100): Promise<BatchRow[]> {
-    const rows: BatchRow[] = [];
+  async listBatches(limit: number, cursor?: string): Promise<{ batches: BatchRow[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: BATCH_INDEX_PK });
+    const startKey = pages.decode(cursor);
     const e = new Expression();
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', batchKey('').sk)) })) {
-      rows.push(...((page.Items ?? []) as BatchRow[]));
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        ...e.forQuery(e.eq('pk', BATCH_INDEX_PK)),
+        ScanIndexForward: false,
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    const ids = (result.Items ?? []).map((item) => item['batchId'] as string);
+    const rows: BatchRow[] = [];
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      rows.push(...((await batchGet(this.db, this.tableName, ids.slice(i, i + MAX_BATCH_GET_KEYS).map(batchKey))) as unknown as BatchRow[]));
     }
-    return rows.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
+    const byId = new Map(rows.map((row) => [row.batchId, row]));
+    const batches = ids.flatMap((id) => byId.get(id) ?? []);
+    const next = pages.encode(result.LastEvaluatedKey);
+    return next ? { batches, cursor: next } : { batches };
+  }
+
+  /** The outcomes of a batch's closed rounds (model.ts `RoundRow`), in round order. */
+  async getRounds(batchId: string): Promise<RoundRow[]> {
+    return this.queryBatch<RoundRow>(batchId, ROUND_PREFIX);
   }
 
   /** One page of a round's dial list (immutable once written). */
@@ -128,13 +192,10 @@ export class CallsStore {
   }
 
   /** Every item under the batch whose sort key starts with `prefix`, in key order (DynamoDB's pages followed). */
-  async queryBatch<T>(batchId: string, prefix: string): Promise<T[]> {
+  async queryBatch<T>(batchId: string, prefix: string, pk: string = batchKey(batchId).pk): Promise<T[]> {
     const items: T[] = [];
     const e = new Expression();
-    const pages = paginateQuery(
-      { client: this.db },
-      { TableName: this.tableName, ...e.forQuery(e.and(e.eq('pk', batchKey(batchId).pk), e.beginsWith('sk', prefix))), ConsistentRead: true },
-    );
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...e.forQuery(e.and(e.eq('pk', pk), e.beginsWith('sk', prefix))), ConsistentRead: true });
     for await (const page of pages) items.push(...((page.Items ?? []) as T[]));
     return items;
   }
@@ -166,7 +227,9 @@ export class CallsStore {
 
   /** Every contact in upload order, with its state if it has been dialled (the local panel's view). */
   async listContacts(batchId: string): Promise<{ number: string; state: ContactRow | undefined }[]> {
-    const [pages, states] = await Promise.all([this.queryBatch<ListPage>(batchId, listPrefix(1)), this.queryBatch<ContactRow>(batchId, CONTACT_PREFIX)]);
+    const shards = Array.from({ length: CONTACT_SHARDS }, (_, shard) => this.queryBatch<ContactRow>(batchId, CONTACT_PREFIX, contactPartition(batchId, shard)));
+    const [pages, ...stateShards] = await Promise.all([this.queryBatch<ListPage>(batchId, listPrefix(1)), ...shards]);
+    const states = stateShards.flat();
     const byNumber = new Map(states.map((s) => [s.contactNumber, s]));
     return pages.flatMap((page) => page.numbers.map((number) => ({ number, state: byNumber.get(number) })));
   }
@@ -180,13 +243,28 @@ export class CallsStore {
 
   // ─── tenants ────────────────────────────────────────────────────────────────────────────────────
 
-  /** Creates or updates a tenant, item `tenant`; a new limit or owner never resets the calls in progress. */
-  upsertTenantItem(input: { tenantId: string; concurrencyLimit: number; ownerEmail: string | undefined; now: number }): TransactItem {
+  /**
+   * Creates or updates a tenant, items [tenant, slot 0…7]: the row, and its limit split over its slot
+   * shards (shards it no longer uses get a limit of 0: their calls in progress still release their slots
+   * there). A new limit or owner never resets the calls in progress.
+   */
+  upsertTenantItems(input: { tenantId: string; concurrencyLimit: number; ownerEmail: string | undefined; now: number }): TransactItem[] {
+    const shards = slotShardsFor(input.concurrencyLimit);
+    const slots = Array.from({ length: SLOT_SHARDS }, (_, shard) => {
+      const e = new Expression();
+      e.setIfNotExists('active', 0).set('tenantId', input.tenantId).set('shard', shard).set('limit', slotLimit(input.concurrencyLimit, shards, shard));
+      return this.update(`slot ${shard}`, slotKey(input.tenantId, shard), e);
+    });
+    return [this.upsertTenantItem(input, shards), ...slots];
+  }
+
+  private upsertTenantItem(input: { tenantId: string; concurrencyLimit: number; ownerEmail: string | undefined; now: number }, shards: number): TransactItem {
     const e = new Expression();
     e.setIfNotExists('active', 0)
       .setIfNotExists('createdAt', iso(input.now))
       .set('tenantId', input.tenantId)
       .set('concurrencyLimit', input.concurrencyLimit)
+      .set('slotShards', shards)
       .set('updatedAt', iso(input.now));
     if (input.ownerEmail) e.set('ownerEmail', input.ownerEmail);
     else e.remove('ownerEmail');
@@ -196,8 +274,8 @@ export class CallsStore {
   // ─── batches ────────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), and a check that its tenant
-   * exists (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
+   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), its entry in the batch index
+   * (`batch index`), and a check that its tenant exists (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
    */
   createBatchItems(batch: BatchRow, pages: readonly ListPage[]): TransactItem[] {
     const absent = new Expression();
@@ -206,6 +284,7 @@ export class CallsStore {
       putItem('batch', this.tableName, batch, absent.when(is.absent(absent)), { returnStored: true }),
       conditionCheck('tenant', this.tableName, tenantKey(batch.tenantId), tenant.when(is.exists(tenant))),
       ...pages.map((page) => putItem(`list page ${page.page}`, this.tableName, page)),
+      putItem('batch index', this.tableName, { ...batchIndexKey(batch.createdAt, batch.batchId), batchId: batch.batchId, tenantId: batch.tenantId }),
     ];
   }
 
@@ -222,9 +301,21 @@ export class CallsStore {
       .set('deletedAt', iso(now))
       .set('updatedAt', iso(now));
     const items: TransactItem[] = [this.update('batch', batchKey(batch.batchId), e)];
-    if (batch.nCalling > 0) {
+    // Each shard gets back the slots this batch's calls hold there; calls dialled before the limit was
+    // sharded (counted in nCalling, in no shard) give theirs back to the tenant row.
+    let sharded = 0;
+    for (let shard = 0; shard < SLOT_SHARDS; shard++) {
+      const held = batch[slotCount(shard)] ?? 0;
+      if (held === 0) continue;
+      sharded += held;
+      e.when(e.eq(slotCount(shard), held));
       const t = new Expression();
-      t.when(is.exists(t)).increment('active', -batch.nCalling).set('updatedAt', iso(now));
+      t.when(is.exists(t)).increment('active', -held);
+      items.push(this.update(`slot ${shard}`, slotKey(batch.tenantId, shard), t));
+    }
+    if (batch.nCalling - sharded > 0) {
+      const t = new Expression();
+      t.when(is.exists(t)).increment('active', -(batch.nCalling - sharded)).set('updatedAt', iso(now));
       items.push(this.update('tenant', tenantKey(batch.tenantId), t));
     }
     return items;
@@ -252,10 +343,12 @@ export class CallsStore {
       .set('watchdogJobId', d.watchdogJobId)
       .set('dialledAt', iso(now))
       .set('updatedAt', iso(now))
+      .set('expiresAt', callsExpiry(now))
       .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
 
+    // The slot, from one shard of the tenant's limit (named `tenant`: a refusal there means no free slot).
     const tenant = new Expression();
-    tenant.when(is.exists(tenant)).when(is.slotFree(tenant)).increment('active', 1).set('updatedAt', iso(now));
+    tenant.when(is.exists(tenant)).when(is.slotFree(tenant)).increment('active', 1);
 
     const from = round === 1 ? ContactStatus.Queued : ContactStatus.RetryEligible;
     const b = new Expression();
@@ -267,10 +360,11 @@ export class CallsStore {
       .set('dialComplete', d.next.page >= batch.listPages)
       .increment(countAttribute(ContactStatus.Calling), 1)
       .increment(countAttribute(from), -1)
+      .increment(slotCount(d.slot), 1, 0)
       .set('updatedAt', iso(now));
     return [
       this.update('contact', contactKey(batch.batchId, d.contactNumber), contact),
-      this.update('tenant', tenantKey(batch.tenantId), tenant),
+      this.update('tenant', slotKey(batch.tenantId, d.slot), tenant),
       this.update('batch', batchKey(batch.batchId), b),
     ];
   }
@@ -315,8 +409,11 @@ export class CallsStore {
       contact.set('reportedCode', c.report.reportedCode).set('emptyTranscription', c.report.emptyTranscription).set('durationSeconds', c.report.durationSeconds);
     }
 
+    // The slot goes back to the shard the call's id names; a call without an id (a watchdog enqueued
+    // before calls had ids) was dialled before the limit was sharded and holds its slot on the tenant row.
     const tenant = new Expression();
-    tenant.when(is.exists(tenant)).increment('active', -1).set('updatedAt', iso(c.now));
+    tenant.when(is.exists(tenant)).increment('active', -1);
+    const slot = c.callId === undefined ? undefined : slotOfCall(c.callId);
 
     const b = new Expression();
     b.when(is.inProgressRound(b, c.round))
@@ -325,9 +422,10 @@ export class CallsStore {
       .increment(countAttribute(ContactStatus.Calling), -1)
       .increment(countAttribute(ContactStatus.Completed), 1)
       .set('updatedAt', iso(c.now));
+    if (slot !== undefined) b.increment(slotCount(slot), -1, 0);
     return [
       this.update('contact', contactKey(c.batchId, c.contactNumber), contact),
-      this.update('tenant', tenantKey(c.tenantId), tenant),
+      this.update('tenant', slot === undefined ? tenantKey(c.tenantId) : slotKey(c.tenantId, slot), tenant),
       this.update('batch', batchKey(c.batchId), b),
     ];
   }
@@ -337,8 +435,9 @@ export class CallsStore {
   /**
    * One step of the finaliser over the round's list, items [contact <number>…, next list page?, batch]: each
    * promoted contact goes Completed → RetryEligible (only if it still is Completed with the code read),
-   * the promoted numbers become one page of the next round's list, and the batch moves the finaliser's
-   * cursor and its counts (only if nobody moved the cursor).
+   * the promoted numbers become one page of the next round's list, the round's outcomes count them by
+   * code (`round`), and the batch moves the finaliser's cursor and its counts (only if nobody moved the
+   * cursor).
    */
   promotionItems(input: {
     batch: BatchRow;
@@ -355,7 +454,7 @@ export class CallsStore {
       return this.update(`contact ${p.contactNumber}`, contactKey(batch.batchId, p.contactNumber), e);
     });
     if (promote.length > 0) {
-      const page: ListPage = { ...listKey(batch.batchId, batch.round + 1, batch.nextPages), round: batch.round + 1, page: batch.nextPages, numbers: promote.map((p) => p.contactNumber) };
+      const page: ListPage = { ...listKey(batch.batchId, batch.round + 1, batch.nextPages), round: batch.round + 1, page: batch.nextPages, numbers: promote.map((p) => p.contactNumber), expiresAt: callsExpiry(now) };
       items.push(putItem('next list page', this.tableName, page));
     }
     const b = new Expression();
@@ -373,6 +472,10 @@ export class CallsStore {
         .increment(countAttribute(ContactStatus.Completed), -promote.length)
         .increment(countAttribute(ContactStatus.RetryEligible), promote.length);
       for (const [code, n] of codeCounts) b.increment(['byCode', code], -n);
+      const r = new Expression();
+      r.set('round', batch.round).set('expiresAt', callsExpiry(now));
+      for (const [code, n] of codeCounts) r.increment([`${RETRIED_PREFIX}${code}`], n, 0);
+      items.push(this.update('round', roundKey(batch.batchId, batch.round), r));
     }
     items.push(this.update('batch', batchKey(batch.batchId), b));
     return items;
@@ -386,7 +489,8 @@ export class CallsStore {
       .when(is.finCursorAt(e, batch.finPage, batch.finPos))
       .set('status', BatchStatus.Finalised)
       .set('finalisedAt', iso(now))
-      .set('updatedAt', iso(now));
+      .set('updatedAt', iso(now))
+      .set('expiresAt', callsExpiry(now));
     return this.update('batch', batchKey(batch.batchId), e);
   }
 
@@ -412,8 +516,20 @@ export class CallsStore {
       .set('finPos', 0)
       .set('nextPages', 0)
       .set('nextSize', 0)
-      .set('updatedAt', iso(now));
+      .set('updatedAt', iso(now))
+      .set('expiresAt', callsExpiry(now));
     return this.update('batch', batchKey(batch.batchId), e);
+  }
+
+  /**
+   * Closes a round's outcomes, item `round`: the batch's byCode as the round leaves it (after its
+   * promotions). The finaliser adds it to the transaction that re-arms or finalises the batch, whose
+   * conditions make it happen once.
+   */
+  closeRoundItem(batch: BatchRow, now: number): TransactItem {
+    const e = new Expression();
+    e.set('round', batch.round).set('byCodeAfter', batch.byCode).set('closedAt', iso(now)).set('expiresAt', callsExpiry(now));
+    return this.update('round', roundKey(batch.batchId, batch.round), e);
   }
 
   /** An Update of this table; a refused condition returns the item as stored (ALL_OLD): the caller decides from it, without a read. */

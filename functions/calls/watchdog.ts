@@ -1,40 +1,90 @@
 import { handle, snooze } from '../jobs/index.ts';
-import type { JobHandler } from '../jobs/index.ts';
+import type { JobContext, JobHandler } from '../jobs/index.ts';
+import type { BatchConfig } from './batch-config.ts';
 import { CallCode, isRetryableCode } from './codes.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { watchdogKind } from './kinds.ts';
+import type { CallWatchdogArgs, RunWatchdogArgs } from './kinds.ts';
+import { baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
+import type { ContactRow } from './model.ts';
 
 /**
- * calls.watchdog: due at dial time + the call timeout. A contact still Calling with the call it watches
- * (its callId, of its round) is completed with TIMEOUT through the same path as a result; anything else
- * means the result came — or the contact is on a later round's call, which is not this watchdog's — and
- * the watchdog completes as a no-op. (A result normally cancels it first.)
+ * calls.watchdog: one per dial run, due once the run's last call may have timed out. It reads the list
+ * positions it covers and their contacts, and ends with TIMEOUT each call that is still Calling, names
+ * this watchdog (so it was placed by this run: a later run's call at a position this one also covers
+ * names its own) and was dialled at least the call timeout ago, through the same completion path as a
+ * result — which still requires the contact to be Calling in this round **with this call's callId**, so a
+ * call that ended meanwhile, or a later round's call, is never touched. A call of the run not yet due
+ * (under a scaled clock a run may outlast the slack) makes it snooze until that call is due.
+ *
+ * Nothing cancels a watchdog: a result leaves it to find its calls Completed. (Watchdogs of one call,
+ * enqueued before one covered a run, still run: {@link callWatchdog}.)
  */
-export function watchdogHandler(deps: CallsDeps): JobHandler<{ batchId: string; contactNumber: string; round: number; callId?: string | undefined }> {
+export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | CallWatchdogArgs> {
   return handle(watchdogKind, async (args, ctx) => {
+    if ('contactNumber' in args) return callWatchdog(deps, args, ctx);
     const batch = await deps.batches.get(args.batchId);
     if (!batch) return;
-    const outcome = await completeCall(deps, batch, {
-      batchId: args.batchId,
-      contactNumber: args.contactNumber,
-      round: args.round,
-      callId: args.callId,
-      classification: { code: CallCode.timeout, retryable: isRetryableCode(CallCode.timeout) },
-      source: 'watchdog',
-    });
-    switch (outcome.outcome) {
-      case 'applied':
-        ctx.logger.info('call timed out', { batchId: args.batchId, contactNumber: args.contactNumber, round: args.round });
-        return;
-      case 'ignored':
-        return;
-      case 'unavailable':
-        if (outcome.reason === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
-        throw new Error(`TIMEOUT for ${args.contactNumber} in batch ${args.batchId} could not be recorded`);
-      default:
-        return outcome satisfies never;
+    const page = await deps.store.getListPage(args.batchId, args.round, args.page);
+    const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
+    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
+    const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
+    const timeoutMs = deps.config.callTimeoutSeconds * 1000;
+    const now = ctx.now();
+    let wakeAt: number | undefined;
+    let contended = false;
+    for (const contactNumber of numbers) {
+      const contact = contacts.get(contactNumber);
+      // The call this run placed (its id names the slot shard it holds, which its completion releases).
+      const callId = contact?.callId;
+      if (!contact || !callId || contact.status !== ContactStatus.Calling || contact.round !== args.round || baseCallId(callId) !== callIdFor(args.batchId, contactNumber, args.round) || contact.watchdogJobId !== id) continue;
+      const due = Date.parse(contact.dialledAt ?? '') + timeoutMs;
+      if (due > now) {
+        wakeAt = Math.max(wakeAt ?? 0, due);
+        continue;
+      }
+      const outcome = await timeOut(deps, batch, { contactNumber, round: args.round, callId }, ctx);
+      if (outcome === 'contention') contended = true;
     }
+    if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
+    if (wakeAt !== undefined) throw snooze({ until: wakeAt }, 'calls of this run not yet timed out');
   });
+}
+
+/** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
+async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; round: number; callId: string | undefined }, ctx: JobContext): Promise<'done' | 'contention'> {
+  const outcome = await completeCall(deps, batch, {
+    batchId: batch.batchId,
+    contactNumber: call.contactNumber,
+    round: call.round,
+    callId: call.callId,
+    classification: { code: CallCode.timeout, retryable: isRetryableCode(CallCode.timeout) },
+    source: 'watchdog',
+  });
+  switch (outcome.outcome) {
+    case 'applied':
+      ctx.logger.info('call timed out', { batchId: batch.batchId, contactNumber: call.contactNumber, round: call.round });
+      return 'done';
+    case 'ignored':
+      return 'done';
+    case 'unavailable':
+      if (outcome.reason === 'contention') return 'contention';
+      throw new Error(`TIMEOUT for ${call.contactNumber} in batch ${batch.batchId} could not be recorded`);
+    default:
+      return outcome satisfies never;
+  }
+}
+
+/**
+ * A watchdog of one call (enqueued before one covered a dial run): a contact still Calling with the call
+ * it watches (its callId, of its round) is completed with TIMEOUT; anything else is a no-op.
+ */
+async function callWatchdog(deps: CallsDeps, args: CallWatchdogArgs, ctx: JobContext): Promise<void> {
+  const batch = await deps.batches.get(args.batchId);
+  if (!batch) return;
+  if ((await timeOut(deps, batch, { contactNumber: args.contactNumber, round: args.round, callId: args.callId }, ctx)) === 'contention') {
+    throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
+  }
 }

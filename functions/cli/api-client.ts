@@ -7,6 +7,8 @@ import { sendOnce } from '../platform/outbound.ts';
 import type { OutboundRequest, OutboundResponse } from '../platform/outbound.ts';
 import { jobDetailSchema, jobSummarySchema } from '../ops/views.ts';
 import type { JobDetail } from '../ops/views.ts';
+import { batchListResponse, batchResponse, contactsResponse, roundsResponse } from '../calls/schemas.ts';
+import { endpointViewSchema } from '../webhooks/endpoint.ts';
 
 /**
  * A typed client of the ops routes (docs/openapi.json), for the ops CLI. Every request goes out once through
@@ -88,13 +90,126 @@ export type PolicyTable = z.infer<typeof policyTableSchema>;
 
 const probeResponseSchema = z.object({ jobId: z.string() });
 
-/** The filters of `GET /v1/ops/jobs`. */
+/** `GET /v1/ops/policies` as served: the policy table plus each kind's queue, timeout and period. */
+export const servedPolicyTableSchema = policyTableSchema.extend({
+  kinds: z.array(
+    z.object({
+      kind: z.string(),
+      queue: z.string(),
+      timeoutSeconds: z.number(),
+      periodic: z.object({ everySeconds: z.number() }).nullable(),
+      description: z.string().optional(),
+    }),
+  ),
+});
+export type ServedPolicyTable = z.infer<typeof servedPolicyTableSchema>;
+
+/** `GET /v1/ops/job-counts`: jobs per state. */
+export const jobCountsSchema = z.object({
+  kind: z.string().nullable(),
+  counts: z.record(z.string(), z.number().int()),
+  /** Per kind, jobs per state. */
+  byKind: z.record(z.string(), z.record(z.string(), z.number().int())),
+  /** The dead letters kept: discarded jobs by kind and reason, jobs ops cancelled by kind. */
+  deadLetters: z.array(z.object({ state: z.enum(['discarded', 'cancelled']), kind: z.string(), reason: z.string().nullable(), count: z.number().int() })),
+});
+
+/** `GET /v1/ops/periodic`. */
+export const periodicListSchema = z.object({
+  periodic: z.array(
+    z.object({
+      kind: z.string(),
+      everySeconds: z.number(),
+      lastRunAt: z.string().nullable(),
+      lastOutcome: z.enum(['completed', 'failed']).nullable(),
+      lastJobId: z.string().nullable(),
+      lastFailureAt: z.string().nullable(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+});
+export type PeriodicList = z.infer<typeof periodicListSchema>;
+
+export type BatchView = z.infer<typeof batchResponse>;
+export type BatchPage = z.infer<typeof batchListResponse>;
+export type BatchRounds = z.infer<typeof roundsResponse>;
+export type ContactsPage = z.infer<typeof contactsResponse>;
+export type EndpointView = z.infer<typeof endpointViewSchema>;
+
+/** `GET /v1/endpoints`. */
+export const endpointPageSchema = z.object({ endpoints: z.array(endpointViewSchema), cursor: z.string().optional() });
+export type EndpointPage = z.infer<typeof endpointPageSchema>;
+
+/** `GET /v1/endpoints/{id}/deliveries`. */
+export const endpointDeliveriesSchema = z.object({
+  endpointId: z.string(),
+  perState: z.number().int(),
+  deliveries: z.array(
+    z.object({
+      jobId: z.string(),
+      eventId: z.string(),
+      state: z.string(),
+      attempt: z.number().int(),
+      maxAttempts: z.number().int(),
+      discardReason: z.string().nullable(),
+      createdAt: z.string(),
+      updatedAt: z.string(),
+      attempts: z.array(z.object({ attempt: z.number().int(), at: z.string(), durationMs: z.number(), outcome: z.string(), error: z.string().optional() })),
+    }),
+  ),
+});
+export type EndpointDeliveries = z.infer<typeof endpointDeliveriesSchema>;
+
+/** `GET /v1/ops/mail` (the local runtime's SMTP sink; a deployed stack has no such route). */
+export const mailListSchema = z.object({
+  smtp: z.string(),
+  total: z.number().int(),
+  messages: z.array(
+    z.object({
+      id: z.string(),
+      receivedAt: z.string(),
+      envelope: z.object({ from: z.string().nullable().optional(), to: z.array(z.string()) }),
+      messageId: z.string().nullable().optional(),
+      subject: z.string().nullable().optional(),
+      kind: z.string().nullable(),
+    }),
+  ),
+});
+export type MailList = z.infer<typeof mailListSchema>;
+
+/** `GET /healthz`: the API's own clock (job time: a local runtime with TIME_SCALE runs ahead of the wall). */
+const healthSchema = z.object({ status: z.string(), time: z.string() });
+
+/** The filters of `GET /v1/ops/jobs`: they combine; `since` and `until` are on when the job reached its state. */
 export interface JobListQuery {
   state?: string;
   kind?: string;
+  reason?: string;
+  since?: string;
+  until?: string;
   limit?: number;
   cursor?: string;
 }
+
+/** The body of `POST /v1/ops/jobs/retry` and `/cancel`: a state, the same filters, a dry run, how many at most in this call. */
+export interface BulkJobRequest {
+  state: string;
+  kind?: string;
+  reason?: string;
+  since?: string;
+  until?: string;
+  dryRun?: boolean;
+  limit?: number;
+}
+
+/** Jobs of one state by kind, and by discard reason when the API counts them so. */
+export interface JobBreakdown {
+  byKind: Record<string, number>;
+  byReason?: Record<string, number>;
+}
+
+const bulkRetrySchema = z.object({ matched: z.number().int(), retried: z.number().int(), until: z.string() });
+const bulkCancelSchema = z.object({ matched: z.number().int(), cancelled: z.number().int(), until: z.string() });
 
 /** Turns a request into a signed one (headers added); used for API Gateway's IAM auth. */
 export type RequestSigner = (request: OutboundRequest) => Promise<OutboundRequest>;
@@ -125,6 +240,8 @@ export interface OpsApiClientOptions {
  */
 export class OpsApiClient {
   readonly baseUrl: string;
+  /** Whether every request is signed (SigV4 for API Gateway's IAM auth). */
+  readonly signed: boolean;
   private readonly signer: RequestSigner | undefined;
   private readonly send: Send;
   private readonly timeoutMs: number;
@@ -132,13 +249,115 @@ export class OpsApiClient {
   constructor(options: OpsApiClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.signer = options.signer;
+    this.signed = options.signer !== undefined;
     this.send = options.send ?? sendOnce;
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  /** `GET /v1/ops/jobs`: jobs by state and kind, newest first; pass `cursor` on for the next page. */
+  /** `GET /v1/ops/jobs`: jobs by state, kind, reason and time, newest first; pass `cursor` on for the next page. */
   listJobs(query: JobListQuery = {}): Promise<JobPage> {
     return this.request('GET', '/v1/ops/jobs', jobPageSchema, { query: { ...query, limit: query.limit?.toString() } });
+  }
+
+  /** `GET /v1/ops/job-counts`: jobs per state, optionally of one kind. */
+  async jobCounts(kind?: string): Promise<Record<string, number>> {
+    return (await this.request('GET', '/v1/ops/job-counts', jobCountsSchema, { query: { kind } })).counts;
+  }
+
+  /**
+   * Jobs of one state counted by kind, and discarded jobs by reason too (of one kind, if given), from one
+   * `GET /v1/ops/job-counts`: its per-kind counts, and its dead letters by kind and reason.
+   */
+  async jobBreakdown(state: string, kind?: string): Promise<JobBreakdown> {
+    const read = await this.request('GET', '/v1/ops/job-counts', jobCountsSchema);
+    const byKind = Object.fromEntries(
+      Object.entries(read.byKind)
+        .map(([k, states]) => [k, states[state] ?? 0] as const)
+        .filter(([, n]) => n > 0),
+    );
+    if (state !== 'discarded') return { byKind };
+    const byReason: Record<string, number> = {};
+    for (const d of read.deadLetters) {
+      if (d.state !== 'discarded' || (kind !== undefined && d.kind !== kind) || d.count <= 0) continue;
+      const reason = d.reason ?? 'unknown';
+      byReason[reason] = (byReason[reason] ?? 0) + d.count;
+    }
+    return { byKind, byReason };
+  }
+
+  /** `GET /v1/ops/periodic`: every periodic kind's last run and last failure. */
+  periodic(): Promise<PeriodicList> {
+    return this.request('GET', '/v1/ops/periodic', periodicListSchema);
+  }
+
+  /** `GET /v1/ops/policies`, as served (with each kind's queue and period). */
+  servedPolicies(): Promise<ServedPolicyTable> {
+    return this.request('GET', '/v1/ops/policies', servedPolicyTableSchema);
+  }
+
+  /** `GET /healthz`: the API's clock, epoch ms. */
+  async now(): Promise<number> {
+    return Date.parse((await this.request('GET', '/healthz', healthSchema)).time);
+  }
+
+  /** `GET /v1/batches`: the newest batches first. */
+  listBatches(query: { limit?: number; cursor?: string } = {}): Promise<BatchPage> {
+    return this.request('GET', '/v1/batches', batchListResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  }
+
+  /** `GET /v1/batches/{id}`. */
+  getBatch(id: string): Promise<BatchView> {
+    return this.request('GET', `/v1/batches/${encodePathSegment(id)}`, batchResponse);
+  }
+
+  /** `GET /v1/batches/{id}/rounds`: what each round came to. */
+  batchRounds(id: string): Promise<BatchRounds> {
+    return this.request('GET', `/v1/batches/${encodePathSegment(id)}/rounds`, roundsResponse);
+  }
+
+  /** `GET /v1/batches/{id}/contacts`: a page of contacts in upload order. */
+  batchContacts(id: string, query: { limit?: number; cursor?: string } = {}): Promise<ContactsPage> {
+    return this.request('GET', `/v1/batches/${encodePathSegment(id)}/contacts`, contactsResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  }
+
+  /** `GET /v1/endpoints`: the newest endpoints first. */
+  listEndpoints(query: { limit?: number; cursor?: string } = {}): Promise<EndpointPage> {
+    return this.request('GET', '/v1/endpoints', endpointPageSchema, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  }
+
+  /** `GET /v1/endpoints/{id}`. */
+  getEndpoint(id: string): Promise<EndpointView> {
+    return this.request('GET', `/v1/endpoints/${encodePathSegment(id)}`, endpointViewSchema);
+  }
+
+  /** `GET /v1/endpoints/{id}/deliveries`. */
+  endpointDeliveries(id: string): Promise<EndpointDeliveries> {
+    return this.request('GET', `/v1/endpoints/${encodePathSegment(id)}/deliveries`, endpointDeliveriesSchema);
+  }
+
+  /** `POST /v1/endpoints/{id}/enable`. */
+  enableEndpoint(id: string): Promise<EndpointView> {
+    return this.request('POST', `/v1/endpoints/${encodePathSegment(id)}/enable`, endpointViewSchema);
+  }
+
+  /** `POST /v1/endpoints/{id}/redeliver`: requeues every discarded delivery (409 while the endpoint is disabled). */
+  redeliverEndpoint(id: string): Promise<{ requeued: number }> {
+    return this.request('POST', `/v1/endpoints/${encodePathSegment(id)}/redeliver`, z.object({ requeued: z.number().int() }));
+  }
+
+  /** `GET /v1/ops/mail`: what the local runtime's SMTP sink caught; undefined where the API keeps no mail (404: a deployed stack). */
+  async listMail(limit = 100): Promise<MailList | undefined> {
+    try {
+      return await this.request('GET', '/v1/ops/mail', mailListSchema, { query: { limit: String(limit) } });
+    } catch (error) {
+      if (error instanceof OpsApiError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** `GET /v1/ops/mail/{id}/raw`: one message as the sink received it. */
+  async rawMail(id: string): Promise<string> {
+    return (await this.exchange('GET', `/v1/ops/mail/${encodePathSegment(id)}/raw`, {})).text;
   }
 
   /** `GET /v1/ops/jobs/{id}`: one job with its attempt history. */
@@ -154,6 +373,16 @@ export class OpsApiClient {
   /** `POST /v1/ops/jobs/{id}/cancel`: cancels a pending or running job. */
   cancelJob(id: string): Promise<JobDetail> {
     return this.request('POST', `/v1/ops/jobs/${encodePathSegment(id)}/cancel`, jobDetailSchema);
+  }
+
+  /** `POST /v1/ops/jobs/retry`: retries the jobs matching the filter (at most `limit` this call), or counts them (`dryRun`). */
+  retryJobs(request: BulkJobRequest): Promise<{ matched: number; retried: number; until: string }> {
+    return this.request('POST', '/v1/ops/jobs/retry', bulkRetrySchema, { body: request });
+  }
+
+  /** `POST /v1/ops/jobs/cancel`: cancels the jobs matching the filter (at most `limit` this call), or counts them (`dryRun`). */
+  cancelJobs(request: BulkJobRequest): Promise<{ matched: number; cancelled: number; until: string }> {
+    return this.request('POST', '/v1/ops/jobs/cancel', bulkCancelSchema, { body: request });
   }
 
   /** `POST /v1/ops/probes`: enqueues an ops.probe job that fails `failTimes` times, then completes. */
@@ -172,6 +401,23 @@ export class OpsApiClient {
     schema: z.ZodType<T>,
     options: { query?: Record<string, string | undefined>; body?: unknown } = {},
   ): Promise<T> {
+    const { response, url } = await this.exchange(method, path, options);
+    const result = schema.safeParse(parseJson(response.text));
+    if (!result.success) {
+      const first = result.error.issues[0];
+      throw new OpsApiResponseError(
+        `unexpected answer from ${method} ${url} (status ${response.status}): ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : 'not JSON'}`,
+      );
+    }
+    return result.data;
+  }
+
+  /** Signs (when a signer is set) and sends one request, once; 4xx and 5xx become an {@link OpsApiError}. */
+  private async exchange(
+    method: 'GET' | 'POST',
+    path: string,
+    options: { query?: Record<string, string | undefined>; body?: unknown },
+  ): Promise<{ response: OutboundResponse; url: string; text: string }> {
     const url = `${this.baseUrl}${path}${queryString(options.query ?? {})}`;
     let request: OutboundRequest = {
       url,
@@ -193,22 +439,15 @@ export class OpsApiClient {
     } catch (error) {
       throw unreachable(this.baseUrl, error, this.timeoutMs);
     }
-    const parsedBody = parseJson(response.text);
     if (response.status >= 400) {
+      const parsedBody = parseJson(response.text);
       const body: ApiErrorBody =
         parsedBody && typeof parsedBody === 'object' && !Array.isArray(parsedBody)
           ? (parsedBody as ApiErrorBody)
           : { message: response.text.trim().slice(0, 200) || (STATUS_CODES[response.status] ?? 'error') };
       throw new OpsApiError(response.status, body);
     }
-    const result = schema.safeParse(parsedBody);
-    if (!result.success) {
-      const first = result.error.issues[0];
-      throw new OpsApiResponseError(
-        `unexpected answer from ${method} ${url} (status ${response.status}): ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : 'not JSON'}`,
-      );
-    }
-    return result.data;
+    return { response, url, text: response.text };
   }
 }
 

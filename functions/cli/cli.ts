@@ -1,17 +1,19 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { CredentialProvider } from '../platform/credentials.ts';
 import { formatDuration } from '../platform/format.ts';
+import { createLogger } from '../platform/logger.ts';
+import { startPanelServer } from '../panel/server.ts';
 import { allStates } from '../jobs/index.ts';
 import { allKinds } from '../app/system.ts';
 import { policyTable as kindsPolicyTable } from '../ops/jobs-api.ts';
 import type { Policy, ScheduleRow } from '../jobs/index.ts';
 import { needsSigning, OpsApiClient, OpsApiError, OpsClientError, regionFromHost, sigV4Signer } from './api-client.ts';
-import type { PolicyTable, Send } from './api-client.ts';
+import type { BulkJobRequest, JobListQuery, PolicyTable, Send } from './api-client.ts';
 import type { JobDetail, JobSummary } from '../ops/views.ts';
 
 /**
  * The ops CLI (`npm run ops -- …`): list, show, retry and cancel jobs, enqueue a probe, print the retry
- * policies. bin/ops.ts only wires it to the process; everything here takes its streams, environment,
+ * policies, and serve the ops panel in front of an API (`panel`). bin/ops.ts only wires it to the process; everything here takes its streams, environment,
  * clock and credentials as arguments, so tests run it in-process.
  */
 
@@ -36,7 +38,12 @@ export interface CliDeps {
   now: () => Date;
   /** @default sendOnce */
   send?: Send;
+  /** Resolves when a long-running command (`panel`) should stop: bin/ops.ts on SIGINT or SIGTERM, a test when it is done. */
+  untilStopped?: () => Promise<void>;
 }
+
+/** Where `ops panel` listens on 127.0.0.1 unless told otherwise (the local runtime has 3000). */
+export const DEFAULT_PANEL_PORT = 3100;
 
 /** The local runtime's address (`npm start`). */
 export const DEFAULT_API_URL = 'http://127.0.0.1:3000';
@@ -109,14 +116,17 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
   const jobs = program.command('jobs').description('list, show, retry and cancel jobs');
   jobs
     .command('list')
-    .description('jobs by state and kind, newest first')
+    .description('jobs by state, kind, discard reason and when they reached their state, newest first')
     .addOption(new Option('--state <state>', 'only jobs in this state').choices(allStates))
     .option('--kind <kind>', 'only jobs of this kind (e.g. webhook.deliver)')
+    .option('--reason <reason>', 'only discarded jobs with this reason (e.g. http_4xx; needs --state discarded)')
+    .option('--since <time>', 'reached their state (were discarded) at or after: an ISO time or an age (30m, 2h, 7d)')
+    .option('--until <time>', 'reached their state at or before: an ISO time or an age')
     .option('--limit <n>', 'at most this many (1–200, default 50)', intInRange(1, 200))
     .option('--cursor <cursor>', 'the next page, as printed by the previous one')
-    .action(async (flags: { state?: string; kind?: string; limit?: number; cursor?: string }, command: Command) => {
+    .action(async (flags: ListFlags & { limit?: number; cursor?: string }, command: Command) => {
       const { api, options } = clientOf(command);
-      const page = await api.listJobs(flags);
+      const page = await api.listJobs({ ...filterOf(flags, deps.now()), ...(flags.limit ? { limit: flags.limit } : {}), ...(flags.cursor ? { cursor: flags.cursor } : {}) });
       if (options.json) return json(page);
       out(formatJobList(page.jobs, page.cursor));
     });
@@ -130,22 +140,39 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       if (options.json) return json(job);
       out(formatJobDetail(job));
     });
-  jobs
-    .command('retry')
-    .description('run a discarded, cancelled or waiting job now, keeping its history')
-    .argument('<id>', 'job id')
-    .action(async (id: string, _flags: unknown, command: Command) => {
+  const bulkOptions = (command: Command, verb: string) =>
+    command
+      .addOption(new Option('--state <state>', `${verb} every job in this state that matches the filters (instead of one id)`).choices(allStates))
+      .option('--kind <kind>', 'only jobs of this kind')
+      .option('--reason <reason>', 'only discarded jobs with this reason')
+      .option('--since <time>', 'reached their state at or after: an ISO time or an age (30m, 2h, 7d)')
+      .option('--until <time>', 'reached their state at or before (default: now, fixed when the command starts; pass it again to finish an interrupted run)')
+      .option('--dry-run', 'only count the jobs that match')
+      .option('--limit <n>', `${verb} at most this many`, intInRange(1, 1_000_000));
+  bulkOptions(jobs.command('retry').description('run a discarded, cancelled or waiting job now, keeping its history; or every job matching --state and the filters'), 'retry')
+    .argument('[id]', 'job id')
+    .action(async (id: string | undefined, flags: BulkFlags, command: Command) => {
       const { api, options } = clientOf(command);
+      if (id === undefined) {
+        const result = await runBulk('retry', flags, io, deps, (request) => api.retryJobs(request).then((r) => ({ matched: r.matched, changed: r.retried, until: r.until })));
+        if (options.json) return json({ matched: result.matched, retried: result.changed, until: result.until });
+        return out(result.summary);
+      }
+      if (flags.state) throw new CliUsageError('pass a job id or --state with filters, not both');
       const job = await api.retryJob(id);
       if (options.json) return json(job);
       out(`retried job ${job.id}: ${job.state}, due ${job.scheduledAt} (attempt ${job.attempt}/${job.maxAttempts})`);
     });
-  jobs
-    .command('cancel')
-    .description('cancel a pending or running job')
-    .argument('<id>', 'job id')
-    .action(async (id: string, _flags: unknown, command: Command) => {
+  bulkOptions(jobs.command('cancel').description('cancel a pending or running job; or every job matching --state and the filters'), 'cancel')
+    .argument('[id]', 'job id')
+    .action(async (id: string | undefined, flags: BulkFlags, command: Command) => {
       const { api, options } = clientOf(command);
+      if (id === undefined) {
+        const result = await runBulk('cancel', flags, io, deps, (request) => api.cancelJobs(request).then((r) => ({ matched: r.matched, changed: r.cancelled, until: r.until })));
+        if (options.json) return json({ matched: result.matched, cancelled: result.changed, until: result.until });
+        return out(result.summary);
+      }
+      if (flags.state) throw new CliUsageError('pass a job id or --state with filters, not both');
       const job = await api.cancelJob(id);
       if (options.json) return json(job);
       out(`cancelled job ${job.id}: ${job.state} (attempt ${job.attempt}/${job.maxAttempts})`);
@@ -162,6 +189,25 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       if (options.json) return json({ jobId });
       out(jobId);
       io.stderr.write(`enqueued ops.probe (fails ${flags.fail} time${flags.fail === 1 ? '' : 's'}, then completes); follow it: npm run ops -- jobs show ${jobId}\n`);
+    });
+
+  program
+    .command('panel')
+    .description('serve the ops panel on 127.0.0.1 in front of --api: every page reads and acts through that API (signed with SigV4 for AWS)')
+    .option('--port <n>', `the port on 127.0.0.1, 0 for any free one (default ${DEFAULT_PANEL_PORT})`, intInRange(0, 65535), DEFAULT_PANEL_PORT)
+    .action(async (flags: { port: number }, command: Command) => {
+      if (!deps.untilStopped) throw new CliUsageError('this host cannot keep the panel running (no untilStopped)');
+      const { api } = clientOf(command);
+      // Fail at once, with the API's own words, if it cannot be reached or refuses the credentials.
+      await api.servedPolicies();
+      const server = await startPanelServer({ api, port: flags.port, logger: createLogger('redial-panel') });
+      try {
+        out(`panel ${server.url}/panel → ${api.baseUrl}${api.signed ? ' (every request signed with SigV4)' : ''}`);
+        io.stderr.write('the panel answers this machine only (127.0.0.1); Ctrl-C stops it\n');
+        await deps.untilStopped();
+      } finally {
+        await server.close();
+      }
     });
 
   program
@@ -192,6 +238,84 @@ function apiClient(options: GlobalOptions, deps: CliDeps): OpsApiClient {
   const region = options.region ?? regionFromHost(url.hostname) ?? deps.env['AWS_REGION'] ?? deps.env['AWS_DEFAULT_REGION'];
   if (!region) throw new CliUsageError(`cannot tell the AWS region of ${url.host}; pass --region or set AWS_REGION`);
   return new OpsApiClient({ baseUrl: raw, signer: sigV4Signer({ region, credentials: deps.credentials, now: deps.now }), ...send });
+}
+
+interface ListFlags {
+  state?: string;
+  kind?: string;
+  reason?: string;
+  since?: string;
+  until?: string;
+}
+
+interface BulkFlags extends ListFlags {
+  dryRun?: boolean;
+  limit?: number;
+}
+
+/** The list filters as the API takes them: times as ISO, an age (`2h`) counted back from `now`. */
+function filterOf(flags: ListFlags, now: Date): Omit<JobListQuery, 'limit' | 'cursor'> {
+  return {
+    ...(flags.state ? { state: flags.state } : {}),
+    ...(flags.kind ? { kind: flags.kind } : {}),
+    ...(flags.reason ? { reason: flags.reason } : {}),
+    ...(flags.since ? { since: timeOf('--since', flags.since, now) } : {}),
+    ...(flags.until ? { until: timeOf('--until', flags.until, now) } : {}),
+  };
+}
+
+const AGE_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** An ISO time as given, or an age (`90s`, `30m`, `2h`, `7d`) as the ISO time that long before `now`. */
+export function timeOf(flag: string, value: string, now: Date): string {
+  const age = /^(\d+)([smhd])$/.exec(value);
+  if (age) return new Date(now.getTime() - Number(age[1]) * AGE_UNITS[age[2]!]!).toISOString();
+  if (/^\d{4}-\d{2}-\d{2}T/.test(value) && !Number.isNaN(Date.parse(value))) return value;
+  throw new CliUsageError(`${flag}: expected an ISO time (2026-12-01T08:00:00Z) or an age (30m, 2h, 7d), got ${JSON.stringify(value)}`);
+}
+
+/** Jobs one bulk request changes: a request stays short (API Gateway cuts one off at 30 s). */
+export const BULK_CHUNK = 200;
+
+/**
+ * A bulk retry or cancel by filter: a dry run counts what matches, then requests of {@link BULK_CHUNK}
+ * change it, a progress bar on stderr after each, until nothing is left (or `--limit` is reached). The
+ * time range ends at `--until`, or where the dry run's answer says it ended (the API's now, on the job
+ * layer's clock), so jobs that end in the state again while it runs (a retried job discarded again) are not
+ * taken twice; the summary says the `--until` that finishes an interrupted run.
+ */
+async function runBulk(
+  verb: 'retry' | 'cancel',
+  flags: BulkFlags,
+  io: CliIo,
+  deps: CliDeps,
+  act: (request: BulkJobRequest) => Promise<{ matched: number; changed: number; until: string }>,
+): Promise<{ matched: number; changed: number; until: string; summary: string }> {
+  if (!flags.state) throw new CliUsageError(`jobs ${verb}: pass a job id, or --state (with --kind, --reason, --since, --until) to ${verb} every job that matches`);
+  const filter = { ...filterOf(flags, deps.now()), state: flags.state };
+  const done = verb === 'retry' ? 'retried' : 'cancelled';
+  const { matched, until } = await act({ ...filter, dryRun: true });
+  const request = { ...filter, until };
+  const total = Math.min(matched, flags.limit ?? Number.POSITIVE_INFINITY);
+  const rerun = `--until ${until}`;
+  if (flags.dryRun || total === 0) return { matched, changed: 0, until, summary: `${matched} job${matched === 1 ? '' : 's'} match${matched === 1 ? 'es' : ''}${flags.dryRun ? ` (dry run: none ${done})` : ''}` };
+  let changed = 0;
+  for (;;) {
+    const left = total - changed;
+    if (left <= 0) break;
+    const step = await act({ ...request, limit: Math.min(BULK_CHUNK, left) });
+    changed += step.changed;
+    io.stderr.write(`${progressBar(Math.min(changed, total), total)} ${changed}/${total} ${done}\n`);
+    // Nothing changed: what still matched moved on meanwhile (run, retried or cancelled by someone else).
+    if (step.changed === 0) break;
+  }
+  return { matched, changed, until, summary: `${done} ${changed} of ${matched} matching job${matched === 1 ? '' : 's'} (to finish an interrupted run, repeat it with ${rerun})` };
+}
+
+/** `[██████░░░░░░]`, 24 cells wide. */
+export function progressBar(done: number, total: number, width = 24): string {
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  return `[${'█'.repeat(filled)}${'░'.repeat(width - filled)}]`;
 }
 
 function intInRange(min: number, max: number): (value: string) => number {

@@ -8,6 +8,7 @@ import { systemRng } from '../platform/rng.ts';
 import type { Tracing } from '../platform/tracing.ts';
 import { AwsDispatchTransport } from './dispatch.ts';
 import type { QueueSpec } from './queues.ts';
+import { DEFAULT_DISCARDED_RETENTION_DAYS } from './row.ts';
 import { createJobRuntime } from './runtime.ts';
 import type { JobRuntime } from './runtime.ts';
 
@@ -19,6 +20,8 @@ export const jobsAwsConfig = z.object({
   SCHEDULER_GROUP: z.string().min(1),
   SCHEDULER_ROLE_ARN: z.string().startsWith('arn:'),
   RESCUE_AFTER_SECONDS: positiveNumberEnv(180),
+  /** How long discarded jobs (the dead letters) stay before DynamoDB's TTL removes them. */
+  DISCARDED_RETENTION_DAYS: positiveNumberEnv(DEFAULT_DISCARDED_RETENTION_DAYS),
 });
 
 export type JobsAwsConfig = z.infer<typeof jobsAwsConfig>;
@@ -52,6 +55,8 @@ export function awsJobRuntime(
     logger,
     metrics: powertoolsMetrics(service),
     ...(tracing ? { tracing } : {}),
+    rescueAfterMs: config.RESCUE_AFTER_SECONDS * 1000,
+    discardedRetentionSeconds: config.DISCARDED_RETENTION_DAYS * 86400,
   });
   return { runtime, config, clients };
 }

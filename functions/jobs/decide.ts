@@ -9,7 +9,7 @@ import type { Policy } from './policies.ts';
 export type Decision =
   | { type: 'complete' }
   | { type: 'retry'; at: number; error: string }
-  | { type: 'snooze'; until: number; reason: string }
+  | { type: 'snooze'; until: number; reason: string; dormant?: boolean }
   | { type: 'discard'; reason: DiscardReason; error: string; alert: boolean };
 
 /**
@@ -22,7 +22,7 @@ export function decide(outcome: RunOutcome, job: { attempt: number; maxAttempts:
     case 'completed':
       return { type: 'complete' };
     case 'snoozed':
-      return { type: 'snooze', until: Math.max(now, outcome.until ?? now + (outcome.delayMs ?? 0)), reason: outcome.reason };
+      return { type: 'snooze', until: Math.max(now, outcome.until ?? now + (outcome.delayMs ?? 0)), reason: outcome.reason, ...(outcome.dormant ? { dormant: true } : {}) };
     case 'discarded':
       return { type: 'discard', reason: outcome.reason, error: outcome.error, alert: false };
     case 'retryable':

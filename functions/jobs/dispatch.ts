@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConflictException, CreateScheduleCommand } from '@aws-sdk/client-scheduler';
+import { ConflictException, CreateScheduleCommand, DeleteScheduleCommand, ResourceNotFoundException } from '@aws-sdk/client-scheduler';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -10,6 +10,9 @@ import type { Tracing } from '../platform/tracing.ts';
 
 /** The longest delay an SQS message timer takes; anything later goes to EventBridge Scheduler. */
 export const MAX_SQS_DELAY_SECONDS = 900;
+
+/** Whether a wake-up due at `at` (epoch ms), sent at `now`, is a Scheduler schedule rather than an SQS timer. */
+export const needsSchedule = (at: number, now: number): boolean => at - now > MAX_SQS_DELAY_SECONDS * 1000;
 
 /** A wake-up for one job at one time: what a queue message carries, plus where and when to send it. */
 export interface WakeUp {
@@ -33,6 +36,8 @@ export interface DispatchTransport {
    * Idempotent: a schedule that already exists under that name counts as created.
    */
   createSchedule(name: string, at: number, queue: string, body: string): Promise<void>;
+  /** Deletes the one-time schedule `name` before it fires. Idempotent: one that is not there (fired, or never made) counts as deleted. */
+  deleteSchedule(name: string): Promise<void>;
 }
 
 /**
@@ -59,16 +64,21 @@ export class Dispatcher {
   dispatch(wakeUp: WakeUp): Promise<void> {
     return this.tracing.span('job.wake', async (span) => {
       const body = JSON.stringify({ jobId: wakeUp.jobId, seq: wakeUp.seq } satisfies WakeUpMessage);
-      const delayMs = Math.max(0, wakeUp.at - this.clock.now());
-      const viaSqs = delayMs <= MAX_SQS_DELAY_SECONDS * 1000;
+      const now = this.clock.now();
+      const viaSqs = !needsSchedule(wakeUp.at, now);
       span.describe('wakeUp', { jobId: wakeUp.jobId, seq: wakeUp.seq, queue: wakeUp.queue, at: new Date(wakeUp.at).toISOString(), via: viaSqs ? 'sqs' : 'scheduler' });
       if (viaSqs) {
         // Rounded up: a message that arrives a moment early finds the job not due and is re-sent.
-        await this.transport.sendMessage(wakeUp.queue, body, Math.ceil(delayMs / 1000));
+        await this.transport.sendMessage(wakeUp.queue, body, Math.ceil(Math.max(0, wakeUp.at - now) / 1000));
         return;
       }
       await this.transport.createSchedule(scheduleName(wakeUp.jobId, wakeUp.seq), Math.ceil(wakeUp.at / 1000) * 1000, wakeUp.queue, body);
     });
+  }
+
+  /** Deletes the schedule of a job's wake-up `seq` (one the job no longer needs: it moved on first). */
+  async unschedule(jobId: string, seq: number): Promise<void> {
+    await this.transport.deleteSchedule(scheduleName(jobId, seq));
   }
 }
 
@@ -87,7 +97,7 @@ export interface AwsQueueAddress {
 }
 
 /**
- * The AWS transport: SQS SendMessage and Scheduler CreateSchedule, each sent once (the clients have
+ * The AWS transport: SQS SendMessage, Scheduler CreateSchedule and DeleteSchedule, each sent once (the clients have
  * retries off). Scheduler's own target retries are off too; a lost wake-up is the rescuer's to find.
  */
 export class AwsDispatchTransport implements DispatchTransport {
@@ -135,6 +145,15 @@ export class AwsDispatchTransport implements DispatchTransport {
       );
     } catch (error) {
       if (error instanceof ConflictException) return; // already scheduled under this name
+      throw error;
+    }
+  }
+
+  async deleteSchedule(name: string): Promise<void> {
+    try {
+      await this.scheduler.send(new DeleteScheduleCommand({ Name: name, GroupName: this.scheduleGroup }));
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) return; // fired already (and deleted after completion), or never made
       throw error;
     }
   }

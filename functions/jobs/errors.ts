@@ -1,6 +1,9 @@
 import type { JobRow } from './row.ts';
 import type { TransitionName } from './states.ts';
 
+/** The rescuer's writes that are no state change (store.ts `CheckWrite`). */
+type CheckWrite = 'touchDispatch' | 'recheck';
+
 /** Base of every job-layer error. */
 export class JobLayerError extends Error {
   override readonly name: string = 'JobLayerError';
@@ -19,10 +22,10 @@ export class JobNotFoundError extends JobLayerError {
 /** A conditional write for a named transition was refused; carries the job as stored (if it exists). */
 export class TransitionRefusedError extends JobLayerError {
   override readonly name: string = 'TransitionRefusedError';
-  readonly transition: TransitionName | 'touchDispatch';
+  readonly transition: TransitionName | CheckWrite;
   readonly jobId: string;
   readonly current: JobRow | undefined;
-  constructor(transition: TransitionName | 'touchDispatch', jobId: string, current: JobRow | undefined, options?: { cause?: unknown }) {
+  constructor(transition: TransitionName | CheckWrite, jobId: string, current: JobRow | undefined, options?: { cause?: unknown }) {
     super(
       current ? `${transition} refused for job ${jobId} in state ${current.state}` : `${transition} refused: job ${jobId} not found`,
       options,

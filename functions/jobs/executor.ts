@@ -9,14 +9,15 @@ import { decide } from './decide.ts';
 import type { Decision } from './decide.ts';
 import { unknownKindDiscard } from './discards.ts';
 import type { WakeUpMessage } from './dispatch.ts';
-import { ClaimRefusedError, LeaseLostError } from './errors.ts';
+import { ClaimRefusedError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { JobHandler } from './kinds.ts';
 import { classifyRun, describeError, JobDiscardReason } from './outcomes.ts';
 import type { RunOutcome } from './outcomes.ts';
-import { leaseMs } from './queues.ts';
+import { LEASE_MARGIN_SECONDS, leaseMs } from './queues.ts';
 import type { QueueSpec } from './queues.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 import { periodicStatusId } from './store.ts';
+import { isTerminal } from './states.ts';
 
 // The discard metrics live with the one discard path (discards.ts); lib/ reads the alarm's name from here.
 export { DISCARD_ALERT_METRIC, DISCARD_METRIC } from './discards.ts';
@@ -59,7 +60,7 @@ export class Executor {
    * Runs one wake-up in a span of its own (`job.run`), annotated with the job's id and, once claimed, its
    * kind and attempt: the keys an operator searches traces by (docs/operations.md, "Following one call
    * result"). What it led to is the span's metadata, not an annotation: a batch of ten runs stays within
-   * X-Ray's 50 indexed annotations per trace.
+   * X-Ray's 50 indexed annotations per trace. A job handed on to (`runNext`) runs in a span of its own.
    */
   execute(message: WakeUpMessage): Promise<ExecutionResult> {
     return this.deps.tracing.span('job.run', async (span) => {
@@ -71,7 +72,8 @@ export class Executor {
   }
 
   private async claimAndRun(message: WakeUpMessage, span: Span): Promise<ExecutionResult> {
-    const { store, clock, logger, queue } = this.deps;
+    const { store, clock, queue } = this.deps;
+    const started = performance.now();
     let job: ClaimedJob;
     try {
       job = await store.claim(message.jobId, message.seq, clock.now(), clockMs(clock, leaseMs(queue.spec)));
@@ -81,21 +83,73 @@ export class Executor {
     }
     span.annotate('kind', job.kind);
     span.annotate('attempt', job.attempt);
+    await this.deps.changes.claimed(job, 'claim');
+    return this.runClaimed(job, started);
+  }
 
+  /** A job handed on to, claimed by this worker: its run in a span of its own, as a wake-up's. */
+  private runSuccessor(job: ClaimedJob, started: number): Promise<ExecutionResult> {
+    return this.deps.tracing.span('job.run', async (span) => {
+      span.annotate('jobId', job.id);
+      span.annotate('kind', job.kind);
+      span.annotate('attempt', job.attempt);
+      const result = await this.runClaimed(job, started);
+      span.describe('result', result);
+      return result;
+    });
+  }
+
+  /**
+   * Runs a claimed job and records its outcome; then the job it handed work on to (`runNext`), if any, in
+   * the same way, while the invocation (from `started`, real time) has time left for it.
+   */
+  private async runClaimed(job: ClaimedJob, started: number): Promise<ExecutionResult> {
+    const { clock, logger, queue } = this.deps;
     const handler = this.deps.handlers.get(job.kind);
-    const started = performance.now();
+    const runStarted = performance.now();
+    let successor: ClaimedJob | undefined;
+    const runNext = async (id: string): Promise<'claimed' | 'declined'> => {
+      if (successor) throw new Error(`job ${job.id} already handed work on to ${successor.id}`);
+      // Room for one more run of this kind, as long as its timeout, inside the worker's own timeout.
+      const needMs = Math.min(handler?.kind.timeoutSeconds ?? queue.spec.timeoutSeconds, queue.spec.timeoutSeconds) * 1000;
+      if (performance.now() - started + needMs + LEASE_MARGIN_SECONDS * 1000 > queue.spec.timeoutSeconds * 1000) return 'declined';
+      try {
+        successor = await this.deps.store.claimNext(id, queue.name, clock.now(), clockMs(clock, leaseMs(queue.spec)));
+        await this.deps.changes.claimed(successor, 'claimNext');
+        return 'claimed';
+      } catch (error) {
+        // Waiting, but not for this worker: its domain asked to stop it, or it runs on another queue.
+        const current = error instanceof TransitionRefusedError ? error.current : undefined;
+        if (current && !isTerminal(current.state) && current.state !== 'running' && (current.cancelRequestedAt !== undefined || current.queue !== queue.name)) return 'declined';
+        throw error;
+      }
+    };
     let decision: Decision;
     if (!handler) {
       decision = unknownKindDiscard(job.kind, `on queue ${queue.name}`);
     } else {
       const parsed = handler.kind.args.safeParse(job.args);
       const outcome: RunOutcome = parsed.success
-        ? classifyRun(await this.run(handler, parsed.data, job))
+        ? classifyRun(await this.run(handler, parsed.data, job, runNext))
         : { type: 'discarded', reason: JobDiscardReason.invalid_args, error: `invalid args: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
       decision = decide(outcome, job, handler.kind.policy, clock.now(), this.deps.rng);
     }
-    const durationMs = performance.now() - started;
+    const durationMs = performance.now() - runStarted;
 
+    // The successor does not wait for this job's outcome to be written: the two writes are independent.
+    const next = successor ? this.runSuccessor(successor, started) : undefined;
+    next?.catch(() => undefined);
+    const result = await this.record(job, decision, durationMs, handler);
+    if (next) {
+      const followed = await next;
+      logger.debug('ran the job handed on to', { jobId: job.id, next: followed.jobId, result: followed.result });
+    }
+    return result;
+  }
+
+  /** Applies a run's decision on its claim; a lost claim voids the run. */
+  private async record(job: ClaimedJob, decision: Decision, durationMs: number, handler: JobHandler<unknown> | undefined): Promise<ExecutionResult> {
+    const { logger } = this.deps;
     try {
       await this.deps.changes.apply({ type: 'run', job, decision, durationMs });
     } catch (error) {
@@ -111,7 +165,7 @@ export class Executor {
     return { jobId: job.id, result: resultOf(decision) };
   }
 
-  private async run(handler: JobHandler<unknown>, args: unknown, job: ClaimedJob): Promise<unknown> {
+  private async run(handler: JobHandler<unknown>, args: unknown, job: ClaimedJob, runNext: (id: string) => Promise<'claimed' | 'declined'>): Promise<unknown> {
     const { clock, logger, queue } = this.deps;
     const timeoutMs = Math.min(handler.kind.timeoutSeconds, queue.spec.timeoutSeconds) * 1000;
     const policy = handler.kind.policy;
@@ -138,6 +192,7 @@ export class Executor {
           signal: controller.signal,
           logger: logger.createChild({ persistentKeys: { jobId: job.id, kind: job.kind, attempt: job.attempt } }),
           now: () => clock.now(),
+          runNext,
         }),
         timeout,
       ]);

@@ -73,6 +73,14 @@ export interface JobContext {
   readonly logger: Logger;
   /** The injected clock's now, epoch ms. */
   now(): number;
+  /**
+   * Hands work on within this worker: claims the waiting job `id` (any pending state, due or not) for this
+   * worker to run right after this run, as its own attempt under its own lease, without a queue message.
+   * `declined`: this invocation has no time left for another run of this kind, or the job's domain asked
+   * to stop it; wake it instead (`JobClient.wake`). A finished or running job is refused with
+   * `TransitionRefusedError`, as `wake` refuses it. At most one successor per run.
+   */
+  runNext(id: string): Promise<'claimed' | 'declined'>;
 }
 
 /** What a discard hook is told: the job being discarded, and why. */

@@ -24,12 +24,15 @@ export class JobSnooze extends Error {
   readonly until: number | undefined;
   readonly delayMs: number | undefined;
   readonly reason: string;
+  /** No wake-up is sent: the job waits to be woken (see {@link snooze}). */
+  readonly dormant: boolean;
 
-  constructor(when: { until: number } | { delayMs: number }, reason: string) {
+  constructor(when: { until: number } | { delayMs: number }, reason: string, options: { dormant?: boolean } = {}) {
     super(`snoozed: ${reason}`);
     this.until = 'until' in when ? when.until : undefined;
     this.delayMs = 'delayMs' in when ? when.delayMs : undefined;
     this.reason = reason;
+    this.dormant = options.dormant ?? false;
   }
 }
 
@@ -45,12 +48,16 @@ export class JobDiscard extends Error {
 }
 
 /**
- * Run the job again at `until` (epoch ms) or after `delayMs`, spending no attempt.
+ * Run the job again at `until` (epoch ms) or after `delayMs`, spending no attempt. `dormant`: send no
+ * wake-up (no SQS timer, no schedule): the job waits for whoever will wake it (`JobClient.wake`, or a job
+ * handing work on with `runNext`), and the rescuer wakes it once `until` has passed if nobody did.
  *
  * @example
  * if (capSpent) throw snooze({ until: nextWindowStart }, 'recipient cap');
+ * if (busy) throw snooze({ delayMs: 6 * 3600_000 }, 'waiting for its turn', { dormant: true });
  */
-export const snooze = (when: { until: number } | { delayMs: number }, reason: string): JobSnooze => new JobSnooze(when, reason);
+export const snooze = (when: { until: number } | { delayMs: number }, reason: string, options: { dormant?: boolean } = {}): JobSnooze =>
+  new JobSnooze(when, reason, options);
 
 /**
  * Give up on the job permanently, with a reason ops can filter on: one its kind declares in
@@ -65,7 +72,7 @@ export const discard = (reason: DiscardReason, message: string, options?: { caus
 /** The classified result of one run of a handler. */
 export type RunOutcome =
   | { type: 'completed' }
-  | { type: 'snoozed'; until: number | undefined; delayMs: number | undefined; reason: string }
+  | { type: 'snoozed'; until: number | undefined; delayMs: number | undefined; reason: string; dormant?: boolean }
   | { type: 'discarded'; reason: DiscardReason; error: string }
   | { type: 'retryable'; error: string };
 
@@ -80,7 +87,7 @@ export function describeError(error: unknown): string {
 /** Classifies a run: no error → completed; a snooze or discard signal → itself; anything else → retryable. */
 export function classifyRun(error: unknown): RunOutcome {
   if (error === undefined) return { type: 'completed' };
-  if (error instanceof JobSnooze) return { type: 'snoozed', until: error.until, delayMs: error.delayMs, reason: error.reason };
+  if (error instanceof JobSnooze) return { type: 'snoozed', until: error.until, delayMs: error.delayMs, reason: error.reason, ...(error.dormant ? { dormant: true } : {}) };
   if (error instanceof JobDiscard) return { type: 'discarded', reason: error.reason, error: describeError(error) };
   return { type: 'retryable', error: describeError(error) };
 }

@@ -1,16 +1,23 @@
+import { BatchGetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../platform/clock.ts';
+import { iso } from '../platform/clock.ts';
+import { conditionFailure, Expression, IncompleteReadError, MAX_BATCH_GET_KEYS } from '../platform/dynamo.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { JobChanges } from './apply.ts';
 import type { JobClient } from './client.ts';
+import type { CountStore } from './counts.ts';
 import { decide } from './decide.ts';
 import type { Decision } from './decide.ts';
 import { unknownKindDiscard } from './discards.ts';
 import { TransitionRefusedError } from './errors.ts';
 import type { JobKind } from './kinds.ts';
+import type { JobListing } from './listing.ts';
 import { describeError } from './outcomes.ts';
+import { CHECK_INDEX, CHECK_SHARDS, checkPartition, keyTime } from './row.ts';
 import type { JobRow } from './row.ts';
-import { JobState, pendingStates } from './states.ts';
+import { isTerminal, JobState, pendingStates } from './states.ts';
 import type { JobStore } from './store.ts';
 
 /** What one rescuer pass did. */
@@ -21,6 +28,12 @@ export interface RescueReport {
   rewoken: number;
   /** Periodic jobs enqueued for the current period. */
   periodic: number;
+  /** Entries of the byCheck index looked at. */
+  looked: number;
+  /** Jobs not finished and not late (waiting for a later time, or running under a live lease): their check moved to then. */
+  rechecked: number;
+  /** False when the pass ran out of its time budget (or met a write it could not make) before it reached now in every partition: the next pass goes on from there. */
+  caughtUp: boolean;
 }
 
 export interface RescuerOptions {
@@ -28,6 +41,10 @@ export interface RescuerOptions {
   client: JobClient;
   /** The one path that applies decisions (a lost attempt's retry or discard, a re-sent wake-up). */
   changes: JobChanges;
+  counts: CountStore;
+  listing: JobListing;
+  watermarks: Watermarks;
+  db: DynamoDBDocumentClient;
   clock: Clock;
   rng: Rng;
   logger: Logger;
@@ -35,15 +52,93 @@ export interface RescuerOptions {
   kinds: readonly JobKind<unknown>[];
   /** A job due longer ago than this with no claim is taken for a lost wake-up. */
   rescueAfterMs: number;
-  /** Rows read per state per pass. */
+  /** Entries of one partition read per Query. @default 100 */
   pageSize?: number;
+  /** How long a pass may take, real ms (the Lambda's timeout leaves room after it). @default 40_000 */
+  budgetMs?: number;
+  /** Real ms elapsed since some origin (the budget's stopwatch). @default performance.now */
+  elapsed?: () => number;
+  /** Partitions walked at once. @default 8 */
+  concurrency?: number;
 }
 
 /**
- * The rescuer (River's name): a periodic pass that makes sure no job is lost. It reschedules running
- * jobs whose lease expired (their worker crashed; the attempt counts as failed), re-sends the wake-up of
- * jobs that are due but idle (a send was lost), and enqueues each periodic kind's job for the current
- * period. Every change is a conditional write, so overlapping passes do no harm.
+ * How far the rescuer has looked in each byCheck partition: one item per partition (`rescuer#c07`)
+ * holding the sort key of the last entry it dealt with. Every entry behind it belongs to a finished job
+ * (or one whose entry was moved ahead), so a pass reads only what came due since the last.
+ */
+export class Watermarks {
+  private readonly db: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(db: DynamoDBDocumentClient, tableName: string) {
+    this.db = db;
+    this.tableName = tableName;
+  }
+
+  static id(partition: number): string {
+    return `rescuer#${checkPartition(partition)}`;
+  }
+
+  /** Each partition's watermark, in partition order (undefined: never walked). */
+  async read(): Promise<(string | undefined)[]> {
+    const keys = Array.from({ length: CHECK_SHARDS }, (_, n) => ({ id: Watermarks.id(n) }));
+    const found = new Map<string, string>();
+    for (let i = 0; i < keys.length; i += MAX_BATCH_GET_KEYS) {
+      const result = await this.db.send(new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys.slice(i, i + MAX_BATCH_GET_KEYS), ConsistentRead: true } } }));
+      const unprocessed = result.UnprocessedKeys?.[this.tableName]?.Keys?.length ?? 0;
+      if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
+      for (const item of result.Responses?.[this.tableName] ?? []) found.set(item['id'] as string, item['checkedTo'] as string);
+    }
+    return keys.map((k) => found.get(k.id));
+  }
+
+  /** Moves a partition's watermark forward to `to`; never back (an overlapping pass that got further stands). */
+  async advance(partition: number, to: string): Promise<void> {
+    const e = new Expression();
+    e.when(e.or(e.notExists('checkedTo'), e.lt('checkedTo', to))).set('checkedTo', to);
+    try {
+      await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: { id: Watermarks.id(partition) }, ...e.build() }));
+    } catch (error) {
+      if (!conditionFailure(error).failed) throw error;
+    }
+  }
+}
+
+/** Jobs of one page the rescuer deals with at once. */
+const LOOKS_AT_ONCE = 16;
+
+/** Runs `fn(0..n-1)` with at most `width` at once; the results in index order. */
+async function inTurn<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const results = new Array<T>(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, n) }, async () => {
+      while (next < n) {
+        const i = next++;
+        results[i] = await fn(i);
+      }
+    }),
+  );
+  return results;
+}
+
+/** What the rescuer did with one entry: dealt with (the watermark may pass it), or not (it stops there until the next pass). */
+type Look = 'done' | 'blocked';
+
+/**
+ * The rescuer (River's name): a periodic pass that makes sure no job is lost. It walks the byCheck index
+ * in time order, in every partition, from where the last pass stopped (its watermark) to now: each entry
+ * is a job whose check came due. A finished job needs nothing (most are: a job's check comes a rescue
+ * delay after it was due). A running job whose lease expired lost its worker: the attempt counts as
+ * failed and the job is rescheduled (or discarded). A waiting job due longer ago than the rescue delay had
+ * its wake-up lost: it is sent again. A job running under a live lease, or waiting for a later time, has
+ * its check moved to then. Then the watermark moves past what was dealt with. It also enqueues each
+ * periodic kind's job for the current period.
+ *
+ * A pass has a time budget: it pages through any backlog until the budget runs out, and the next pass
+ * goes on from the watermark. Every write is conditional on the entry it read, so overlapping passes do
+ * no harm: one of them makes each change.
  */
 export class Rescuer {
   private readonly options: RescuerOptions;
@@ -54,68 +149,149 @@ export class Rescuer {
     this.kinds = new Map(options.kinds.map((k) => [k.kind, k]));
   }
 
-  async run(): Promise<RescueReport> {
-    const [expired, rewoken, periodic] = await Promise.all([this.rescueExpired(), this.rewakeIdle(), this.enqueuePeriodic()]);
-    return { expired, rewoken, periodic };
+  /** One pass, at the clock's time (or `now`: a pass as of a later time, for a benchmark's last look). */
+  async run(at?: { now?: number }): Promise<RescueReport> {
+    const now = at?.now ?? this.options.clock.now();
+    const elapsed = this.options.elapsed ?? (() => performance.now());
+    const deadline = elapsed() + (this.options.budgetMs ?? 40_000);
+    const report: RescueReport = { expired: 0, rewoken: 0, periodic: 0, looked: 0, rechecked: 0, caughtUp: true };
+    await this.options.counts.within(async () => {
+      report.periodic = await this.enqueuePeriodic(now);
+      const marks = await this.options.watermarks.read();
+      const partitions = Array.from({ length: CHECK_SHARDS }, (_, n) => n);
+      const concurrency = this.options.concurrency ?? 8;
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(concurrency, partitions.length) }, async () => {
+          while (next < partitions.length) {
+            const n = partitions[next++]!;
+            if (!(await this.walk(n, marks[n], now, () => elapsed() < deadline, report))) report.caughtUp = false;
+          }
+        }),
+      );
+    });
+    return report;
   }
 
   /**
-   * Sends a wake-up for every pending job, due or not. The local runtime runs it at start-up: its
+   * Sends a wake-up for every waiting job, due or not. The local runtime runs it at start-up: its
    * in-process queues and timers did not survive the last stop, the job rows did.
    */
   async recover(): Promise<number> {
-    const { store } = this.options;
     let count = 0;
+    const now = this.options.clock.now();
     for (const state of pendingStates) {
-      let cursor: string | undefined;
-      do {
-        const page = await store.list({ state, limit: 200, ...(cursor ? { cursor } : {}) });
-        for (const row of page.jobs) {
-          await this.options.changes.apply({ type: 'redispatch', row });
-          count++;
-        }
-        cursor = page.cursor;
-      } while (cursor);
-    }
-    return count;
-  }
-
-  private async rescueExpired(): Promise<number> {
-    const { store, clock, rng } = this.options;
-    const now = clock.now();
-    const rows = await store.findDue(JobState.running, now - 1, this.options.pageSize ?? 100);
-    let count = 0;
-    for (const row of rows) {
-      const kind = this.kinds.get(row.kind);
-      // A lost attempt is a retryable failure, priced by the kind's policy; a kind nobody runs is discarded as the executor would.
-      const decision: Decision = kind ? decide({ type: 'retryable', error: 'worker lost' }, row, kind.policy, now, rng) : unknownKindDiscard(row.kind, 'in the rescuer');
-      const rescued = await this.attempt(() => this.options.changes.apply({ type: 'lost', job: row, decision }), row);
-      if (rescued) count++;
-    }
-    return count;
-  }
-
-  private async rewakeIdle(): Promise<number> {
-    const { store, clock } = this.options;
-    const now = clock.now();
-    const cutoff = now - this.options.rescueAfterMs;
-    let count = 0;
-    for (const state of pendingStates) {
-      const rows = await store.findDue(state, cutoff, this.options.pageSize ?? 100);
-      for (const row of rows) {
-        if (row.lastDispatchAt && Date.parse(row.lastDispatchAt) >= cutoff) continue;
-        const touched = await this.attempt(() => store.touchDispatch(row, now, cutoff), row);
-        if (!touched) continue;
+      for await (const row of this.options.listing.each({ state }, now)) {
+        await this.options.changes.apply({ type: 'redispatch', row });
         count++;
-        await this.options.changes.apply({ type: 'redispatch', row: touched });
       }
     }
     return count;
   }
 
-  private async enqueuePeriodic(): Promise<number> {
-    const { client, clock } = this.options;
-    const now = clock.now();
+  /** Walks one partition from its watermark to now; false if it stopped early (out of time, or blocked). */
+  private async walk(partition: number, mark: string | undefined, now: number, inTime: () => boolean, report: RescueReport): Promise<boolean> {
+    const { db, store, watermarks } = this.options;
+    let position = mark;
+    let reached = true;
+    for (;;) {
+      if (!inTime()) {
+        reached = false;
+        break;
+      }
+      const e = new Expression();
+      const key = e.and(e.eq('checkShard', checkPartition(partition)), e.between('checkAt', position ?? '0000', `${iso(now)}#\uffff`));
+      const result = await db.send(
+        new QueryCommand({ TableName: store.tableName, IndexName: CHECK_INDEX, ...e.forQuery(key), Limit: this.options.pageSize ?? 100 }),
+      );
+      const entries = (result.Items ?? []).map((i) => ({ id: i['id'] as string, checkAt: i['checkAt'] as string })).filter((entry) => entry.checkAt !== position);
+      if (entries.length === 0) break;
+      const rows = await this.rows(entries.map((entry) => entry.id));
+      const looks = await inTurn(entries.length, LOOKS_AT_ONCE, (i) => this.look(entries[i]!.checkAt, rows[i], now, report));
+      report.looked += entries.length;
+      const blocked = looks.indexOf('blocked');
+      const last = blocked === -1 ? entries.at(-1)!.checkAt : blocked > 0 ? entries[blocked - 1]!.checkAt : undefined;
+      if (last !== undefined) {
+        await watermarks.advance(partition, last);
+        position = last;
+      }
+      if (blocked !== -1) {
+        reached = false;
+        break;
+      }
+      if (!result.LastEvaluatedKey) break;
+    }
+    return reached;
+  }
+
+  /** Deals with one entry whose check came due; a refused write is decided again with the row as it now is. */
+  private async look(entryKey: string, found: JobRow | undefined, now: number, report: RescueReport): Promise<Look> {
+    let row = found;
+    for (let tries = 0; tries < 3; tries++) {
+      // Gone (expired), finished, or its entry moved ahead since (another pass, a wake): nothing to do here.
+      if (!row || isTerminal(row.state) || (row.checkAt !== entryKey && keyTime(row.checkAt) > now)) return 'done';
+      try {
+        await this.act(row, now, report);
+        return 'done';
+      } catch (error) {
+        if (error instanceof TransitionRefusedError) {
+          row = error.current;
+          continue;
+        }
+        this.options.logger.error('rescue write failed; the job is looked at again later', { jobId: row.id, error: describeError(error) });
+        return this.putOff(row, now);
+      }
+    }
+    return 'blocked';
+  }
+
+  private async act(row: JobRow, now: number, report: RescueReport): Promise<void> {
+    const { store, changes, rescueAfterMs } = this.options;
+    if (row.state === JobState.running) {
+      const leaseUntil = Date.parse(row.leaseUntil ?? iso(now));
+      if (leaseUntil < now) {
+        const kind = this.kinds.get(row.kind);
+        // A lost attempt is a retryable failure, priced by the kind's policy; a kind nobody runs is discarded as the executor would.
+        const decision: Decision = kind ? decide({ type: 'retryable', error: 'worker lost' }, row, kind.policy, now, this.options.rng) : unknownKindDiscard(row.kind, 'in the rescuer');
+        await changes.apply({ type: 'lost', job: row, decision });
+        report.expired++;
+      } else {
+        await store.recheck(row, leaseUntil + 1);
+        report.rechecked++;
+      }
+      return;
+    }
+    const due = Date.parse(row.scheduledAt);
+    if (due > now - rescueAfterMs) {
+      // Not due yet: looked at when it is due and its lease would have run out. Due, but not for long
+      // (a queue behind): looked at once it has been idle long enough to be taken for a lost wake-up.
+      await store.recheck(row, Math.max(due > now ? store.checkDueBy(row.queue, due) : due + rescueAfterMs, now + 1));
+      report.rechecked++;
+      return;
+    }
+    if (row.cancelRequestedAt) {
+      // Its domain asked to stop it and no wake-up came to do so: it is cancelled here.
+      await changes.apply({ type: 'cancelRequested', job: row });
+      return;
+    }
+    const touched = await store.touchDispatch(row, now);
+    await changes.apply({ type: 'redispatch', row: touched });
+    report.rewoken++;
+  }
+
+  /** A job the rescuer could not deal with now: its check moves a rescue delay on. 'blocked' if even that fails. */
+  private async putOff(row: JobRow, now: number): Promise<Look> {
+    try {
+      await this.options.store.recheck(row, now + this.options.rescueAfterMs);
+      return 'done';
+    } catch (error) {
+      this.options.logger.error('rescuer check not moved; the partition waits here for the next pass', { jobId: row.id, error: describeError(error) });
+      return 'blocked';
+    }
+  }
+
+  private async enqueuePeriodic(now: number): Promise<number> {
+    const { client } = this.options;
     let count = 0;
     for (const kind of this.kinds.values()) {
       if (!kind.periodic) continue;
@@ -127,14 +303,17 @@ export class Rescuer {
     return count;
   }
 
-  /** A refused condition means another pass or a worker got there first: not an error. */
-  private async attempt(write: () => Promise<JobRow>, row: JobRow): Promise<JobRow | undefined> {
-    try {
-      return await write();
-    } catch (error) {
-      if (error instanceof TransitionRefusedError) return undefined;
-      this.options.logger.error('rescue write failed', { jobId: row.id, error: describeError(error) });
-      return undefined;
+  /** The rows of `ids` in their order, with consistent BatchGets (the rescuer acts on what it reads). */
+  private async rows(ids: readonly string[]): Promise<(JobRow | undefined)[]> {
+    const { db, store } = this.options;
+    const found = new Map<string, JobRow>();
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      const keys = [...new Set(ids.slice(i, i + MAX_BATCH_GET_KEYS))].map((id) => ({ id }));
+      const result = await db.send(new BatchGetCommand({ RequestItems: { [store.tableName]: { Keys: keys, ConsistentRead: true } } }));
+      const unprocessed = result.UnprocessedKeys?.[store.tableName]?.Keys?.length ?? 0;
+      if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
+      for (const item of result.Responses?.[store.tableName] ?? []) found.set(item['id'] as string, item as JobRow);
     }
+    return ids.map((id) => found.get(id));
   }
 }

@@ -69,6 +69,11 @@ export const transitions = {
   },
   /** A domain runs a waiting job now (work handed on from the job before it); never a finished one. */
   wake: { from: [JobState.retryable, JobState.snoozed, JobState.scheduled], to: [JobState.available] },
+  /**
+   * A worker takes a waiting job handed on to it by the job it is running (wake and claim in one write),
+   * to run it next in the same invocation (spends an attempt); never a finished or running one.
+   */
+  claimNext: { from: pendingStates, to: [JobState.running] },
 } as const satisfies Record<string, { from: readonly JobState[]; to: readonly JobState[] }>;
 
 export type TransitionName = keyof typeof transitions;
@@ -76,3 +81,8 @@ export type TransitionName = keyof typeof transitions;
 /** Whether `name` may start from `state`. */
 export const canTransition = (name: TransitionName, state: JobState): boolean =>
   (transitions[name].from as readonly JobState[]).includes(state);
+
+/** States a bulk retry may act on (as the single retry: the dead letters, and waiting jobs brought forward). */
+export const bulkRetryStates: readonly JobState[] = transitions.retryNow.from;
+/** States a bulk cancel may act on. */
+export const bulkCancelStates: readonly JobState[] = transitions.cancel.from;

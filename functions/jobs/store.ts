@@ -1,19 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, paginateQuery, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, Expression, InvalidCursorError, keyCursor, putItem, queryKeyAttributes, updateItem } from '../platform/dynamo.ts';
+import { conditionFailure, Expression, Operand, putItem, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem } from '../platform/dynamo.ts';
+import { needsSchedule } from './dispatch.ts';
 import { ClaimRefusedError, DuplicateJobError, JobNotFoundError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { ClaimRefusal } from './errors.ts';
 import type { DiscardReason } from './outcomes.ts';
-import { jobsTable, retentionSeconds, stateOrder } from './row.ts';
+import { checkKey, checkShard, DEAD_LETTER_SHARDS, deadKey, deadLetterPartition, keyTime, retentionSeconds, shardOf } from './row.ts';
 import type { AttemptRecord, JobRow, PeriodicStatus } from './row.ts';
-import { allStates, isTerminal, JobState, pendingStates, transitions } from './states.ts';
+import { isTerminal, JobState, pendingStates, transitions } from './states.ts';
 import type { TransitionName } from './states.ts';
 
 /** One named item of a DynamoDB TransactWriteItems request (see `transact` in platform/dynamo.ts). */
 export type { TransactItem };
+
+/** The writes the store makes besides the named transitions: the rescuer's look at a job. */
+export type CheckWrite = 'touchDispatch' | 'recheck';
 
 /** Condition fragments, named; each conditional write below is a list of these. */
 const is = {
@@ -29,6 +33,8 @@ const is = {
   holdsLease: (e: Expression, token: string) => e.eq('leaseToken', token),
   /** The claim's lease has run out. */
   leaseExpired: (e: Expression, now: number) => e.lt('leaseUntil', iso(now)),
+  /** The rescuer's entry for the job is the one it read (no other pass or writer moved it since). */
+  checkedAt: (e: Expression, checkAt: string) => e.eq('checkAt', checkAt),
   exists: (e: Expression) => e.exists('id'),
   absent: (e: Expression) => e.notExists('id'),
 };
@@ -42,30 +48,55 @@ export interface NewJob {
   maxAttempts: number;
   scheduledAt: number;
   now: number;
+  /** Whether the caller counts its creation (counts.ts); if not, the job's first transition does. */
+  counted: boolean;
+  /** No wake-up will be sent for it (so no schedule is recorded): it waits to be woken, or for its check. */
+  dormant?: boolean;
 }
 
 /** A claimed job: the row as the claim left it. */
 export type ClaimedJob = JobRow & { state: 'running'; leaseToken: string; leaseUntil: string };
 
-export interface ListQuery {
-  state?: JobState;
-  kind?: string;
-  limit?: number;
-  cursor?: string;
+/** The store's settings: when a job's rescuer checks are due, and how long dead letters stay. */
+export interface JobStoreOptions {
+  /**
+   * How long after its due time a job nobody claimed is taken for a lost wake-up (RESCUE_AFTER_SECONDS):
+   * the rescuer sends a job's wake-up again no sooner.
+   * @default 180_000
+   */
+  rescueAfterMs?: number;
+  /**
+   * How long after a job is due its rescuer check comes: its queue's lease, in the clock's time (a job
+   * claimed when due and whose worker died is found when the lease ends). @default rescueAfterMs
+   */
+  checkAfterMs?: (queue: string) => number;
+  /** How long a discarded job stays (DISCARDED_RETENTION_DAYS). @default retentionSeconds.discarded */
+  discardedRetentionSeconds?: number;
 }
 
 /**
  * The DynamoDB job store. Every state change is a named conditional write whose `state IN (...)` comes
  * from the transition table in states.ts; a refused condition becomes a typed error that carries the row
  * as stored (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), never a silent false.
+ *
+ * What each write does to the indexes (row.ts): the enqueue puts the job's byCheck entry; claims and
+ * outcomes leave it; a write that makes the job due earlier than its entry says moves it (wake, retry now,
+ * a retry or snooze shorter than the entry's wait); only the rescuer moves it later. A discard (and an
+ * ops cancel) puts the job's byDeadLetter entry; a retry takes it out.
  */
 export class JobStore {
   readonly tableName: string;
+  readonly rescueAfterMs: number;
+  readonly discardedRetentionSeconds: number;
   private readonly db: DynamoDBDocumentClient;
+  private readonly checkAfterMs: (queue: string) => number;
 
-  constructor(db: DynamoDBDocumentClient, tableName: string) {
+  constructor(db: DynamoDBDocumentClient, tableName: string, options: JobStoreOptions = {}) {
     this.db = db;
     this.tableName = tableName;
+    this.rescueAfterMs = options.rescueAfterMs ?? 180_000;
+    this.discardedRetentionSeconds = options.discardedRetentionSeconds ?? retentionSeconds.discarded;
+    this.checkAfterMs = options.checkAfterMs ?? (() => this.rescueAfterMs);
   }
 
   /** The Put that creates a job, named `job <id>`; it joins a caller's TransactWriteItems (the outbox). */
@@ -84,7 +115,10 @@ export class JobStore {
       updatedAt: iso(job.now),
       attempts: [],
       snoozes: 0,
-      stateOrder: stateOrder(job.scheduledAt, job.id),
+      checkShard: checkShard(job.id),
+      checkAt: checkKey(this.checkDueBy(job.queue, Math.max(job.scheduledAt, job.now)), job.id),
+      ...(!job.dormant && needsSchedule(job.scheduledAt, job.now) ? { wakeSchedule: { seq: 1, at: iso(job.scheduledAt) } } : {}),
+      ...(job.counted ? { counted: true } : {}),
     };
     const e = new Expression();
     return putItem(`job ${job.id}`, this.tableName, row, e.when(is.absent(e)));
@@ -118,23 +152,23 @@ export class JobStore {
   /**
    * claim: a due job whose wake-up is current becomes running under a fresh lease, spending an attempt.
    * A duplicate, stale, early or cancelled wake-up raises {@link ClaimRefusedError} saying which.
+   * No index entry changes.
    */
   async claim(id: string, seq: number, now: number, leaseMs: number): Promise<ClaimedJob> {
     const e = new Expression();
     const token = randomUUID();
-    const leaseUntil = now + leaseMs;
     e.when(is.exists(e))
       .when(is.from(e, 'claim'))
       .when(is.currentSeq(e, seq))
       .when(is.due(e, now))
-      .when(is.notCancelRequested(e))
+      .when(is.notCancelRequested(e));
+    tracked(e)
       .set('state', JobState.running)
       .increment('attempt', 1)
       .set('leaseToken', token)
-      .set('leaseUntil', iso(leaseUntil))
+      .set('leaseUntil', iso(now + leaseMs))
       .set('attemptedAt', iso(now))
-      .set('updatedAt', iso(now))
-      .set('stateOrder', stateOrder(leaseUntil, id));
+      .set('updatedAt', iso(now));
     try {
       const result = await this.db.send(
         new UpdateCommand({ TableName: this.tableName, Key: { id }, ...e.build(), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
@@ -145,6 +179,33 @@ export class JobStore {
       if (!failure.failed) throw error;
       throw new ClaimRefusedError(id, failure.item, claimRefusal(failure.item, seq, now), { cause: error });
     }
+  }
+
+  /**
+   * claimNext: a waiting job (any pending state, due or not) becomes running under a fresh lease, spending an
+   * attempt, for the worker whose job handed work on to it (see `JobContext.runNext`). Its seq moves on,
+   * so a wake-up already on its way finds nothing to claim. A job of another queue (whose kinds the caller
+   * does not run), a finished, running or cancel-requested one is refused ({@link TransitionRefusedError} with the row as stored).
+   */
+  async claimNext(id: string, queue: string, now: number, leaseMs: number): Promise<ClaimedJob> {
+    const e = new Expression();
+    const token = randomUUID();
+    const leaseUntil = now + leaseMs;
+    e.when(is.from(e, 'claimNext'))
+      .when(e.eq('queue', queue))
+      .when(is.notCancelRequested(e))
+      .set('state', JobState.running)
+      .increment('attempt', 1)
+      .increment('seq', 1)
+      .set('scheduledAt', iso(now))
+      .set('leaseToken', token)
+      .set('leaseUntil', iso(leaseUntil))
+      .set('attemptedAt', iso(now))
+      .set('updatedAt', iso(now))
+      // Its check moves to when its lease ends (a dormant job's entry is as far off as its snooze): if this
+      // worker dies, the job is found as soon as any claimed job.
+      .set('checkAt', checkKey(leaseUntil, id));
+    return (await this.write(id, e, 'claimNext')) as ClaimedJob;
   }
 
   /** complete: the claim holder records success. */
@@ -162,8 +223,8 @@ export class JobStore {
   }
 
   /** snooze: the claim holder asks to run at `until`; the attempt is given back. */
-  snooze(job: ClaimedJob, now: number, until: number, reason: string): Promise<JobRow> {
-    const e = this.reschedule(job, now, until, JobState.snoozed);
+  snooze(job: ClaimedJob, now: number, until: number, reason: string, dormant = false): Promise<JobRow> {
+    const e = this.reschedule(job, now, until, JobState.snoozed, dormant);
     e.increment('attempt', -1).increment('snoozes', 1).set('lastSnooze', { at: iso(now), until: iso(until), reason });
     return this.onClaim(job, e, 'snooze');
   }
@@ -172,6 +233,7 @@ export class JobStore {
   discard(job: ClaimedJob, now: number, reason: DiscardReason, error: string, durationMs: number): Promise<JobRow> {
     const e = this.finish(job, now, 'discard', JobState.discarded);
     e.set('discardReason', reason).append('attempts', attemptRecord(job, 'discarded', durationMs, error));
+    this.deadLetter(e, job.id, JobState.discarded, now);
     return this.onClaim(job, e, 'discard');
   }
 
@@ -192,35 +254,35 @@ export class JobStore {
     };
     e.append('attempts', lost).remove('leaseToken', 'leaseUntil').set('updatedAt', iso(now));
     if ('discard' in next) {
-      e.set('state', JobState.discarded)
-        .set('discardReason', next.discard)
-        .set('finalizedAt', iso(now))
-        .set('expiresAt', expiry(now, JobState.discarded))
-        .set('stateOrder', stateOrder(now, job.id));
+      e.set('state', JobState.discarded).set('discardReason', next.discard).set('finalizedAt', iso(now)).set('expiresAt', this.expiry(now, JobState.discarded));
+      this.deadLetter(e, job.id, JobState.discarded, now);
     } else {
-      e.set('state', JobState.retryable)
-        .set('scheduledAt', iso(next.at))
-        .set('seq', job.seq + 1)
-        .set('stateOrder', stateOrder(next.at, job.id));
+      // The rescuer is at this job's entry: it moves on to the retry's own check.
+      e.set('state', JobState.retryable).set('scheduledAt', iso(next.at)).set('seq', job.seq + 1).set('checkAt', checkKey(this.checkDueBy(job.queue, next.at), job.id));
+      this.scheduleIfFar(e, job.seq + 1, next.at, now);
     }
     return this.write(job.id, e, 'rescue');
   }
 
-  /** cancel: ops stop a pending or running job. A running job's worker then finds its lease gone. */
-  async cancel(id: string, now: number): Promise<JobRow> {
+  /**
+   * cancel: ops stop a pending or running job (a running job's worker then finds its lease gone). The job
+   * becomes a dead letter ops may retry. With `expect`, only from that state and seq (a bulk cancel acts
+   * on what it matched, nothing that moved on since).
+   */
+  async cancel(id: string, now: number, expect?: { state: JobState; seq: number }): Promise<JobRow> {
     const e = new Expression();
-    e.when(is.exists(e))
-      .when(is.from(e, 'cancel'))
-      .set('state', JobState.cancelled)
+    e.when(is.exists(e)).when(is.from(e, 'cancel'));
+    if (expect) e.when(e.eq('state', expect.state)).when(is.currentSeq(e, expect.seq));
+    e.set('state', JobState.cancelled)
       .set('finalizedAt', iso(now))
       .set('updatedAt', iso(now))
-      .set('expiresAt', expiry(now, JobState.cancelled))
-      .set('stateOrder', stateOrder(now, id))
+      .set('expiresAt', this.expiry(now, JobState.cancelled))
       .remove('leaseToken', 'leaseUntil');
+    this.deadLetter(e, id, JobState.cancelled, now);
     return this.write(id, e, 'cancel');
   }
 
-  /** cancel, for a pending job whose domain asked to stop it: applied when its wake-up arrives. */
+  /** cancel, for a pending job whose domain asked to stop it: applied when its wake-up arrives. Not a dead letter. */
   async cancelRequested(job: JobRow, now: number): Promise<JobRow> {
     const e = new Expression();
     e.when(is.from(e, 'cancel'))
@@ -229,8 +291,7 @@ export class JobStore {
       .set('state', JobState.cancelled)
       .set('finalizedAt', iso(now))
       .set('updatedAt', iso(now))
-      .set('expiresAt', expiry(now, JobState.cancelled))
-      .set('stateOrder', stateOrder(now, job.id));
+      .set('expiresAt', this.expiry(now, JobState.cancelled));
     return this.write(job.id, e, 'cancel');
   }
 
@@ -247,28 +308,31 @@ export class JobStore {
   }
 
   /**
-   * retryNow: ops run a discarded, cancelled or waiting job at once. History is kept; a job whose
-   * attempts ran out is given one more (River's JobRetry).
+   * retryNow: ops run a discarded, cancelled or waiting job at once, given the row as read (the write is
+   * refused if the job moved on since; with `expect`, also if it is no longer in that state). History is
+   * kept; a job whose attempts ran out is given one more (River's JobRetry). It leaves the dead letters,
+   * and its check comes after the rescue delay again.
    */
-  async retryNow(id: string, now: number): Promise<JobRow> {
-    const current = await this.mustGet(id);
+  async retryNow(current: JobRow, now: number, expect?: { state: JobState }): Promise<JobRow> {
+    const id = current.id;
     const e = new Expression();
-    e.when(is.from(e, 'retryNow'))
-      .when(is.currentSeq(e, current.seq))
-      .set('state', JobState.available)
+    e.when(is.from(e, 'retryNow')).when(is.currentSeq(e, current.seq));
+    if (expect) e.when(e.eq('state', expect.state));
+    e.set('state', JobState.available)
       .set('scheduledAt', iso(now))
       .set('seq', current.seq + 1)
       .set('maxAttempts', Math.max(current.maxAttempts, current.attempt + 1))
       .set('updatedAt', iso(now))
-      .set('stateOrder', stateOrder(now, id))
-      .remove('discardReason', 'finalizedAt', 'expiresAt', 'cancelRequestedAt', 'lastDispatchAt');
+      .set('checkAt', checkKey(this.checkDueBy(current.queue, now), id))
+      .remove('discardReason', 'finalizedAt', 'expiresAt', 'cancelRequestedAt', 'deadLetter', 'deadAt');
     return this.write(id, e, 'retryNow');
   }
 
   /**
    * wake: a waiting (scheduled, retryable, snoozed) job runs at once; a finished or running one is
    * refused, never revived. One write, no read: a waiting job has attempts left, so unlike retryNow
-   * there is no budget to extend, and a domain's cancel request stands.
+   * there is no budget to extend, and a domain's cancel request stands. Its check entry stays unless it
+   * comes too late for a job due now (apply.ts pulls it forward then, with {@link recheck}).
    */
   async wake(id: string, now: number): Promise<JobRow> {
     const e = new Expression();
@@ -276,94 +340,37 @@ export class JobStore {
       .set('state', JobState.available)
       .set('scheduledAt', iso(now))
       .increment('seq', 1)
-      .set('updatedAt', iso(now))
-      .set('stateOrder', stateOrder(now, id))
-      .remove('lastDispatchAt');
+      .set('updatedAt', iso(now));
     return this.write(id, e, 'wake');
   }
 
-  /** Records that the rescuer re-sent a wake-up, so the next pass leaves it alone for a while. */
-  async touchDispatch(job: JobRow, now: number, notSince: number): Promise<JobRow> {
+  /**
+   * Moves a job's check to `atMs` if its entry is still `row.checkAt` and the job has not moved on (same
+   * state and seq): the rescuer's look at a job that is not due yet or still running, and the pull
+   * forward after a wake.
+   */
+  recheck(row: JobRow, atMs: number): Promise<JobRow> {
     const e = new Expression();
-    e.when(e.eq('state', job.state))
-      .when(is.currentSeq(e, job.seq))
-      .when(e.or(e.notExists('lastDispatchAt'), e.lt('lastDispatchAt', iso(notSince))))
-      .set('lastDispatchAt', iso(now));
-    return this.write(job.id, e, 'touchDispatch');
-  }
-
-  /** Jobs in `state` whose time in that state (scheduledAt, or leaseUntil when running) is at or before `before`. */
-  async findDue(state: JobState, before: number, limit: number): Promise<JobRow[]> {
-    const e = new Expression();
-    const result = await this.db.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: jobsTable.indexes[0].name,
-        ...e.forQuery(e.and(e.eq('state', state), e.le('stateOrder', `${iso(before)}#~`))),
-        Limit: limit,
-      }),
-    );
-    return (result.Items ?? []) as JobRow[];
+    e.when(e.eq('state', row.state)).when(is.currentSeq(e, row.seq)).when(is.checkedAt(e, row.checkAt)).set('checkAt', checkKey(atMs, row.id));
+    return this.write(row.id, e, 'recheck');
   }
 
   /**
-   * How many jobs are in each state, optionally of one kind. Reads every row of the index (as a count,
-   * no items returned): cheap locally, and on AWS proportional to the jobs kept (TTL bounds them).
+   * Records that the rescuer re-sent a due job's wake-up: its next check comes a rescue delay from now, so
+   * overlapping passes send it once (the write is refused to all but the first).
    */
-  async count(kind?: string): Promise<Record<JobState, number>> {
-    const counts = Object.fromEntries(allStates.map((s) => [s, 0])) as Record<JobState, number>;
-    await Promise.all(
-      allStates.map(async (state) => {
-        const e = new Expression();
-        const pages = paginateQuery(
-          { client: this.db },
-          { TableName: this.tableName, IndexName: jobsTable.indexes[0].name, ...inState(e, state, kind), Select: 'COUNT' },
-        );
-        for await (const page of pages) counts[state] += page.Count ?? 0;
-      }),
-    );
-    return counts;
+  touchDispatch(row: JobRow, now: number): Promise<JobRow> {
+    const e = new Expression();
+    e.when(e.eq('state', row.state)).when(is.currentSeq(e, row.seq)).when(is.checkedAt(e, row.checkAt)).set('checkAt', checkKey(now + this.rescueAfterMs, row.id));
+    return this.write(row.id, e, 'touchDispatch');
   }
 
-  /**
-   * Jobs by state (newest first) and kind. Without a state, every state is read and merged (no cursor).
-   * A cursor that is not one this state's listing gave out raises {@link InvalidCursorError}.
-   */
-  async list(query: ListQuery): Promise<{ jobs: JobRow[]; cursor?: string }> {
-    const limit = Math.min(Math.max(query.limit ?? 50, 1), 200);
-    if (!query.state) {
-      if (query.cursor !== undefined) throw new InvalidCursorError();
-      const perState = await Promise.all(allStates.map((state) => this.list({ state, limit, ...(query.kind ? { kind: query.kind } : {}) })));
-      const jobs = perState
-        .flatMap((page) => page.jobs)
-        .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
-        .slice(0, limit);
-      return { jobs };
-    }
-    const jobs: JobRow[] = [];
-    const pages = keyCursor(queryKeyAttributes(jobsTable, jobsTable.indexes[0].name), { state: query.state });
-    let startKey: Record<string, unknown> | undefined = pages.decode(query.cursor);
-    // A kind filter applies after Limit; read pages until the page is full (bounded: 10 reads).
-    for (let page = 0; page < 10 && jobs.length < limit; page++) {
-      const result = await this.db.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: jobsTable.indexes[0].name,
-          ...inState(new Expression(), query.state, query.kind),
-          ScanIndexForward: false,
-          Limit: limit - jobs.length,
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      jobs.push(...((result.Items ?? []) as JobRow[]));
-      startKey = result.LastEvaluatedKey;
-      if (!startKey) break;
-    }
-    const cursor = pages.encode(startKey);
-    return cursor ? { jobs, cursor } : { jobs };
+  /** When a job of `queue` due at `dueMs` must be looked at by: the queue's lease after it is due. */
+  checkDueBy(queue: string, dueMs: number): number {
+    return dueMs + this.checkAfterMs(queue);
   }
 
-  /** Records a periodic kind's last run (kept beside the jobs, outside the byState index). */
+  /** Records a periodic kind's last run (kept beside the jobs, outside both indexes). */
   async recordPeriodic(status: PeriodicStatus): Promise<void> {
     const e = new Expression();
     e.set('kind', status.kind).set('lastRunAt', status.lastRunAt).set('lastOutcome', status.lastOutcome).set('lastJobId', status.lastJobId);
@@ -376,6 +383,21 @@ export class JobStore {
     return result.Item as PeriodicStatus | undefined;
   }
 
+  /** Epoch seconds at which a job that ended in `state` at `now` expires. */
+  expiry(now: number, state: JobState): number | undefined {
+    const seconds = state === JobState.discarded ? this.discardedRetentionSeconds : (retentionSeconds as Partial<Record<JobState, number>>)[state];
+    return seconds === undefined ? undefined : Math.floor(now / 1000) + seconds;
+  }
+
+  private deadLetter(e: Expression, id: string, state: JobState, now: number): void {
+    e.set('deadLetter', deadLetterPartition(state, shardOf(id, DEAD_LETTER_SHARDS))).set('deadAt', deadKey(now, id));
+  }
+
+  /** A wake-up later than SQS's timers reach is a schedule: the row says which, so it is deleted if the job moves on first. */
+  private scheduleIfFar(e: Expression, seq: number, at: number, now: number): void {
+    if (needsSchedule(at, now)) e.set('wakeSchedule', { seq, at: iso(at) });
+  }
+
   private finish(job: ClaimedJob, now: number, name: 'complete' | 'discard', state: JobState): Expression {
     const e = new Expression();
     e.when(is.from(e, name))
@@ -383,13 +405,13 @@ export class JobStore {
       .set('state', state)
       .set('finalizedAt', iso(now))
       .set('updatedAt', iso(now))
-      .set('expiresAt', expiry(now, state))
-      .set('stateOrder', stateOrder(now, job.id))
+      .set('expiresAt', this.expiry(now, state))
       .remove('leaseToken', 'leaseUntil');
     return e;
   }
 
-  private reschedule(job: ClaimedJob, now: number, at: number, state: JobState): Expression {
+  /** `dormant`: no wake-up will be sent (so no schedule is recorded); its check entry is what finds it once due. */
+  private reschedule(job: ClaimedJob, now: number, at: number, state: JobState, dormant = false): Expression {
     const e = new Expression();
     e.when(is.from(e, state === JobState.snoozed ? 'snooze' : 'retry'))
       .when(is.holdsLease(e, job.leaseToken))
@@ -397,8 +419,12 @@ export class JobStore {
       .set('scheduledAt', iso(at))
       .set('seq', job.seq + 1)
       .set('updatedAt', iso(now))
-      .set('stateOrder', stateOrder(at, job.id))
       .remove('leaseToken', 'leaseUntil');
+    // The entry stays if the rescuer looks no later than it must; only a look that would come too late moves it.
+    const dueBy = this.checkDueBy(job.queue, at);
+    if (keyTime(job.checkAt) > dueBy) e.set('checkAt', checkKey(dueBy, job.id));
+    if (dormant) e.remove('wakeSchedule');
+    else this.scheduleIfFar(e, job.seq + 1, at, now);
     return e;
   }
 
@@ -411,8 +437,9 @@ export class JobStore {
     }
   }
 
-  private async write(id: string, e: Expression, name: TransitionName | 'touchDispatch'): Promise<JobRow> {
+  private async write(id: string, e: Expression, name: TransitionName | CheckWrite): Promise<JobRow> {
     e.when(is.exists(e));
+    if (name !== 'touchDispatch' && name !== 'recheck') tracked(e);
     try {
       const result = await this.db.send(
         new UpdateCommand({ TableName: this.tableName, Key: { id }, ...e.build(), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
@@ -426,9 +453,13 @@ export class JobStore {
   }
 }
 
-/** The Query of the byState index for one state, optionally kept to one kind. */
-function inState(e: Expression, state: JobState, kind: string | undefined) {
-  return e.forQuery(e.eq('state', state), kind ? e.eq('kind', kind) : undefined);
+/**
+ * What every transition writes besides its own change, for the counts (counts.ts): the state it leaves
+ * (`prevState`, read before the write, as DynamoDB evaluates a SET), and whether the job had been counted
+ * (`prevCounted`; a job created uncounted is counted by its first transition, once).
+ */
+function tracked(e: Expression): Expression {
+  return e.set('prevState', e.attr('state')).set('prevCounted', new Operand(`if_not_exists(${e.name('counted')}, ${e.value(false)})`)).set('counted', true);
 }
 
 /** The id of a periodic kind's status row. */
@@ -447,11 +478,6 @@ function claimRefusal(row: JobRow | undefined, seq: number, now: number): ClaimR
 
 function attemptRecord(job: ClaimedJob, outcome: AttemptRecord['outcome'], durationMs: number, error?: string): AttemptRecord {
   return { attempt: job.attempt, at: job.attemptedAt ?? job.updatedAt, durationMs: Math.round(durationMs), outcome, ...(error ? { error } : {}) };
-}
-
-function expiry(now: number, state: JobState): number | undefined {
-  const seconds = (retentionSeconds as Partial<Record<JobState, number>>)[state];
-  return seconds === undefined ? undefined : Math.floor(now / 1000) + seconds;
 }
 
 export { pendingStates };

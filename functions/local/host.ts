@@ -18,6 +18,7 @@ import type { ApiHandler, LocalHttpServer } from '../platform/local/http-server.
 import { LocalQueue, LocalTransport } from '../platform/local/queues.ts';
 import { sameOriginOnly } from '../platform/local/same-origin.ts';
 import type { JobHandler } from '../jobs/index.ts';
+import type { RecordHook } from '../jobs/worker.ts';
 import type { DispatchTransport } from '../jobs/dispatch.ts';
 import { visibilitySeconds } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
@@ -62,6 +63,13 @@ export interface LocalHostOptions {
    */
   rescuer?: { intervalMs: number; rescueAfterMs: number };
   /**
+   * How long after its due time a job nobody claimed is taken for a lost wake-up: where the store puts a
+   * job's first rescuer check. @default the rescuer's `rescueAfterMs`, else 180 s
+   */
+  rescueAfterMs?: number;
+  /** How long discarded jobs stay (DISCARDED_RETENTION_DAYS). @default 30 days */
+  discardedRetentionSeconds?: number;
+  /**
    * Records what each boundary costs, as on AWS (the capacity benchmark): the in-process transport's sends,
    * schedules and firings, each queue worker's batch and each record in it, each API request with the
    * function that serves its route, each rescuer pass, each mail the transport accepted (SES's place), and
@@ -69,8 +77,16 @@ export interface LocalHostOptions {
    * The AWS clients are the caller's: build `db` with the same recorder (platform/aws.ts).
    */
   recorder?: RequestRecorder;
-  /** Serve the API on 127.0.0.1 (`port` 0: any free port), with `extraRoutes` beside it; only `origins` may POST from a browser. */
-  serve?: { port: number; extraRoutes?: (host: { jobs: JobRuntime; system: System }) => readonly ApiRoute[]; origins?: readonly string[] };
+  /**
+   * Serve the API on 127.0.0.1 (`port` 0: any free port), with `extraRoutes` beside it; only `origins` may
+   * POST from a browser; `wrap` puts a check of the caller's own in front of it (a test's SigV4 check).
+   */
+  serve?: {
+    port: number;
+    extraRoutes?: (host: { jobs: JobRuntime; system: System }) => readonly ApiRoute[];
+    origins?: readonly string[];
+    wrap?: (handler: ApiHandler) => ApiHandler;
+  };
 }
 
 /** redial on one machine, assembled. */
@@ -92,6 +108,8 @@ export interface LocalHost {
   idle(): Promise<void>;
   /** Rescuer passes completed so far. */
   rescuerPasses(): number;
+  /** Runs one rescuer pass (outside the timer's count) as of `now`: a later time lets a benchmark look at every job still ahead of the rescuer. */
+  rescueAsOf(now: number): Promise<void>;
   /** Fires every schedule still waiting on the in-process transport, now; returns how many (LocalTransport.firePending). */
   firePendingSchedules(): number;
   /** Stops the workers, the rescuer's timer, the server and the contexts' connections. */
@@ -130,6 +148,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     local?.stop();
     await Promise.all(localQueues.map((q) => q.stop()));
   });
+  const rescueAfterMs = options.rescueAfterMs ?? options.rescuer?.rescueAfterMs;
   const jobs = createJobRuntime({
     db: options.jobsDb ?? options.db,
     jobsTable: options.tableNames.jobs,
@@ -140,6 +159,8 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     logger,
     metrics,
     tracing: options.tracing ?? noTracing,
+    ...(rescueAfterMs !== undefined ? { rescueAfterMs } : {}),
+    ...(options.discardedRetentionSeconds !== undefined ? { discardedRetentionSeconds: options.discardedRetentionSeconds } : {}),
   });
   const contexts = options.contexts && recorder && options.contexts.mail ? { ...options.contexts, mail: { ...options.contexts.mail, transport: recordedMail(options.contexts.mail.transport, recorder) } } : options.contexts;
   const key = options.secretKey ?? processSecretKey();
@@ -152,19 +173,28 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     const name = queue.name as QueueName;
     if (options.workers && !options.workers.includes(name)) continue;
     const handlers = custom ? custom.filter((h) => h.kind.queue === name) : system.handlers(name);
-    const worker = jobs.worker(name, handlers);
-    queue.consume(recorder ? recordedWorker(`worker:${name}`, worker, recorder) : (event) => worker(event, {} as never));
+    if (recorder) {
+      const fn = `worker:${name}`;
+      const worker = jobs.worker(name, handlers, recordedRecord(fn, recorder));
+      queue.consume(recordedWorker(fn, worker, recorder));
+    } else {
+      const worker = jobs.worker(name, handlers);
+      queue.consume((event) => worker(event, {} as never));
+    }
   }
 
   let passes = 0;
+  let rescuerPass: ((now?: number) => Promise<void>) | undefined;
   if (options.rescuer) {
     const rescuer = jobs.rescuer(custom ?? system.allHandlers(), options.rescuer.rescueAfterMs);
     await rescuer.recover();
-    const pass = async () => {
-      if (!recorder) return void (await rescuer.run());
-      const run = await recorder.measure('rescuer', () => rescuer.run(), { root: true });
+    const pass = async (now?: number) => {
+      const at = now !== undefined ? { now } : undefined;
+      if (!recorder) return void (await rescuer.run(at));
+      const run = await recorder.measure('rescuer', () => rescuer.run(at), { root: true });
       recorder.record({ service: 'Lambda', operation: 'Invoke', function: 'rescuer', records: 1, durationMs: run.durationMs, bytes: 0, source: 'rescuer' });
     };
+    rescuerPass = pass;
     let running: Promise<void> | undefined;
     const interval = setInterval(() => {
       if (running) return;
@@ -183,7 +213,8 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
   if (options.serve) {
     const routed = createApiHandler([...system.routes(), ...(options.serve.extraRoutes?.({ jobs, system }) ?? [])], logger);
     const plain: ApiHandler = (event, context) => routed(event, context);
-    const api = recorder ? recordedApi(plain, system, recorder) : plain;
+    const recorded = recorder ? recordedApi(plain, system, recorder) : plain;
+    const api = options.serve.wrap ? options.serve.wrap(recorded) : recorded;
     server = await startHttpServer({ port: options.serve.port, handler: options.serve.origins ? sameOriginOnly(api, options.serve.origins) : api });
     const started = server;
     stops.push(() => started.close());
@@ -207,6 +238,10 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
       await Promise.all(localQueues.map((q) => q.idle()));
     },
     rescuerPasses: () => passes,
+    rescueAsOf: async (now) => {
+      if (!rescuerPass) throw new Error('no rescuer runs on this host');
+      await rescuerPass(now);
+    },
     firePendingSchedules: () => local?.firePending() ?? 0,
     stop: async () => {
       for (const fn of stops.splice(0).reverse()) await fn();
@@ -217,35 +252,24 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
 type SqsWorker = (event: SQSEvent, context: never) => Promise<SQSBatchResponse>;
 
 /** The job id's kind: ids are `<kind>:…` or, for periodic jobs, `<kind>@<period>`. */
-const kindOfMessage = (body: string): string => {
-  try {
-    const { jobId } = JSON.parse(body) as { jobId?: unknown };
-    return typeof jobId === 'string' ? (jobId.split(/[:@]/)[0] ?? 'unknown') : 'unknown';
-  } catch {
-    return 'unknown';
-  }
-};
+const kindOfJob = (jobId: string): string => jobId.split(/[:@]/)[0] ?? 'unknown';
 
-/** A queue worker as its Lambda, recorded: one invocation per batch, each record run (and timed) on its own. */
+/** A queue worker as its Lambda, recorded: one invocation per batch (the records run and are timed inside it, {@link recordedRecord}). */
 function recordedWorker(fn: string, worker: SqsWorker, recorder: RequestRecorder) {
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const batch = await recorder.measure(
-      fn,
-      async () => {
-        const parts = await Promise.all(
-          event.Records.map(async (record) => {
-            const kind = kindOfMessage(record.body);
-            const run = await recorder.measure(`job:${kind}`, () => worker({ Records: [record] }, {} as never));
-            recorder.record({ service: 'Lambda', operation: 'Record', function: fn, kind, durationMs: run.durationMs });
-            return run.value;
-          }),
-        );
-        return { batchItemFailures: parts.flatMap((p) => p.batchItemFailures) };
-      },
-      { root: true },
-    );
+    const batch = await recorder.measure(fn, () => worker(event, {} as never), { root: true });
     recorder.record({ service: 'Lambda', operation: 'Invoke', function: fn, records: event.Records.length, durationMs: batch.durationMs, bytes: 0, source: fn });
     return batch.value;
+  };
+}
+
+/** Each record of a recorded worker's batch, measured apart: its requests are its kind's (`job:<kind>`), its duration a record's. */
+function recordedRecord(fn: string, recorder: RequestRecorder): RecordHook {
+  return async (job, run) => {
+    const kind = kindOfJob(job.jobId);
+    const measured = await recorder.measure(`job:${kind}`, run);
+    recorder.record({ service: 'Lambda', operation: 'Record', function: fn, kind, durationMs: measured.durationMs });
+    return measured.value;
   };
 }
 

@@ -6,6 +6,7 @@ import { createAwsClients, localCredentials } from '../platform/aws.ts';
 import { ScaledClock, systemClock } from '../platform/clock.ts';
 import type { TimerClock } from '../platform/clock.ts';
 import type { ApiRoute } from '../platform/http.ts';
+import type { ApiHandler } from '../platform/local/http-server.ts';
 import { createLogger } from '../platform/logger.ts';
 import { MemoryMetrics } from '../platform/metrics.ts';
 import { seededRng, systemRng } from '../platform/rng.ts';
@@ -27,8 +28,9 @@ import { parseMailConfig } from '../mail/config.ts';
 import type { MailConfig } from '../mail/config.ts';
 import { transportFor } from '../mail/transport.ts';
 import { devEventRoutes } from '../webhooks/dev-api.ts';
-import { allKinds, tables } from '../app/system.ts';
+import { tables } from '../app/system.ts';
 import type { System, TableNames } from '../app/system.ts';
+import { OpsApiClient } from '../cli/api-client.ts';
 import { panelRoutes } from '../panel/index.ts';
 import { createLocalHost } from './host.ts';
 import { mailSinkRoutes } from './mail-sink-api.ts';
@@ -56,10 +58,17 @@ export interface LocalOptions {
   };
   /** Routes served beside the API and the panel (the demo's customer endpoints). */
   extraRoutes?: readonly ApiRoute[];
+  /**
+   * Wraps the served API (routes, panel and all) in a check of the caller's own: a test stands API
+   * Gateway's IAM auth in front of the local API with it (a SigV4 check). Off by default.
+   */
+  apiMiddleware?: (handler: ApiHandler) => ApiHandler;
   /** Mail settings (MAIL_DOMAIN, MAIL_FROM, SMTP_URL, PUBLIC_BASE_URL); each has a local default. */
   mail?: LocalMailOptions;
   /** Let webhook receivers on 127.0.0.1 and ::1 through the SSRF guard (WEBHOOK_ALLOW_LOOPBACK). @default true */
   webhookAllowLoopback?: boolean;
+  /** How long discarded jobs stay before TTL removes them, days (DISCARDED_RETENTION_DAYS). @default 30 */
+  discardedRetentionDays?: number;
 }
 
 /** Mail on one machine: by default every message goes to the built-in SMTP sink. */
@@ -207,24 +216,19 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
         webhooks: { allowLoopback: options.webhookAllowLoopback ?? true },
       },
       rescuer: { intervalMs: options.rescueIntervalMs ?? 5_000, rescueAfterMs: (options.rescueAfterRealMs ?? 30_000) * speed },
+      ...(options.discardedRetentionDays !== undefined ? { discardedRetentionSeconds: options.discardedRetentionDays * 86400 } : {}),
       serve: {
         port,
-        extraRoutes: ({ jobs, system }) => [
-          ...panelRoutes({
-            formToken,
-            jobs: jobs.client,
-            kinds: allKinds,
-            periodicStatus: (kind) => jobs.store.getPeriodic(kind),
-            calls: () => system.calls.store,
-            webhooks: () => system.webhooks,
-            sink: smtpSink,
-          }),
+        extraRoutes: ({ system }) => [
+          // The panel reads and acts through this runtime's own API, as it does through a deployed one's.
+          ...panelRoutes({ formToken, api: new OpsApiClient({ baseUrl: `http://127.0.0.1:${port}` }) }),
           ...(smtpSink ? mailSinkRoutes(smtpSink) : []),
           ...devEventRoutes(() => system.webhooks),
           ...(options.extraRoutes ?? []),
         ],
         // No IAM here: only the runtime's own pages and clients are served (not a page on another site).
         origins: [`http://127.0.0.1:${port}`, `http://localhost:${port}`, publicBaseUrl],
+        ...(options.apiMiddleware ? { wrap: options.apiMiddleware } : {}),
       },
     });
     stops.push(() => host.stop());

@@ -9,6 +9,8 @@ export const jobSummarySchema = z.object({
   attempt: z.number().int(),
   maxAttempts: z.number().int(),
   scheduledAt: z.string(),
+  /** When it reached a terminal state (completed, discarded, cancelled); null while pending. */
+  finalizedAt: z.string().nullable(),
   discardReason: z.string().nullable(),
   errors: z.array(z.object({ attempt: z.number().int(), at: z.string(), error: z.string(), durationMs: z.number() })),
 });
@@ -19,7 +21,6 @@ export const jobDetailSchema = jobSummarySchema.extend({
   args: z.unknown(),
   createdAt: z.string(),
   updatedAt: z.string(),
-  finalizedAt: z.string().nullable(),
   snoozes: z.number().int(),
   lastSnooze: z.object({ at: z.string(), until: z.string(), reason: z.string() }).nullable(),
   attempts: z.array(
@@ -38,6 +39,7 @@ export function jobSummary(row: JobRow): JobSummary {
     attempt: row.attempt,
     maxAttempts: row.maxAttempts,
     scheduledAt: row.scheduledAt,
+    finalizedAt: row.finalizedAt ?? null,
     discardReason: row.discardReason ?? null,
     errors: row.attempts.flatMap((a) => (a.error ? [{ attempt: a.attempt, at: a.at, error: a.error, durationMs: a.durationMs }] : [])),
   };
@@ -62,7 +64,6 @@ export function jobDetail(row: JobRow): JobDetail {
     args: redactArgs(row.args),
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
-    finalizedAt: row.finalizedAt ?? null,
     snoozes: row.snoozes,
     lastSnooze: row.lastSnooze ?? null,
     attempts: row.attempts,

@@ -1,5 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { HttpError } from '../platform/http.ts';
+import type { ApiResponse } from '../platform/http.ts';
+import { OpsApiError, OpsClientError } from '../cli/api-client.ts';
 import { html, raw } from './html.ts';
 import type { Html } from './html.ts';
 
@@ -29,6 +31,16 @@ const STYLE = raw(`
   .filters label { display: flex; flex-direction: column; font-size: .85rem; }
   .notice { background: #fff7e0; border: 1px solid #e0c068; padding: .5rem .8rem; }
   pre { white-space: pre-wrap; background: #f6f8fa; padding: .6rem; border: 1px solid #d0d7de; }
+  .error { background: #fde8e8; border: 1px solid #e0a0a0; padding: .5rem .8rem; }
+  figure.chart { margin: .5rem 0 1.5rem; }
+  figure.chart svg { max-width: 100%; height: auto; font-size: 11px; }
+  figure.chart svg text { fill: #1b1b1b; }
+  figcaption { font-size: .85rem; color: #444; }
+  ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1rem; padding: 0; margin: .3rem 0 0; }
+  .charts { display: flex; flex-wrap: wrap; gap: 0 2rem; align-items: start; }
+  table.breakdown { width: auto; min-width: 18rem; }
+  .bulk { border: 1px solid #c9d1d9; padding: .5rem .8rem; margin: .5rem 0 1rem; }
+  .bulk form { display: inline; margin-right: .5rem; }
 `);
 
 /** A section of the panel, listed in its navigation. */
@@ -83,3 +95,33 @@ export function requireFormToken(rawBody: string, token: string): void {
     throw new HttpError(403, 'invalid_form_token', 'this form did not come from this panel; reload the page and press the button again');
   }
 }
+
+/** What an error means for a panel page: its status and what the operator is told. */
+export function describePanelError(error: unknown): { status: number; message: string } {
+  if (error instanceof HttpError) return { status: error.status, message: error.message };
+  if (error instanceof OpsApiError) {
+    // What the API says of the panel's own request: not found or refused stays so; anything else is the API's failure.
+    if ([400, 404, 409].includes(error.status)) return { status: error.status, message: error.message };
+    const hint = error.status === 403 ? ' (the API refused the panel’s signed request: check the AWS credentials, the region, and execute-api:Invoke)' : '';
+    return { status: 502, message: `the ops API answered ${error.message}${hint}` };
+  }
+  if (error instanceof OpsClientError) return { status: 502, message: error.message };
+  return { status: 500, message: 'internal error' };
+}
+
+/**
+ * Runs a panel page's handler and turns what it throws into an HTML page with the right status (the API
+ * said 404: a 404 page; the API is unreachable or refused the signature: a 502 that says so).
+ */
+export async function renderErrors(sections: readonly PanelSection[], run: () => Promise<ApiResponse>): Promise<ApiResponse> {
+  try {
+    return await run();
+  } catch (error) {
+    const { status, message } = describePanelError(error);
+    if (status === 500) throw error;
+    return htmlResponse(page(status === 404 ? 'Not found' : 'Something went wrong', sections, html`<p class="error" role="alert">${message}</p>`), status);
+  }
+}
+
+/** A 303 to another panel page (after a button's POST). */
+export const redirect = (location: string): ApiResponse => ({ status: 303, text: '', headers: { location } });

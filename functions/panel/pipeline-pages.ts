@@ -1,76 +1,71 @@
 import { z } from 'zod';
-import { notFound, route } from '../platform/http.ts';
+import { route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
-import type { SmtpSink } from '../platform/local/smtp-sink.ts';
-import { allStates } from '../jobs/index.ts';
-import type { JobClient, JobRow } from '../jobs/index.ts';
-import { batchView } from '../calls/api.ts';
-import type { CallsStore } from '../calls/store.ts';
-import type { WebhooksContext } from '../webhooks/context.ts';
-import { EndpointDisabledError, EndpointNotFoundError } from '../webhooks/errors.ts';
+import { OpsApiError } from '../cli/api-client.ts';
+import type { JobDetail } from '../ops/views.ts';
+import { deliveriesFigure, roundsFigure } from './figures.ts';
 import { html } from './html.ts';
 import type { Html } from './html.ts';
-import { formTokenField, htmlResponse, page, requireFormToken } from './layout.ts';
+import { formTokenField, htmlResponse, page, redirect, renderErrors, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
+import type { PanelApi } from './source.ts';
 
 export interface PipelinePagesDeps {
   formToken: string;
-  jobs: JobClient;
-  calls: () => CallsStore;
-  webhooks: () => WebhooksContext;
-  sink: SmtpSink | undefined;
+  api: PanelApi;
   sections: readonly PanelSection[];
 }
 
-const redirect = (location: string) => ({ status: 303, text: '', headers: { location } });
+/** Rows per page of the batch, endpoint and contact listings. */
+const PAGE_SIZE = 50;
+const CONTACTS_PAGE = 100;
+
 const counts = (record: Record<string, number>): Html =>
   html`${Object.entries(record)
     .filter(([, n]) => n > 0)
     .map(([k, n], i) => html`${i ? ', ' : ''}${k} <strong>${n}</strong>`)}`;
 
-/**
- * Delivery jobs of one endpoint: up to 200 of each state (read state by state, so a busy endpoint's
- * completed deliveries cannot crowd out another's discarded ones), newest first.
- */
-async function deliveriesOf(jobs: JobClient, endpointId: string): Promise<JobRow[]> {
-  const pages = await Promise.all(allStates.map((state) => jobs.list({ state, kind: 'webhook.deliver', limit: 200 })));
-  return pages
-    .flatMap((p) => p.jobs)
-    .filter((j) => (j.args as { endpointId?: string }).endpointId === endpointId)
-    .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
-}
+const nextLink = (path: string, cursor: string | undefined, label = 'Next page') => (cursor ? html`<p><a href="${path}?cursor=${encodeURIComponent(cursor)}">${label}</a></p>` : '');
 
-/** Runs a button's action on an endpoint; an endpoint that does not exist is a 404. */
-async function endpointAction(endpointId: string, action: () => Promise<unknown>): Promise<void> {
+const endpointId = z.string().regex(/^ep_[a-f0-9]{32}$/);
+const cursorQuery = z.object({ cursor: z.string().max(2000).optional().catch(undefined) });
+
+/** A job that may not exist yet (a round's finaliser before its round ends): undefined on the API's 404. */
+async function jobOrNone(api: PanelApi, id: string): Promise<JobDetail | undefined> {
   try {
-    await action();
+    return await api.getJob(id);
   } catch (error) {
-    if (error instanceof EndpointNotFoundError) throw notFound(`endpoint ${endpointId}`);
+    if (error instanceof OpsApiError && error.status === 404) return undefined;
     throw error;
   }
 }
 
 /**
- * The panel's pipeline pages: batches with their rounds and contacts, endpoints with failingSince,
- * disabled and a redeliver button, and the mail the local SMTP sink caught.
+ * The panel's pipeline pages: batches with their rounds (a chart of each round's outcomes) and contacts,
+ * endpoints with failingSince, disabled, their deliveries over time and a redeliver button, and the mail
+ * the local SMTP sink caught. Everything through the ops API.
  */
 export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
+  const { api, sections } = deps;
+
   const batches = route({
     method: 'GET',
     path: '/panel/batches',
     auth: 'none',
     summary: 'Panel: batches',
-    handler: async () => {
-      const rows = await deps.calls().listBatches(100);
-      const body = rows.length
-        ? html`<table><thead><tr><th scope="col">Batch</th><th scope="col">Tenant</th><th scope="col">Status</th><th scope="col">Round</th><th scope="col">Contacts by status</th><th scope="col">Completed by code</th></tr></thead>
-<tbody>${rows.map((row) => {
-            const v = batchView(row);
-            return html`<tr><td class="mono"><a href="/panel/batches/${encodeURIComponent(v.batchId)}">${v.batchId}</a></td><td>${row.tenantId}</td><td class="state">${v.status}</td><td class="num">${v.round}/${v.maxAttempts}</td><td>${counts(v.counts.byStatus)}</td><td>${counts(v.counts.byCode)}</td></tr>`;
-          })}</tbody></table>`
-        : html`<p>No batches yet.</p>`;
-      return htmlResponse(page('Batches', deps.sections, body, { refreshSeconds: 3 }));
-    },
+    query: cursorQuery,
+    handler: ({ query }) =>
+      renderErrors(sections, async () => {
+        const listing = await api.listBatches({ limit: PAGE_SIZE, ...(query.cursor ? { cursor: query.cursor } : {}) });
+        const body = listing.batches.length
+          ? html`<table><thead><tr><th scope="col">Batch</th><th scope="col">Tenant</th><th scope="col">Created</th><th scope="col">Status</th><th scope="col">Round</th><th scope="col">Contacts by status</th><th scope="col">Completed by code</th></tr></thead>
+<tbody>${listing.batches.map(
+              (v) =>
+                html`<tr><td class="mono"><a href="/panel/batches/${encodeURIComponent(v.batchId)}">${v.batchId}</a></td><td>${v.tenantId}</td><td class="mono">${v.createdAt}</td><td class="state">${v.status}</td><td class="num">${v.round}/${v.maxAttempts}</td><td>${counts(v.counts.byStatus)}</td><td>${counts(v.counts.byCode)}</td></tr>`,
+            )}</tbody></table>${nextLink('/panel/batches', listing.cursor)}`
+          : html`<p>No batches yet.</p>`;
+        return htmlResponse(page('Batches', sections, body, { refreshSeconds: 3 }));
+      }),
   });
 
   const batch = route({
@@ -79,21 +74,29 @@ export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
     auth: 'none',
     summary: 'Panel: one batch, its rounds and contacts',
     params: z.object({ id: z.string().min(1).max(100) }),
-    handler: async ({ params }) => {
-      const row = await deps.calls().getBatch(params.id);
-      if (!row) throw notFound(`batch ${params.id}`);
-      const v = batchView(row);
-      const finalisers = await Promise.all(Array.from({ length: v.round }, (_, i) => deps.jobs.get(`calls.finalise:${v.batchId}:${i + 1}`)));
-      const contacts = await deps.calls().listContacts(v.batchId);
-      const body = html`<p>Status <strong>${v.status}</strong>, round ${v.round} of ${v.maxAttempts}. Contacts: ${counts(v.counts.byStatus)}.</p>
+    query: cursorQuery,
+    handler: ({ params, query }) =>
+      renderErrors(sections, async () => {
+        const v = await api.getBatch(params.id);
+        const [rounds, contacts, finalisers] = await Promise.all([
+          api.batchRounds(v.batchId),
+          api.batchContacts(v.batchId, { limit: CONTACTS_PAGE, ...(query.cursor ? { cursor: query.cursor } : {}) }),
+          Promise.all(Array.from({ length: v.round }, (_, i) => jobOrNone(api, `calls.finalise:${v.batchId}:${i + 1}`))),
+        ]);
+        const body = html`<p>Status <strong>${v.status}</strong>, round ${v.round} of ${v.maxAttempts}. Contacts: ${counts(v.counts.byStatus)}.</p>
 <h2>Rounds</h2>
-<table><thead><tr><th scope="col">Round</th><th scope="col">Finaliser job</th><th scope="col">State</th></tr></thead>
-<tbody>${finalisers.map((job, i) => html`<tr><td class="num">${i + 1}</td><td class="mono">${job ? html`<a href="/panel/jobs/${encodeURIComponent(job.id)}">${job.id}</a>` : 'not yet (calls still active)'}</td><td class="state state-${job?.state ?? ''}">${job?.state ?? ''}</td></tr>`)}</tbody></table>
+${roundsFigure(rounds.rounds)}
+<table><thead><tr><th scope="col">Round</th><th scope="col">Contacts</th><th scope="col">Outcomes by code</th><th scope="col">No outcome yet</th><th scope="col">Finaliser job</th><th scope="col">State</th></tr></thead>
+<tbody>${rounds.rounds.map((r, i) => {
+          const job = finalisers[i];
+          return html`<tr><td class="num">${r.round}</td><td class="num">${r.size}</td><td>${r.recorded ? counts(r.byCode) : 'not recorded'}</td><td class="num">${r.pending}</td><td class="mono">${job ? html`<a href="/panel/jobs/${encodeURIComponent(job.id)}">${job.id}</a>` : 'not yet (calls still active)'}</td><td class="state state-${job?.state ?? ''}">${job?.state ?? ''}</td></tr>`;
+        })}</tbody></table>
 <h2>Contacts</h2>
 <table><thead><tr><th scope="col">Number</th><th scope="col">Status</th><th scope="col">Code</th><th scope="col">Attempts</th></tr></thead>
-<tbody>${contacts.map(({ number, state }) => html`<tr><td class="mono">${number}</td><td>${state?.status ?? 'Queued'}</td><td>${state?.code ?? ''}</td><td class="num">${state?.attempts ?? 0}</td></tr>`)}</tbody></table>`;
-      return htmlResponse(page(`Batch ${v.batchId}`, deps.sections, body, { refreshSeconds: 3 }));
-    },
+<tbody>${contacts.contacts.map((c) => html`<tr><td class="mono">${c.contactNumber}</td><td>${c.status}</td><td>${c.code ?? ''}</td><td class="num">${c.attempts}</td></tr>`)}</tbody></table>
+${nextLink(`/panel/batches/${encodeURIComponent(v.batchId)}`, contacts.cursor, `Next ${CONTACTS_PAGE} contacts`)}`;
+        return htmlResponse(page(`Batch ${v.batchId}`, sections, body, { refreshSeconds: 3 }));
+      }),
   });
 
   const endpoints = route({
@@ -101,17 +104,19 @@ export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
     path: '/panel/endpoints',
     auth: 'none',
     summary: 'Panel: webhook endpoints',
-    handler: async () => {
-      const rows = await deps.webhooks().deps.store.listEndpoints(100);
-      const body = rows.length
-        ? html`<table><thead><tr><th scope="col">Endpoint</th><th scope="col">Tenant</th><th scope="col">URL</th><th scope="col">Failing since</th><th scope="col">Disabled</th></tr></thead>
-<tbody>${rows.map(
-            (e) =>
-              html`<tr><td class="mono"><a href="/panel/endpoints/${e.endpointId}">${e.endpointId}</a></td><td>${e.tenantId}</td><td class="mono">${e.url}</td><td class="mono ${e.failingSince ? 'warn' : ''}">${e.failingSince ?? ''}</td><td class="${e.disabled ? 'bad' : ''}">${e.disabled ? `yes (${e.disabledReason ?? ''})` : 'no'}</td></tr>`,
-          )}</tbody></table>`
-        : html`<p>No endpoints yet.</p>`;
-      return htmlResponse(page('Webhook endpoints', deps.sections, body, { refreshSeconds: 3 }));
-    },
+    query: cursorQuery,
+    handler: ({ query }) =>
+      renderErrors(sections, async () => {
+        const listing = await api.listEndpoints({ limit: PAGE_SIZE, ...(query.cursor ? { cursor: query.cursor } : {}) });
+        const body = listing.endpoints.length
+          ? html`<table><thead><tr><th scope="col">Endpoint</th><th scope="col">Tenant</th><th scope="col">URL</th><th scope="col">Failing since</th><th scope="col">Disabled</th></tr></thead>
+<tbody>${listing.endpoints.map(
+              (e) =>
+                html`<tr><td class="mono"><a href="/panel/endpoints/${e.endpointId}">${e.endpointId}</a></td><td>${e.tenantId}</td><td class="mono">${e.url}</td><td class="mono ${e.failingSince ? 'warn' : ''}">${e.failingSince ?? ''}</td><td class="${e.disabled ? 'bad' : ''}">${e.disabled ? `yes (${e.disabledReason ?? ''})` : 'no'}</td></tr>`,
+            )}</tbody></table>${nextLink('/panel/endpoints', listing.cursor)}`
+          : html`<p>No endpoints yet.</p>`;
+        return htmlResponse(page('Webhook endpoints', sections, body, { refreshSeconds: 3 }));
+      }),
   });
 
   const endpoint = route({
@@ -119,13 +124,13 @@ export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
     path: '/panel/endpoints/{id}',
     auth: 'none',
     summary: 'Panel: one endpoint and its deliveries',
-    params: z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/) }),
-    handler: async ({ params }) => {
-      const e = await deps.webhooks().deps.store.getEndpoint(params.id);
-      if (!e) throw notFound(`endpoint ${params.id}`);
-      const deliveries = await deliveriesOf(deps.jobs, e.endpointId);
-      const discarded = deliveries.filter((j) => j.state === 'discarded');
-      const body = html`<dl>
+    params: z.object({ id: endpointId }),
+    handler: ({ params }) =>
+      renderErrors(sections, async () => {
+        const [e, found] = await Promise.all([api.getEndpoint(params.id), api.endpointDeliveries(params.id)]);
+        const { deliveries } = found;
+        const discarded = deliveries.filter((j) => j.state === 'discarded');
+        const body = html`<dl>
 <dt>URL</dt><dd class="mono">${e.url}</dd>
 <dt>Tenant</dt><dd>${e.tenantId}</dd>
 <dt>Event types</dt><dd>${e.eventTypes?.join(', ') ?? 'all'}</dd>
@@ -134,14 +139,17 @@ export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
 </dl>
 <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/redeliver">${formTokenField(deps.formToken)}<button type="submit">${e.disabled ? 'Enable and redeliver' : 'Redeliver'} ${discarded.length} discarded</button></form>
 ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/enable">${formTokenField(deps.formToken)}<button type="submit">Enable</button></form>` : ''}
+<h2>Deliveries over time</h2>
+${deliveriesFigure(deliveries.flatMap((d) => d.attempts), e)}
+<p>From the newest ${found.perState} delivery jobs of each state across every endpoint: on a busy stack, the last few minutes.</p>
 <h2>Deliveries (${deliveries.length})</h2>
 <table><thead><tr><th scope="col">Delivery job (event, endpoint)</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Discard reason</th><th scope="col">Last error</th></tr></thead>
 <tbody>${deliveries.map(
-        (j) =>
-          html`<tr><td class="mono"><a href="/panel/jobs/${encodeURIComponent(j.id)}">${j.id}</a></td><td class="state state-${j.state}">${j.state}</td><td class="num">${j.attempt}/${j.maxAttempts}</td><td>${j.discardReason ?? ''}</td><td>${j.attempts.filter((a) => a.error).at(-1)?.error ?? ''}</td></tr>`,
-      )}</tbody></table>`;
-      return htmlResponse(page(`Endpoint ${e.endpointId}`, deps.sections, body, { refreshSeconds: 3 }));
-    },
+          (j) =>
+            html`<tr><td class="mono"><a href="/panel/jobs/${encodeURIComponent(j.jobId)}">${j.jobId}</a></td><td class="state state-${j.state}">${j.state}</td><td class="num">${j.attempt}/${j.maxAttempts}</td><td>${j.discardReason ?? ''}</td><td>${j.attempts.filter((a) => a.error).at(-1)?.error ?? ''}</td></tr>`,
+        )}</tbody></table>`;
+        return htmlResponse(page(`Endpoint ${e.endpointId}`, sections, body, { refreshSeconds: 3 }));
+      }),
   });
 
   const enable = route({
@@ -149,12 +157,13 @@ ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints
     path: '/panel/endpoints/{id}/enable',
     auth: 'none',
     summary: 'Panel: enable an endpoint',
-    params: z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/) }),
-    handler: async ({ params, rawBody }) => {
-      requireFormToken(rawBody, deps.formToken);
-      await endpointAction(params.id, () => deps.webhooks().endpoints.enable(params.id));
-      return redirect(`/panel/endpoints/${params.id}`);
-    },
+    params: z.object({ id: endpointId }),
+    handler: ({ params, rawBody }) =>
+      renderErrors(sections, async () => {
+        requireFormToken(rawBody, deps.formToken);
+        await api.enableEndpoint(params.id);
+        return redirect(`/panel/endpoints/${params.id}`);
+      }),
   });
 
   const redeliver = route({
@@ -162,21 +171,20 @@ ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints
     path: '/panel/endpoints/{id}/redeliver',
     auth: 'none',
     summary: 'Panel: run every discarded delivery of an endpoint again (enabling it first if disabled)',
-    params: z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/) }),
-    handler: async ({ params, rawBody }) => {
-      requireFormToken(rawBody, deps.formToken);
-      const context = deps.webhooks();
-      await endpointAction(params.id, async () => {
+    params: z.object({ id: endpointId }),
+    handler: ({ params, rawBody }) =>
+      renderErrors(sections, async () => {
+        requireFormToken(rawBody, deps.formToken);
         try {
-          await context.endpoints.redeliver(params.id);
+          await api.redeliverEndpoint(params.id);
         } catch (error) {
-          if (!(error instanceof EndpointDisabledError)) throw error;
-          await context.endpoints.enable(params.id);
-          await context.endpoints.redeliver(params.id);
+          // 409: disabled. The button says "Enable and redeliver": enable, then redeliver.
+          if (!(error instanceof OpsApiError && error.status === 409)) throw error;
+          await api.enableEndpoint(params.id);
+          await api.redeliverEndpoint(params.id);
         }
-      });
-      return redirect(`/panel/endpoints/${params.id}`);
-    },
+        return redirect(`/panel/endpoints/${params.id}`);
+      }),
   });
 
   const mail = route({
@@ -184,16 +192,31 @@ ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints
     path: '/panel/mail',
     auth: 'none',
     summary: 'Panel: mail the local SMTP sink caught',
-    handler: async () => {
-      const messages = deps.sink ? deps.sink.messages().reverse() : [];
-      const body = deps.sink
-        ? html`<p>${messages.length} message${messages.length === 1 ? '' : 's'} at the SMTP sink ${deps.sink.url}.</p>
+    handler: () =>
+      renderErrors(sections, async () => {
+        const sink = await api.listMail();
+        const body = sink
+          ? html`<p>${sink.total} message${sink.total === 1 ? '' : 's'} at the SMTP sink ${sink.smtp}${sink.total > sink.messages.length ? `, the newest ${sink.messages.length} shown` : ''}.</p>
 <table><thead><tr><th scope="col">Received</th><th scope="col">Kind</th><th scope="col">To</th><th scope="col">Subject</th><th scope="col">Message-ID</th></tr></thead>
-<tbody>${messages.map((m) => html`<tr><td class="mono">${m.receivedAt}</td><td>${m.headers['x-redial-kind'] ?? ''}</td><td>${m.envelope.to.join(', ')}</td><td><a href="/v1/ops/mail/${m.id}/raw">${m.subject ?? '(no subject)'}</a></td><td class="mono">${m.messageId ?? ''}</td></tr>`)}</tbody></table>`
-        : html`<p class="notice">Mail goes to an outside SMTP server (SMTP_URL); nothing is kept here.</p>`;
-      return htmlResponse(page('Mail', deps.sections, body, { refreshSeconds: 5 }));
-    },
+<tbody>${sink.messages.map((m) => html`<tr><td class="mono">${m.receivedAt}</td><td>${m.kind ?? ''}</td><td>${m.envelope.to.join(', ')}</td><td><a href="/panel/mail/${m.id}/raw">${m.subject ?? '(no subject)'}</a></td><td class="mono">${m.messageId ?? ''}</td></tr>`)}</tbody></table>`
+          : html`<p class="notice">This API keeps no mail: it leaves through SES (a deployed stack) or the SMTP server SMTP_URL names.</p>`;
+        return htmlResponse(page('Mail', sections, body, { refreshSeconds: 5 }));
+      }),
   });
 
-  return [batches, batch, endpoints, endpoint, enable, redeliver, mail];
+  const rawMail = route({
+    method: 'GET',
+    path: '/panel/mail/{id}/raw',
+    auth: 'none',
+    summary: 'Panel: one message exactly as the sink received it',
+    params: z.object({ id: z.string().uuid() }),
+    handler: ({ params }) =>
+      renderErrors(sections, async () => ({
+        status: 200,
+        text: await api.rawMail(params.id),
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
+      })),
+  });
+
+  return [batches, batch, endpoints, endpoint, enable, redeliver, mail, rawMail];
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { conflict, HttpError, notFound, route, withErrors } from '../platform/http.ts';
+import { InvalidCursorError } from '../platform/dynamo.ts';
+import { conflict, HttpError, notFound, queryInt, route, withErrors } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { idempotencyKeyHeaders, idempotencyKeyReused } from '../platform/idempotency.ts';
 import type { WebhooksContext } from './context.ts';
@@ -18,8 +19,30 @@ const registeredSchema = z.object({ endpointId: z.string(), secret: z.string() }
 
 const endpointParams = z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/, 'not an endpoint id') });
 
+/** The most deliveries of each job state `GET /v1/endpoints/{id}/deliveries` looks through (also its default). */
+export const MAX_DELIVERIES_PER_STATE = 200;
+
+const deliveriesResponse = z.object({
+  endpointId: z.string(),
+  perState: z.number().int().describe('how many of the newest webhook.deliver jobs of each state were looked through'),
+  deliveries: z.array(
+    z.object({
+      jobId: z.string(),
+      eventId: z.string(),
+      state: z.string(),
+      attempt: z.number().int(),
+      maxAttempts: z.number().int(),
+      discardReason: z.string().nullable(),
+      createdAt: z.string(),
+      updatedAt: z.string(),
+      attempts: z.array(z.object({ attempt: z.number().int(), at: z.string(), durationMs: z.number(), outcome: z.string(), error: z.string().optional() })),
+    }),
+  ),
+});
+
 /**
- * The endpoint routes (docs/openapi.json, docs/webhooks.md): register, show, enable, redeliver. `context` is called on the first
+ * The endpoint routes (docs/openapi.json, docs/webhooks.md): register, list, show, an endpoint's
+ * deliveries, enable, redeliver. `context` is called on the first
  * request, so building the routes touches nothing.
  */
 export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
@@ -39,6 +62,34 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
     handler: async ({ body, headers }) => {
       const { replayed, ...registered } = await context().endpoints.register(body, headers['idempotency-key']);
       return { status: replayed ? 200 : 201, body: registered };
+    },
+  });
+  const list = route({
+    method: 'GET',
+    path: '/v1/endpoints',
+    auth: 'iam',
+    summary: 'Endpoints, newest first, a page at a time (a Query of the endpoint index, never a Scan; never a secret)',
+    query: z.object({
+      limit: queryInt(1, 100).optional().describe('endpoints per page, 1–100 (default 25)'),
+      cursor: z.string().max(2000).optional().describe('the `cursor` of the previous page'),
+    }),
+    responses: {
+      200: { description: 'up to `limit` endpoints; `cursor`, when present, asks for the next page', schema: z.object({ endpoints: z.array(endpointViewSchema), cursor: z.string().optional() }) },
+      400: { description: 'a bad limit, or a cursor this listing did not give out' },
+    },
+    handler: async ({ query }) => ({ status: 200, body: await context().endpoints.list(query.limit ?? 25, query.cursor) }),
+  });
+  const deliveries = route({
+    method: 'GET',
+    path: '/v1/endpoints/{id}/deliveries',
+    auth: 'iam',
+    summary: "An endpoint's deliveries with every attempt, among the newest webhook.deliver jobs of each state (a bounded read, not its whole history)",
+    params: endpointParams,
+    query: z.object({ perState: queryInt(1, MAX_DELIVERIES_PER_STATE).optional().describe(`jobs looked through per state, 1–${MAX_DELIVERIES_PER_STATE} (default ${MAX_DELIVERIES_PER_STATE})`) }),
+    responses: { 200: { description: "the endpoint's deliveries found, newest first", schema: deliveriesResponse }, 404: { description: 'no such endpoint' } },
+    handler: async ({ params, query }) => {
+      const perState = query.perState ?? MAX_DELIVERIES_PER_STATE;
+      return { status: 200, body: { endpointId: params.id, perState, deliveries: await context().endpoints.deliveries(params.id, perState) } };
     },
   });
   const show = route({
@@ -74,7 +125,7 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
       return { status: 200, body: await context().endpoints.redeliver(params.id) };
     },
   });
-  return withErrors(webhooksHttpError, [register, show, enable, redeliver]);
+  return withErrors(webhooksHttpError, [register, list, show, deliveries, enable, redeliver]);
 }
 
 /** The webhooks routes' errors as HTTP answers, in one place. */
@@ -83,5 +134,6 @@ export function webhooksHttpError(error: unknown): HttpError | undefined {
   if (error instanceof EndpointDisabledError) return conflict(error.message, { disabled: true });
   if (error instanceof UrlRefusedError) return new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });
   if (error instanceof IdempotencyKeyReusedError) return idempotencyKeyReused('endpoint');
+  if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
   return undefined;
 }

@@ -98,7 +98,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
 
   const handlers = [
     handle(webhookFanoutKind, async (args, ctx) => {
-      await fanout(deps, args, ctx);
+      await fanout(deps, waitList, args, ctx);
     }),
     handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx), { onDiscard: (args, job) => deliveries.discarded(args, job) }),
     handle(webhookWakeKind, async (args) => {

@@ -15,6 +15,7 @@ import { DeliveryDiscardReason } from './kinds.ts';
 import { signedRequest } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
 import { WaitList } from './waitlist.ts';
+import type { HandOn } from './waitlist.ts';
 
 /** The metric counted once per attempt that reached a verdict, by result. */
 export const DELIVERY_METRIC = 'WebhookDelivery';
@@ -44,7 +45,12 @@ export class Deliveries {
     const { store } = this.deps;
     const now = ctx.now();
     const wait = waitKey(args.endpointId, ctx.createdAt, ctx.id);
-    const read = await store.readForDelivery(args.endpointId, args.eventId, wait);
+    // Run here by the holder that handed it the lease: it starts from what the hand-off wrote, no read.
+    const handover = this.waitList.takeHandover(ctx.id);
+    const read =
+      handover && handover.endpoint.holder === ctx.id && handover.event.id === args.eventId
+        ? { endpoint: handover.endpoint, event: handover.event, parked: true }
+        : await store.readForDelivery(args.endpointId, args.eventId, wait);
     if (!read.endpoint) {
       if (read.parked) await store.unpark(wait);
       throw discard(DeliveryDiscardReason.not_found, `endpoint ${args.endpointId} not found`);
@@ -54,19 +60,31 @@ export class Deliveries {
     // (retryable) while the endpoint stays free for others.
     const secret = await this.deps.secrets.open(read.endpoint);
 
-    const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now);
+    const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now, args.eventId);
     const endpointId = args.endpointId;
-    // Off the critical path: leave the wait list, and read who waits next while the request is out.
+    // Off the critical path: leave the wait list, read who waits next and that one's event while the request is out.
     const unparked = turn.parked ? store.unpark(wait).catch((error: unknown) => ctx.logger.warn('wait-list entry not removed', { error: String(error) })) : undefined;
     const heads = store.waitListHead(endpointId, 3);
     heads.catch(() => undefined);
+    const ahead = heads.then((entries) => {
+      const next = entries.find((e) => e.jobId !== ctx.id);
+      return next?.eventId ? store.peekEvent(next.eventId).then((event) => ({ jobId: next.jobId, event })) : undefined;
+    });
+    ahead.catch(() => undefined);
 
     const result = await this.attempt(turn.row, secret, read.event, ctx);
     const at = ctx.now();
     const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy });
     await unparked;
-    if (step.rejoin) await store.park(wait, ctx.id, at, step.rejoin.notBefore);
-    await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads, at);
+    if (step.rejoin) await store.park(wait, ctx.id, at, step.rejoin.notBefore, args.eventId);
+    const handOn: HandOn = {
+      runNext: (id) => ctx.runNext(id),
+      event: async (entry) => {
+        const read = await ahead.catch(() => undefined);
+        return read?.jobId === entry.jobId ? read.event : undefined;
+      },
+    };
+    await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads, at, handOn);
     this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
     if (step.endpoint.disable) {
       this.deps.metrics.count(DISABLED_METRIC, { reason: step.endpoint.disable });
@@ -79,18 +97,18 @@ export class Deliveries {
    * Gets this delivery the lease, or parks it. Returns with the lease held and the endpoint as it was
    * then; otherwise throws the snooze (parked, or the failing endpoint's rest) or the discard (disabled).
    */
-  private async takeTurn(endpoint: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, now: number): Promise<{ row: EndpointRow; parked: boolean }> {
+  private async takeTurn(endpoint: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, now: number, eventId: string): Promise<{ row: EndpointRow; parked: boolean }> {
     let row = endpoint;
     let inList = parked;
     let admission = admit(leaseStateOf(row), ctx.id, now);
     if (admission.type === 'park') {
-      ({ row, admission } = await this.parkAndLook(row, wait, inList, ctx, now));
+      ({ row, admission } = await this.parkAndLook(row, wait, inList, ctx, now, eventId));
       inList = true;
     }
     let held = await this.hold(row, admission, wait, inList, ctx, now);
     if (!held) {
       // Another delivery took the free lease first. Be in the list it will read, then look once more.
-      ({ row, admission } = await this.parkAndLook(row, wait, inList, ctx, now));
+      ({ row, admission } = await this.parkAndLook(row, wait, inList, ctx, now, eventId));
       inList = true;
       held = await this.hold(row, admission, wait, inList, ctx, now);
       if (!held) throw snooze({ delayMs: LEASE_RACE_SNOOZE_MS }, 'lost a race for the endpoint lease twice; looking again shortly');
@@ -107,7 +125,8 @@ export class Deliveries {
       case 'disabled':
         return this.leave(row, wait, parked, ctx, DeliveryDiscardReason.endpoint_disabled, 'endpoint is disabled');
       case 'park':
-        throw snooze({ delayMs: PARK_MS }, `parked: endpoint busy (lease held by ${row.holder ?? '?'})`);
+        // Dormant: the holder hands it the lease and starts it; the rescuer wakes it after PARK_MS if nobody did.
+        throw snooze({ delayMs: PARK_MS }, `parked: endpoint busy (lease held by ${row.holder ?? '?'})`, { dormant: true });
       case 'wait':
       case 'send': {
         if (!admission.acquire) return row;
@@ -123,9 +142,9 @@ export class Deliveries {
    * Parks this delivery, then reads the endpoint again: a holder that let go between the first read and
    * the entry would not have seen the entry, but this second read sees it let go (docs/webhooks.md).
    */
-  private async parkAndLook(row: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, now: number): Promise<{ row: EndpointRow; admission: Admission }> {
+  private async parkAndLook(row: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, now: number, eventId: string): Promise<{ row: EndpointRow; admission: Admission }> {
     const { store } = this.deps;
-    if (!parked) await store.park(wait, ctx.id, now);
+    if (!parked) await store.park(wait, ctx.id, now, undefined, eventId);
     const again = (await store.getEndpoint(row.endpointId)) ?? row;
     return { row: again, admission: admit(leaseStateOf(again), ctx.id, now) };
   }

@@ -51,21 +51,27 @@ export interface EndpointRow {
 /** What `GET /v1/endpoints/{id}` shows: never the secret (docs/webhooks.md, "Endpoints"). */
 export const endpointViewSchema = z.object({
   endpointId: z.string(),
+  tenantId: z.string(),
   url: z.string(),
   eventTypes: z.array(z.enum(eventTypes)).nullable(),
+  createdAt: z.string(),
   failingSince: z.string().nullable(),
   disabled: z.boolean(),
   disabledReason: z.string().nullable(),
+  disabledAt: z.string().nullable(),
 });
 export type EndpointView = z.infer<typeof endpointViewSchema>;
 
 export const endpointView = (row: EndpointRow): EndpointView => ({
   endpointId: row.endpointId,
+  tenantId: row.tenantId,
   url: row.url,
   eventTypes: row.eventTypes ?? null,
+  createdAt: row.createdAt,
   failingSince: row.failingSince ?? null,
   disabled: row.disabled,
   disabledReason: row.disabledReason ?? null,
+  disabledAt: row.disabledAt ?? null,
 });
 
 /** Whether an endpoint wants events of this type. */
@@ -76,10 +82,24 @@ export const endpointKey = (id: string) => ({ pk: `ENDPOINT#${id}`, sk: 'ENDPOIN
 export const tenantEndpointKey = (tenantId: string, endpointId: string) => ({ pk: `TENANT#${tenantId}`, sk: `ENDPOINT#${endpointId}` });
 
 /**
+ * The entry an endpoint leaves in the endpoint index when it is registered (in the same transaction): the
+ * ops listing reads the newest endpoints with a Query of this one partition instead of a Scan. Written
+ * once per endpoint and never updated, so the partition takes only the registration rate.
+ */
+export const ENDPOINT_INDEX_PK = 'ENDPOINTS';
+export const endpointIndexKey = (createdAt: string, endpointId: string) => ({ pk: ENDPOINT_INDEX_PK, sk: `${createdAt}#${endpointId}` });
+
+/**
  * A delivery's place in its endpoint's wait list: `WAIT#<job createdAt>#<job id>`, so the list is in
  * enqueue order (oldest first) and a delivery can find its own entry without storing anything.
  */
-export const waitKey = (endpointId: string, jobCreatedAt: string, jobId: string) => ({ pk: `ENDPOINT#${endpointId}`, sk: `WAIT#${jobCreatedAt}#${jobId}` });
+export const waitKey = (endpointId: string, jobCreatedAt: string, jobId: string) => ({ pk: waitListPartition(endpointId), sk: `WAIT#${jobCreatedAt}#${jobId}` });
+/**
+ * The wait list's partition, apart from the endpoint row: parks and unparks come at the endpoint's event
+ * rate while lease writes come at its delivery rate, and together under one key a busy endpoint's
+ * partition would pass DynamoDB's per-partition rate (docs/capacity.md).
+ */
+export const waitListPartition = (endpointId: string): string => `WAITLIST#${endpointId}`;
 
 /** A record that a delivery was discarded (or may be: its last attempt started), for redeliver. */
 export const discardMarkerKey = (endpointId: string, jobId: string) => ({ pk: `ENDPOINT#${endpointId}`, sk: `DISCARDED#${jobId}` });

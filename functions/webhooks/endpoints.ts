@@ -3,6 +3,7 @@ import { iso } from '../platform/clock.ts';
 import { idForKey, requestHashOf } from '../platform/idempotency.ts';
 import { AddressRefusedError, HostResolutionError } from '../platform/vetted-http.ts';
 import { TransitionRefusedError } from '../jobs/index.ts';
+import type { JobRow } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointKey, endpointView } from './endpoint.ts';
 import type { EndpointRow, EndpointView } from './endpoint.ts';
@@ -10,6 +11,7 @@ import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, Idem
 import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
+import { webhookDeliverKind } from './kinds.ts';
 import type { DiscardMarker } from './store.ts';
 
 /** How many discarded deliveries redeliver handles at once. */
@@ -77,6 +79,36 @@ export class Endpoints {
     return { endpointId, secret, replayed: false };
   }
 
+  /** The newest endpoints first, a page at a time (the endpoint index: store.ts `listEndpoints`). */
+  async list(limit: number, cursor?: string): Promise<{ endpoints: EndpointView[]; cursor?: string }> {
+    const page = await this.deps.store.listEndpoints(limit, cursor);
+    return { endpoints: page.endpoints.map(endpointView), ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+
+  /**
+   * The deliveries of one endpoint among the newest `perState` discarded, `perState` cancelled and
+   * `perState` latest webhook.deliver jobs, newest first. A bounded read of the jobs' listing, not the
+   * endpoint's whole history: on a busy stack the window is the last few minutes of every endpoint's
+   * deliveries.
+   */
+  async deliveries(endpointId: string, perState: number): Promise<DeliveryView[]> {
+    const row = await this.deps.store.getEndpoint(endpointId);
+    if (!row) throw new EndpointNotFoundError(endpointId);
+    const kind = webhookDeliverKind.kind;
+    // Discarded and cancelled ones from the dead letters (a busy endpoint's completed deliveries cannot crowd
+    // them out), and the latest of every state.
+    const pages = await Promise.all([
+      this.deps.jobs.list({ state: 'discarded', kind, limit: perState }),
+      this.deps.jobs.list({ state: 'cancelled', kind, limit: perState }),
+      this.deps.jobs.list({ kind, limit: perState }),
+    ]);
+    const byId = new Map(pages.flatMap((page) => page.jobs).map((job) => [job.id, job]));
+    return [...byId.values()]
+      .filter((job) => (job.args as { endpointId?: string }).endpointId === endpointId)
+      .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+      .map(deliveryView);
+  }
+
   async get(endpointId: string): Promise<EndpointView> {
     const row = await this.deps.store.getEndpoint(endpointId);
     if (!row) throw new EndpointNotFoundError(endpointId);
@@ -130,3 +162,28 @@ export class Endpoints {
     return requeued;
   }
 }
+
+/** One delivery of an endpoint as the ops API shows it: its job's state and every attempt. */
+export interface DeliveryView {
+  jobId: string;
+  eventId: string;
+  state: string;
+  attempt: number;
+  maxAttempts: number;
+  discardReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+  attempts: { attempt: number; at: string; durationMs: number; outcome: string; error?: string }[];
+}
+
+const deliveryView = (job: JobRow): DeliveryView => ({
+  jobId: job.id,
+  eventId: (job.args as { eventId: string }).eventId,
+  state: job.state,
+  attempt: job.attempt,
+  maxAttempts: job.maxAttempts,
+  discardReason: job.discardReason ?? null,
+  createdAt: job.createdAt,
+  updatedAt: job.updatedAt,
+  attempts: job.attempts.map((a) => ({ attempt: a.attempt, at: a.at, durationMs: a.durationMs, outcome: a.outcome, ...(a.error ? { error: a.error } : {}) })),
+});

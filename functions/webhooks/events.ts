@@ -36,7 +36,7 @@ export interface WebhookEvent {
  * |---|---|---|
  * | event | `EVENT#<id>` | `EVENT` |
  * | endpoint (config, health, lease) | `ENDPOINT#<id>` | `ENDPOINT` |
- * | a parked delivery (the wait list) | `ENDPOINT#<id>` | `WAIT#<job createdAt>#<job id>` |
+ * | a parked delivery (the wait list) | `WAITLIST#<endpoint id>` | `WAIT#<job createdAt>#<job id>` |
  * | a discarded delivery, for redeliver | `ENDPOINT#<id>` | `DISCARDED#<job id>` |
  * | a tenant's endpoint (fanout reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
  *

@@ -35,7 +35,7 @@ const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/);
 /** webhook.deliver: one event to one endpoint, signed, once per attempt; 18 attempts over ≈ 5.3 days. */
 export const webhookDeliverKind = defineKind({
   kind: 'webhook.deliver',
-  queue: 'webhooks',
+  queue: 'deliveries',
   policy: deliveryPolicy,
   // A request may take up to the request timeout (10 s by default); the rest is a few store round trips.
   timeoutSeconds: 30,

@@ -14,8 +14,13 @@ export type { WebhookHost, WebhookOptions, WebhooksContext } from './context.ts'
 export const webhooksModule = defineModule({
   name: 'webhooks',
   tables: { webhooks: webhooksTable },
+  // Deliveries wait on customers' endpoints (up to the request timeout); fanout, wake-ups and the sweep are
+  // store round trips: separate queues, so a slow endpoint never holds a fanout back (docs/capacity.md).
+  // Batch size and concurrency here are the local host's; on AWS they come from the CDK context (lib/context.ts).
   queues: {
-    /** webhook.fanout, webhook.deliver, webhook.wake, webhook.sweep. */
+    /** webhook.deliver. */
+    deliveries: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
+    /** webhook.fanout, webhook.wake, webhook.sweep. */
     webhooks: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
   },
   kinds: webhookKinds,

@@ -1,18 +1,29 @@
-import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createHash } from 'node:crypto';
+import { DeleteCommand, GetCommand, paginateQuery, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
 import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
-import { discardMarkerKey, endpointKey, tenantEndpointKey } from './endpoint.ts';
+import { discardMarkerKey, ENDPOINT_INDEX_PK, endpointIndexKey, endpointKey, tenantEndpointKey, waitListPartition } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
 import type { EndpointChange } from './lease.ts';
 
-/** The value of `watch` on an endpoint the sweep should look at. */
-const WATCHED = 'endpoint';
+/**
+ * The `byWatch` partitions. An endpoint the sweep should look at carries `watch = endpoint#<shard>`, the
+ * shard a hash of its id, so lease writes spread over {@link WATCH_SHARDS} index partitions instead of one
+ * (docs/capacity.md). `endpoint` alone is the unsharded value rows written before carry; the sweep still
+ * reads it, and any lease write moves such a row to its shard.
+ */
+export const WATCH_SHARDS = 16;
+const LEGACY_WATCHED = 'endpoint';
+/** The value of `watch` for one endpoint. */
+export const watchValue = (endpointId: string): string => `endpoint#${createHash('sha256').update(endpointId).digest().readUInt32BE(0) % WATCH_SHARDS}`;
+/** Every value of `watch` the sweep reads. */
+export const watchPartitions = (): string[] => [...Array.from({ length: WATCH_SHARDS }, (_, i) => `endpoint#${i}`), LEGACY_WATCHED];
 
 /** A parked delivery, as the wait list holds it. */
 export interface WaitEntry {
@@ -20,6 +31,8 @@ export interface WaitEntry {
   sk: string;
   jobId: string;
   parkedAt: string;
+  /** The event the parked delivery carries, so whoever hands it the lease can read it ahead (absent on older entries). */
+  eventId?: string;
   /**
    * Set for a delivery that failed as the probe and waits out its own backoff: it may not be woken to
    * probe before this time, but a success releases it with the others.
@@ -68,12 +81,16 @@ export class WebhookStore {
 
   // ─── Endpoints ──────────────────────────────────────────────────────────────────────────────────────
 
-  /** Creates an endpoint and its tenant's index entry together; an existing id raises {@link EndpointExistsError} with the stored row. */
+  /**
+   * Creates an endpoint, its tenant's index entry and its entry in the endpoint index together; an
+   * existing id raises {@link EndpointExistsError} with the stored row.
+   */
   async createEndpoint(row: EndpointRow): Promise<void> {
     const absent = new Expression();
     const result = await this.transact([
       putItem('endpoint', this.tableName, row, absent.when(is.absent(absent)), { returnStored: true }),
       putItem('tenant index', this.tableName, { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId }),
+      putItem('endpoint index', this.tableName, { ...endpointIndexKey(row.createdAt, row.endpointId), endpointId: row.endpointId }),
     ]);
     if (result.committed) return;
     const endpoint = result.refused.endpoint;
@@ -86,14 +103,33 @@ export class WebhookStore {
     return result.Item as EndpointRow | undefined;
   }
 
-  /** Every endpoint, up to `limit`: a Scan of the table, for the local ops panel (nothing deployed calls it). */
-  async listEndpoints(limit = 100): Promise<EndpointRow[]> {
-    const rows: EndpointRow[] = [];
+  /**
+   * The newest endpoints first, a page of up to `limit`: a Query of the endpoint index (one entry per
+   * endpoint, written with it: `endpointIndexKey` in endpoint.ts), then a consistent BatchGet of their rows.
+   * A cursor this listing did not give out raises `InvalidCursorError`.
+   */
+  async listEndpoints(limit: number, cursor?: string): Promise<{ endpoints: EndpointRow[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: ENDPOINT_INDEX_PK });
+    const startKey = pages.decode(cursor);
     const e = new Expression();
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', 'ENDPOINT')) })) {
-      rows.push(...((page.Items ?? []) as EndpointRow[]));
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        ...e.forQuery(e.eq('pk', ENDPOINT_INDEX_PK)),
+        ScanIndexForward: false,
+        Limit: limit,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    const ids = (result.Items ?? []).map((item) => item['endpointId'] as string);
+    const rows: EndpointRow[] = [];
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      rows.push(...((await batchGet(this.db, this.tableName, ids.slice(i, i + MAX_BATCH_GET_KEYS).map(endpointKey))) as unknown as EndpointRow[]));
     }
-    return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
+    const byId = new Map(rows.map((row) => [row.endpointId, row]));
+    const endpoints = ids.flatMap((id) => byId.get(id) ?? []);
+    const next = pages.encode(result.LastEvaluatedKey);
+    return next ? { endpoints, cursor: next } : { endpoints };
   }
 
   /** Every endpoint of a tenant, read consistently. */
@@ -148,7 +184,7 @@ export class WebhookStore {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e));
     if (failingSince !== undefined) e.when(e.eq('failingSince', failingSince));
-    e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', WATCHED);
+    e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', watchValue(id));
     return this.update(id, e);
   }
 
@@ -169,7 +205,7 @@ export class WebhookStore {
   async acquire(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e)).when(e.or(is.free(e, now), is.heldBy(e, jobId)));
-    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
+    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', watchValue(endpointId));
     return this.update(endpointId, e);
   }
 
@@ -181,16 +217,16 @@ export class WebhookStore {
   async acquireFor(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.free(e, now));
-    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
+    e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', watchValue(endpointId));
     return this.update(endpointId, e);
   }
 
   /**
    * settle: the holder records what its attempt meant for the endpoint and moves the lease, in one
    * conditional write (`holder = me`). Returns 'not_holder' if it no longer holds the lease; the caller
-   * then records the health part alone ({@link recordHealth}).
+   * then records the health part alone ({@link recordHealth}). Otherwise the endpoint as written.
    */
-  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number): Promise<'ok' | 'not_holder'> {
+  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number): Promise<EndpointRow | 'not_holder'> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.heldBy(e, holder));
     if (change) applyHealth(e, change, now);
@@ -209,7 +245,7 @@ export class WebhookStore {
       default:
         assertNever(move);
     }
-    return (await this.update(endpointId, e)) ? 'ok' : 'not_holder';
+    return (await this.update(endpointId, e)) ?? 'not_holder';
   }
 
   /** The health part of an attempt, recorded by a delivery that no longer holds the lease. */
@@ -217,7 +253,7 @@ export class WebhookStore {
     const e = new Expression();
     e.when(is.endpoint(e));
     applyHealth(e, { ...change, nextProbeAt: null }, now, { keepNextProbe: true });
-    if (change.health === 'failing') e.set('watch', WATCHED);
+    if (change.health === 'failing') e.set('watch', watchValue(endpointId));
     if (!e.build().UpdateExpression) return;
     await this.update(endpointId, e);
   }
@@ -244,7 +280,7 @@ export class WebhookStore {
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'WAIT#'),
+        ...under(new Expression(), waitListPartition(endpointId), 'WAIT#'),
         ConsistentRead: true,
         Limit: limit,
       }),
@@ -261,7 +297,7 @@ export class WebhookStore {
     const e = new Expression();
     const pages = paginateQuery(
       { client: this.db, pageSize: 100 },
-      { TableName: this.tableName, ...under(e, `ENDPOINT#${endpointId}`, 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
+      { TableName: this.tableName, ...under(e, waitListPartition(endpointId), 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
     );
     for await (const page of pages) {
       found.push(...((page.Items ?? []) as WaitEntry[]));
@@ -274,7 +310,7 @@ export class WebhookStore {
    * park: put a delivery in its endpoint's wait list (idempotent; a second park replaces the first).
    * `notBefore`: it is waiting out its own backoff after failing as the probe.
    */
-  async park(key: { pk: string; sk: string }, jobId: string, now: number, notBefore?: number): Promise<void> {
+  async park(key: { pk: string; sk: string }, jobId: string, now: number, notBefore?: number, eventId?: string): Promise<void> {
     await this.db.send(
       new PutCommand({
         TableName: this.tableName,
@@ -283,6 +319,7 @@ export class WebhookStore {
           sk: key.sk,
           jobId,
           parkedAt: iso(now),
+          ...(eventId !== undefined ? { eventId } : {}),
           ...(notBefore !== undefined ? { notBefore: iso(notBefore) } : {}),
           expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS,
         },
@@ -342,6 +379,12 @@ export class WebhookStore {
     return transact(this.db, items);
   }
 
+  /** An event, read eventually consistent (events never change; one not yet visible reads as absent). */
+  async peekEvent(id: string): Promise<WebhookEvent | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: eventKey(id) }));
+    return result.Item as WebhookEvent | undefined;
+  }
+
   async getEvent(id: string): Promise<WebhookEvent | undefined> {
     const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: eventKey(id), ConsistentRead: true }));
     return result.Item as WebhookEvent | undefined;
@@ -349,16 +392,16 @@ export class WebhookStore {
 
   // ─── Sweep ──────────────────────────────────────────────────────────────────────────────────────────
 
-  /** Ids of the endpoints in the sparse `byWatch` index (leased or failing), a page at a time. */
-  async watched(cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
-    const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: WATCHED });
+  /** Ids of the endpoints in one partition of the sparse `byWatch` index (leased or failing), a page at a time. */
+  async watched(partition: string, cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
+    const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: partition });
     const startKey = pages.decode(cursor);
     const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: webhooksTable.indexes[0].name,
-        ...e.forQuery(e.eq('watch', WATCHED)),
+        ...e.forQuery(e.eq('watch', partition)),
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),

@@ -2,6 +2,7 @@ import type { WebhookDeps } from './deps.ts';
 import { DISABLED_METRIC } from './delivery.ts';
 import { DisabledReason } from './endpoint.ts';
 import { DISABLE_AFTER_MS, LEASE_MS, leaseOf, leaseStateOf } from './lease.ts';
+import { watchPartitions } from './store.ts';
 import type { WaitList } from './waitlist.ts';
 
 /** What one sweep did. */
@@ -25,15 +26,17 @@ export interface SweepReport {
  */
 export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number): Promise<SweepReport> {
   const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0 };
-  let cursor: string | undefined;
-  do {
-    const page = await deps.store.watched(cursor);
-    for (const endpointId of page.endpointIds) {
-      report.looked++;
-      await sweepEndpoint(deps, waitList, endpointId, now, report);
-    }
-    cursor = page.cursor;
-  } while (cursor);
+  for (const partition of watchPartitions()) {
+    let cursor: string | undefined;
+    do {
+      const page = await deps.store.watched(partition, cursor);
+      for (const endpointId of page.endpointIds) {
+        report.looked++;
+        await sweepEndpoint(deps, waitList, endpointId, now, report);
+      }
+      cursor = page.cursor;
+    } while (cursor);
+  }
   return report;
 }
 

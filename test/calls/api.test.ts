@@ -180,6 +180,40 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
     expect(paths(badCursor.body)).toEqual(['query.cursor']);
   });
 
+  it('GETBatchesListsNewestFirstAPageAtATimeFromTheBatchIndexWithoutAScan', async () => {
+    const fx = await fixture();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(await fx.createBatch({ numbers: [`+1202555010${i}`], maxAttempts: 1 }));
+      fx.clock.advance(1000);
+    }
+    // A keyed retry writes nothing, the batch index included: the batch is listed once.
+    const keyed = { tenantId: 'acme', contacts: [{ number: '+12025550199' }], maxAttempts: 1 };
+    expect((await fx.api('POST', '/v1/batches', keyed, { 'idempotency-key': 'list-once' })).status).toBe(201);
+    expect((await fx.api('POST', '/v1/batches', keyed, { 'idempotency-key': 'list-once' })).status).toBe(200);
+    const newestFirst = [(await fx.api('GET', '/v1/batches?limit=1')).body.batches[0].batchId, ...[...ids].reverse()];
+
+    fx.counter.reset();
+    const pages: any[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await fx.api('GET', `/v1/batches?limit=4${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      pages.push(page.body);
+      cursor = page.body.cursor;
+    } while (cursor);
+    const listed = pages.flatMap((p) => p.batches);
+    expect(listed.map((b: any) => b.batchId)).toEqual(newestFirst);
+    expect(listed[1]).toEqual((await fx.api('GET', `/v1/batches/${ids[4]}`)).body);
+    expect([...fx.counter.counts.keys()].filter((op) => op.endsWith('.Scan'))).toEqual([]);
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.BatchGetItem': pages.length, 'DynamoDB.GetItem': 1, 'DynamoDB.Query': pages.length });
+
+    const badCursor = await fx.api('GET', '/v1/batches?cursor=bm9wZQ');
+    expect(badCursor.status).toBe(400);
+    expect(paths(badCursor.body)).toEqual(['query.cursor']);
+    expect(paths((await fx.api('GET', '/v1/batches?limit=101')).body)).toEqual(['query.limit']);
+  });
+
   it('ATenantPutKeepsItsCallsInProgressAndRemovesAnOwnerEmailLeftOut', async () => {
     const fx = await fixture();
     expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3, ownerEmail: 'o@example.com' })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 3, ownerEmail: 'o@example.com', activeCalls: 0 });

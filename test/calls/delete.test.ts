@@ -50,7 +50,7 @@ describe('DELETE a batch: it stops, its results are ignored, its slots go back',
     const events = await fx.allEvents();
     expect(events.filter((e) => e.data['batchId'] === a)).toEqual([]);
     expect(await fx.jobs.store.get(jobIds.finalise(a, 1))).toBeUndefined();
-    expect((await fx.jobs.store.mustGet(jobIds.watchdog(a, doomed[0]!, 1))).state).toBe('completed');
+    expect((await fx.jobs.store.mustGet((await fx.store.getContact(a, doomed[0]!))!.watchdogJobId!)).state).toBe('completed');
     expect(await fx.store.getContact(a, doomed[0]!)).toMatchObject({ status: 'Calling' });
   });
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { jobIds } from '../../functions/calls/model.ts';
+import { callsExpiry, jobIds, slotOfCall, slotShardsFor } from '../../functions/calls/model.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -36,6 +36,51 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
     const dial = await fx.jobs.store.mustGet(jobIds.dial(batchId, 1));
     expect(dial).toMatchObject({ state: 'completed', attempt: 1 });
     expect(dial.snoozes).toBeGreaterThan(0);
+  });
+
+  it('ALimitSplitOverSlotShards_IsNeverExceededByRacingDialRunsOfThreeBatches_AndEveryShardIsUsedAndGivenBack', async () => {
+    // 64 slots over two shards of 32. Three batches dial at once (their runs race on the shards in
+    // DynamoDB Local), with calls of different lengths, so slots free up on either shard in any order.
+    const fx = await callsFixture({ script: () => 'completed', resultDelayMs: ({ contactNumber }) => 20_000 + (Number(contactNumber.slice(-2)) % 5) * 7_000, noSlotSnoozeMs: 10_000 });
+    fixtures.push(fx);
+    expect(slotShardsFor(64)).toBe(2);
+    const contacts = [numbers(35, '+3361234'), numbers(35, '+3361235'), numbers(35, '+3361236')];
+    await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 64 });
+    const batches = await Promise.all(contacts.map((list) => fx.createBatch({ numbers: list, maxAttempts: 1, concurrencyLimit: 64 })));
+    let most = 0;
+    await fx.settle(undefined, async () => {
+      const slots = await fx.store.getSlots('acme');
+      for (const slot of slots) expect(slot.active, `shard ${slot.shard}`).toBeLessThanOrEqual(slot.limit);
+      most = Math.max(most, slots.reduce((n, slot) => n + slot.active, 0));
+    });
+    // Measured at the placer: never more than the tenant's limit at once, and the limit was reached.
+    expect(fx.simulator.maxInProgress).toBe(64);
+    expect(most).toBe(64);
+    expect(fx.simulator.calls).toHaveLength(105);
+    // Both shards held calls (a call of shard 1 names it), and every slot came back.
+    expect(new Set(fx.simulator.calls.map((c) => slotOfCall(c.callId)))).toEqual(new Set([0, 1]));
+    expect((await fx.store.getSlots('acme')).map((s) => [s.shard, s.active, s.limit])).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((k) => [k, 0, k < 2 ? 32 : 0]));
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
+    for (const id of batches) expect((await fx.api('GET', `/v1/batches/${id}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { COMPLETED: 35 } } });
+  });
+
+  it('EveryRowOfABatchExpires90DaysAfterItsLastWrite_TheTenantAndItsSlotsNever', async () => {
+    const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 30_000 });
+    fixtures.push(fx);
+    const created = fx.clock.now();
+    await fx.createBatch({ numbers: numbers(3), maxAttempts: 2 });
+    await fx.settle();
+    const items = await fx.callsItems();
+    const batchRows = items.filter((i) => String(i['pk']).startsWith('BATCH#'));
+    // The batch, its two rounds' list pages and outcomes, its three contacts.
+    expect(batchRows.map((i) => String(i['sk']).split('#')[0]).sort()).toEqual(['BATCH', 'CONTACT', 'CONTACT', 'CONTACT', 'LIST', 'LIST', 'ROUND', 'ROUND']);
+    for (const row of batchRows) {
+      expect(row['expiresAt'], String(row['sk'])).toBeGreaterThanOrEqual(callsExpiry(created));
+      expect(row['expiresAt'], String(row['sk'])).toBeLessThanOrEqual(callsExpiry(fx.clock.now()));
+    }
+    // Finalised after round 2: the batch row's expiry moved with it.
+    expect(batchRows.find((i) => i['sk'] === 'BATCH')!['expiresAt']).toBe(callsExpiry(Date.parse(String(batchRows.find((i) => i['sk'] === 'BATCH')!['finalisedAt']))));
+    for (const row of items.filter((i) => String(i['pk']).startsWith('TENANT#'))) expect(row, String(row['pk'])).not.toHaveProperty('expiresAt');
   });
 
   it('TheLimitIsPerTenantAcrossItsBatches', async () => {
@@ -99,8 +144,9 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
     await fx.settle();
     expect(await fx.store.getContact(batchId, contacts[1]!)).toMatchObject({ status: 'Completed', code: 'INTERNAL_ERROR', retryable: true, source: 'placer' });
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { COMPLETED: 1, INTERNAL_ERROR: 1 } } });
-    // Its watchdog was cancelled by the completion, as a result's would be.
-    expect((await fx.jobs.store.mustGet(jobIds.watchdog(batchId, contacts[1]!, 1))).state).toBe('cancelled');
+    // The run's one watchdog covered both calls, found them Completed and changed nothing.
+    const watchdogs = (await fx.allJobs()).filter((j) => j.kind === 'calls.watchdog');
+    expect(watchdogs.map((j) => [j.id, j.state])).toEqual([[jobIds.watchdog(batchId, 1, 0, 0), 'completed']]);
     expect((await fx.allEvents()).filter((e) => e.type === 'call.completed').map((e) => e.data['code']).sort()).toEqual(['COMPLETED', 'INTERNAL_ERROR']);
   });
 

@@ -44,6 +44,7 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
       signal: new AbortController().signal,
       logger: createLogger('test'),
       now: () => fx.clock.now(),
+      runNext: async () => 'declined',
     });
     let halfway: any;
     let duplicates: PromiseSettledResult<void>[] | undefined;
@@ -96,6 +97,7 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
         signal: new AbortController().signal,
         logger: createLogger('test'),
         now: () => fx.clock.now(),
+        runNext: async () => 'declined',
       });
     }
     expect({ calls: await fx.callsItems(), jobs: await fx.allJobs(), events: await fx.allEvents() }).toEqual(before);

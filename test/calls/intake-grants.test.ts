@@ -134,7 +134,7 @@ describe('the intake, run, stays inside its grants', () => {
     expect(seen.requests.filter((r) => !allowed(r))).toEqual([]);
     // And the grant is not wider than this run needed, but for the last call's finaliser (calls queue).
     expect([...new Set(seen.requests.map((r) => `${r.action} ${r.table}`))].sort()).toEqual(
-      ['GetItem calls', 'UpdateItem calls', 'PutItem jobs', 'UpdateItem jobs', 'PutItem webhooks'].sort(),
+      ['GetItem calls', 'UpdateItem calls', 'PutItem jobs', 'PutItem webhooks'].sort(),
     );
     expect([...new Set(seen.sends)]).toEqual(['sqs:webhooks']);
     expect(seen.sends.every((send) => FUNCTION_ACCESS.intake.sendTo.some((q) => send === `sqs:${q}`))).toBe(true);

@@ -43,7 +43,7 @@ async function snapshot(fx: CallsFixture) {
 }
 
 describe('intake: one transaction per applied result', () => {
-  it('AppliedResultCompletesTheContactReleasesTheSlotCountsTheCodeCancelsTheWatchdogAndRecordsTheEvent', async () => {
+  it('AppliedResultCompletesTheContactReleasesTheSlotCountsTheCodeAndRecordsTheEvent_WritingNoWatchdog', async () => {
     const { fx, batchId, contacts } = await callingBatch(3);
     const response = await fx.webhook(result(batchId, contacts[1]!, { code: ' failed ', durationSeconds: 4 }));
     expect(response).toEqual({ status: 200, body: { outcome: 'applied', code: 'FAILED_NO_CONVERSATION', retryable: true } });
@@ -53,10 +53,10 @@ describe('intake: one transaction per applied result', () => {
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(2);
     const batch = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
     expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 2, Completed: 1, RetryEligible: 0 }, byCode: { FAILED_NO_CONVERSATION: 1 } });
-    const watchdog = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, contacts[1]!, 1));
-    expect(watchdog.cancelRequestedAt).toBeDefined();
-    const untouched = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, contacts[0]!, 1));
-    expect(untouched.cancelRequestedAt).toBeUndefined();
+    // The dial run's one watchdog is left alone: it finds this call Completed when it runs.
+    const watchdog = await fx.jobs.store.mustGet(contact!.watchdogJobId!);
+    expect(watchdog).toMatchObject({ kind: 'calls.watchdog', state: 'scheduled', args: { batchId, round: 1, page: 0, pos: 0, count: 3 } });
+    expect(watchdog.cancelRequestedAt).toBeUndefined();
     const events = await fx.allEvents();
     expect(events.map((e) => [e.type, e.data['contactNumber'], e.data['code']])).toEqual([['call.completed', contacts[1], 'FAILED_NO_CONVERSATION']]);
     expect((await fx.jobs.store.mustGet(`webhook.fanout:${events[0]!.id}`)).state).toBe('available');
@@ -111,7 +111,7 @@ describe('intake: what the refused condition says, it acts on', () => {
     const run = async (id: string) => {
       const job = await fx.jobs.store.mustGet(id);
       fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
-      return (await fx.jobs.executor('calls', fx.handlers).execute({ jobId: id, seq: job.seq })).result;
+      return (await fx.execute({ jobId: id, seq: job.seq })).result;
     };
     const [contact] = numbers(1);
     const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts: 2, retry: { baseSeconds: 10, capSeconds: 60 } });

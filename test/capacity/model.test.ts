@@ -33,7 +33,9 @@ const settings: DeployedSettings = {
   reservedConcurrency: { api: 50 },
   queues: {
     ops: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
+    dial: { batchSize: 1, maxConcurrency: 5, timeoutSeconds: 60 },
     calls: { batchSize: 2, maxConcurrency: 5, timeoutSeconds: 60 },
+    deliveries: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     webhooks: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     mail: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
   },
@@ -186,7 +188,10 @@ describe('the model of a run', () => {
     const batchMs = 100 - 40 * 0.5 ** 10;
     expect(webhooks.expectedBatchMs).toBeCloseTo(batchMs, 10);
     expect(webhooks.capacityPerSecond).toBeCloseTo((5 * 10) / (batchMs / 1000), 6);
+    // Twice 1,000/s, ten a batch of ≈ 100 ms: ≈ 20 batches at once.
+    expect(webhooks.concurrencyForTwiceBurst).toBe(Math.ceil((2 * 1000 * (batchMs / 1000)) / 10));
     expect(model.queues.find((q) => q.name === 'ops')!.capacityPerSecond).toBeNull();
+    expect(model.queues.find((q) => q.name === 'ops')!.concurrencyForTwiceBurst).toBeNull();
     // One schedule of 1,800 s for two results: 0.5 × rate × 1,800 live at once.
     expect(model.scheduler.liveSchedulesAtBurst).toBe(900_000);
     const api = model.lambda.find((l) => l.function === 'api')!;

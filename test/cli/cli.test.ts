@@ -129,6 +129,30 @@ describe('ops CLI against the local runtime', () => {
     expect(done.attempts.map((a) => a.outcome)).toEqual(['completed']);
   });
 
+  it('jobs cancel and jobs retry by filter: a dry run counts, then a progress bar and the final count; the retried jobs run', async () => {
+    // A day ahead: they wait through this test. No other test leaves an ops.probe scheduled.
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await runtime.jobs.client.enqueue(probeKind, { failTimes: 0, note: 'bulk' }, { delayMs: 24 * 3_600_000 })).id);
+
+    const dry = await ops('jobs', 'cancel', '--state', 'scheduled', '--kind', 'ops.probe', '--dry-run');
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout.trim()).toBe('5 jobs match (dry run: none cancelled)');
+    expect((await opsJson<ShownJob>('jobs', 'show', ids[0]!)).state).toBe('scheduled');
+
+    const cancelled = await ops('jobs', 'cancel', '--state', 'scheduled', '--kind', 'ops.probe');
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect(cancelled.stderr).toContain('[████████████████████████] 5/5 cancelled');
+    expect(cancelled.stdout).toMatch(/^cancelled 5 of 5 matching jobs \(to finish an interrupted run, repeat it with --until \S+\)\n$/);
+    const listed = await opsJson<{ jobs: { id: string }[] }>('jobs', 'list', '--state', 'cancelled', '--kind', 'ops.probe', '--limit', '200');
+    expect(listed.jobs.map((j) => j.id)).toEqual(expect.arrayContaining(ids));
+
+    const retried = await opsJson<{ matched: number; retried: number; until: string }>('jobs', 'retry', '--state', 'cancelled', '--kind', 'ops.probe', '--limit', '3');
+    expect(retried).toMatchObject({ matched: 5, retried: 3 });
+    const rest = await ops('jobs', 'retry', '--state', 'cancelled', '--kind', 'ops.probe', '--until', retried.until);
+    expect(rest.stdout).toMatch(/^retried 2 of 2 matching jobs/);
+    for (const id of ids) expect((await waitForState(id, 'completed')).attempts.map((a) => a.outcome)).toEqual(['completed']);
+  });
+
   it('jobs show of an unknown id fails with the 404 message', async () => {
     const shown = await ops('jobs', 'show', 'no-such-job');
     expect(shown.code).toBe(1);
@@ -212,6 +236,10 @@ describe('ops CLI without a server', () => {
     expect(await run('probe', '--fail', '-1')).toBe(2);
     expect(await run('frobnicate')).toBe(2);
     expect(await run('--api', 'not a url', 'jobs', 'list')).toBe(2);
+    expect(await run('jobs', 'retry')).toBe(2);
+    expect(await run('jobs', 'cancel', 'some-id', '--state', 'scheduled')).toBe(2);
+    expect(await run('jobs', 'list', '--since', 'yesterday')).toBe(2);
+    expect(await run('jobs', 'retry', '--state', 'discarded', '--limit', '0')).toBe(2);
     expect(sent).toBe(0);
     expect(await run('jobs', 'list', '--limit', '10')).toBe(0);
     expect(sent).toBe(1);

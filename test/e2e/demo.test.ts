@@ -78,6 +78,8 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
         const page = await browser.newPage();
         await page.goto(`${url}/panel/endpoints`);
         await page.getByRole('link', { name: goneId }).click();
+        // The click only starts the navigation: a reload before it lands would reload the list instead.
+        await page.waitForURL(`${url}/panel/endpoints/${goneId}`);
         await expect.poll(async () => (await page.reload(), page.getByRole('cell', { name: 'gone', exact: true }).count()), { timeout: 60_000, interval: 500 }).toBeGreaterThan(0);
         expect(await page.getByText(/yes: gone/).isVisible()).toBe(true);
         const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'gone', exact: true }) }).first();

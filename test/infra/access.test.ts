@@ -25,7 +25,6 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:GetItem table:calls',
     'dynamodb:UpdateItem table:calls',
     'dynamodb:PutItem table:jobs',
-    'dynamodb:UpdateItem table:jobs',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
     ...sendsTo('calls', 'webhooks'),
     'secretsmanager:GetSecretValue secret:callWebhook',
@@ -34,43 +33,65 @@ const EXPECTED: Record<string, string[]> = {
   api: [
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
-    ...['GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
-    'dynamodb:Query table:jobs/index/byState',
+    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
+    'dynamodb:Query table:jobs/index/byCheck',
+    'dynamodb:Query table:jobs/index/byDeadLetter',
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
-    ...sendsTo('ops', 'calls', 'webhooks', 'mail'),
+    ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
   ],
   rescuer: [
+    'dynamodb:BatchGetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
-    'dynamodb:Query table:jobs/index/byState',
+    'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=ENDPOINT#*',
-    ...sendsTo('ops', 'calls', 'webhooks', 'mail'),
+    ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
   ],
   opsWorker: [...consumes('ops'), 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops'), ...createsSchedules, ...deletesSchedules],
+  dialWorker: [
+    ...consumes('dial'),
+    ...['GetItem', 'BatchGetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
+    ...sendsTo('dial', 'calls', 'webhooks'),
+    ...createsSchedules,
+    ...deletesSchedules,
+  ],
   callsWorker: [
     ...consumes('calls'),
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
-    ...sendsTo('calls', 'webhooks', 'mail'),
+    ...sendsTo('dial', 'calls', 'webhooks', 'mail'),
     ...createsSchedules,
     ...deletesSchedules,
+  ],
+  deliveriesWorker: [
+    ...consumes('deliveries'),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    ...sendsTo('deliveries', 'webhooks'),
+    ...createsSchedules,
+    ...deletesSchedules,
+    `kms:Decrypt key:webhookSecrets${endpointContext}`,
   ],
   webhooksWorker: [
     ...consumes('webhooks'),
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
     'dynamodb:Query table:webhooks/index/byWatch',
+    'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
-    ...sendsTo('webhooks'),
+    ...sendsTo('webhooks', 'deliveries'),
     ...createsSchedules,
     ...deletesSchedules,
-    `kms:Decrypt key:webhookSecrets${endpointContext}`,
   ],
   mailWorker: [
     ...consumes('mail'),
@@ -233,34 +254,34 @@ describe('the intake', () => {
 });
 
 describe('webhook endpoint secrets key', () => {
-  it('is handed (by ARN) only to the functions that may use it: the API and the webhooks worker', () => {
+  it('is handed (by ARN) only to the functions that may use it: the API and the deliveries worker (it signs)', () => {
     const holders = Object.entries(functionIds)
       .filter(([, id]) => s.envOf(id)['WEBHOOK_SECRETS_KEY_ARN'] !== undefined)
       .map(([name]) => name);
-    expect(holders.sort()).toEqual(['api', 'webhooksWorker']);
+    expect(holders.sort()).toEqual(['api', 'deliveriesWorker']);
     const key = s.resources[s.idOf(s.stack.webhookSecretsKey)] as Resource;
     expect(key.Properties['EnableKeyRotation']).toBe(true);
     // It protects secrets in tables that outlive the stack, so it outlives the stack too.
     expect(key.DeletionPolicy).toBe('Retain');
   });
 
-  it('may be used only by the API (encrypt, decrypt) and the webhooks worker (decrypt), each only with an endpoint’s encryption context', () => {
+  it('may be used only by the API (encrypt, decrypt) and the deliveries worker (decrypt), each only with an endpoint’s encryption context', () => {
     const keyId = s.idOf(s.stack.webhookSecretsKey);
     const uses = Object.fromEntries(
       Object.entries(functionIds).map(([name, id]) => [name, s.roleStatements(s.roleOf(s.resources[id]!)).filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${keyId}"`))]),
     );
-    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'webhooksWorker']);
+    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'deliveriesWorker']);
     // The intake and the rescuer write to the webhooks table, yet neither may use the key at all.
-    for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'mailWorker', 'opsWorker']) {
+    for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'dialWorker', 'webhooksWorker', 'mailWorker', 'opsWorker']) {
       expect(JSON.stringify(s.roleStatements(s.roleOf(s.resources[functionIds[name]!]!))), name).not.toMatch(/"kms:/);
     }
-    for (const statement of [...uses['api']!, ...uses['webhooksWorker']!]) {
+    for (const statement of [...uses['api']!, ...uses['deliveriesWorker']!]) {
       expect(statement.Condition).toEqual({
         'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'] },
         StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
       });
     }
     expect(uses['api']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
-    expect(uses['webhooksWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
+    expect(uses['deliveriesWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
   });
 });

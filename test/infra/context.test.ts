@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stackPropsFromContext } from '../../lib/context.ts';
-import { DEFAULT_THROTTLING, StackConfigurationError } from '../../lib/redial-stack.ts';
+import { DEFAULT_QUEUE_SETTINGS, DEFAULT_THROTTLING, StackConfigurationError } from '../../lib/redial-stack.ts';
 
 const reader = (context: Record<string, unknown>) => (key: string) => context[key];
 const required = { callPlacerUrl: 'https://placer.example.com/calls', mailDomain: 'mail.example.org' };
@@ -20,6 +20,7 @@ describe('stack properties from the CDK context', () => {
       callPlacerUrl: 'https://placer.example.com/calls',
       mail: { domain: 'mail.example.org' },
       throttling: DEFAULT_THROTTLING,
+      queues: DEFAULT_QUEUE_SETTINGS,
     });
   });
 
@@ -33,12 +34,15 @@ describe('stack properties from the CDK context', () => {
         publicBaseUrl: 'https://redial.acme.test',
         alarmEmail: 'oncall@acme.test',
         callTimeoutSeconds: '900',
+        discardedRetentionDays: '14',
         intakeRateLimit: '500',
         intakeBurstLimit: 800,
         linksRateLimit: '5',
         apiBurstLimit: '50',
         intakeReservedConcurrency: '40',
         deletionProtection: 'false',
+        deliveriesConcurrency: '300',
+        callsBatchSize: 5,
       }),
     );
     expect(props).toEqual({
@@ -46,6 +50,7 @@ describe('stack properties from the CDK context', () => {
       mail: { domain: 'mail.example.org', from: 'Acme <robot@acme.test>', sesIdentity: 'acme.test', configurationSet: 'redial', publicBaseUrl: 'https://redial.acme.test' },
       alarmEmail: 'oncall@acme.test',
       callTimeoutSeconds: 900,
+      discardedRetentionDays: 14,
       intakeReservedConcurrency: 40,
       deletionProtection: false,
       throttling: {
@@ -53,6 +58,7 @@ describe('stack properties from the CDK context', () => {
         publicLinks: { rateLimit: 5, burstLimit: DEFAULT_THROTTLING.publicLinks.burstLimit },
         api: { rateLimit: DEFAULT_THROTTLING.api.rateLimit, burstLimit: 50 },
       },
+      queues: { ...DEFAULT_QUEUE_SETTINGS, deliveries: { ...DEFAULT_QUEUE_SETTINGS.deliveries, maxConcurrency: 300 }, calls: { ...DEFAULT_QUEUE_SETTINGS.calls, batchSize: 5 } },
     });
   });
 
@@ -61,5 +67,12 @@ describe('stack properties from the CDK context', () => {
     expect(attempt).toThrow(/intakeRateLimit must be a whole number ≥ 1, got "0"/);
     expect(attempt).toThrow(/intakeReservedConcurrency must be a whole number ≥ 1, got "lots"/);
     expect(attempt).toThrow(/deletionProtection must be true or false, got "maybe"/);
+  });
+
+  it('refuses a queue batch size or concurrency an SQS event source would not take, each named', () => {
+    const attempt = () => stackPropsFromContext(reader({ ...required, dialBatchSize: '20', deliveriesConcurrency: '1', callsConcurrency: 5000 }));
+    expect(attempt).toThrow(/dialBatchSize must be at most 10/);
+    expect(attempt).toThrow(/deliveriesConcurrency must be a whole number ≥ 2, got "1"/);
+    expect(attempt).toThrow(/callsConcurrency must be at most 1000/);
   });
 });

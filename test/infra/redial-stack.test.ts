@@ -14,7 +14,7 @@ import type { TableKey } from '../../functions/app/system.ts';
 import { parseConfig } from '../../functions/platform/config.ts';
 import { createTableInput } from '../../functions/platform/tables.ts';
 import { JobQueue } from '../../lib/constructs/job-queue.ts';
-import { DEFAULT_THROTTLING, PUBLIC_ROUTES, RedialStack, workerEntry } from '../../lib/redial-stack.ts';
+import { DEFAULT_QUEUE_SETTINGS, DEFAULT_THROTTLING, PUBLIC_ROUTES, RedialStack, workerEntry } from '../../lib/redial-stack.ts';
 import { actionsOf, BASE_PROPS, fakeResolve, newApp, PLACER_URL, root, synth } from './synth.ts';
 import type { Resource } from './synth.ts';
 
@@ -31,7 +31,7 @@ describe('job queues', () => {
     for (const [id, queue] of found) expect(queue.Properties, id).not.toHaveProperty('RedrivePolicy');
   });
 
-  it('are read by workers that report batch item failures, with the batch size and concurrency of their QueueSpec', () => {
+  it('are read by workers that report batch item failures, with the default batch size and concurrency of the deployment and the timeout of their QueueSpec', () => {
     const mappings = s.ofType('AWS::Lambda::EventSourceMapping');
     expect(mappings.length).toBe(queueNames.length);
     for (const [id, mapping] of mappings) expect(mapping.Properties['FunctionResponseTypes'], id).toEqual(['ReportBatchItemFailures']);
@@ -39,10 +39,30 @@ describe('job queues', () => {
       s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         EventSourceArn: { 'Fn::GetAtt': [s.idOf(s.stack.jobQueues[name].queue), 'Arn'] },
         FunctionName: { Ref: s.idOf(s.stack.jobQueues[name].worker) },
-        BatchSize: queues[name].batchSize,
-        ScalingConfig: { MaximumConcurrency: queues[name].maxConcurrency },
+        BatchSize: DEFAULT_QUEUE_SETTINGS[name].batchSize,
+        ScalingConfig: { MaximumConcurrency: DEFAULT_QUEUE_SETTINGS[name].maxConcurrency },
       });
       s.template.hasResourceProperties('AWS::Lambda::Function', Match.objectLike({ Timeout: queues[name].timeoutSeconds, Description: Match.stringLikeRegexp(name) }));
+    }
+  });
+
+  it('take each queue\'s batch size and concurrency from the stack properties, one queue at a time', () => {
+    const custom = synth({ queues: { deliveries: { maxConcurrency: 7 }, calls: { batchSize: 3, maxConcurrency: 9 } } });
+    const mapping = (name: 'deliveries' | 'calls' | 'webhooks') =>
+      custom.ofType('AWS::Lambda::EventSourceMapping').find(([, m]) => (m.Properties['FunctionName'] as { Ref: string }).Ref === custom.idOf(custom.stack.jobQueues[name].worker))![1].Properties;
+    expect(mapping('deliveries')).toMatchObject({ BatchSize: DEFAULT_QUEUE_SETTINGS.deliveries.batchSize, ScalingConfig: { MaximumConcurrency: 7 } });
+    expect(mapping('calls')).toMatchObject({ BatchSize: 3, ScalingConfig: { MaximumConcurrency: 9 } });
+    expect(mapping('webhooks')).toMatchObject({ BatchSize: DEFAULT_QUEUE_SETTINGS.webhooks.batchSize, ScalingConfig: { MaximumConcurrency: DEFAULT_QUEUE_SETTINGS.webhooks.maxConcurrency } });
+  });
+
+  it('refuse at synth a batch size or a concurrency an SQS event source would not take, naming the queue', () => {
+    expect(() => synth({ queues: { dial: { batchSize: 11 } } })).toThrow(/queues\.dial\.batchSize must be a whole number from 1 to 10, got 11/);
+    expect(() => synth({ queues: { mail: { maxConcurrency: 1 } } })).toThrow(/queues\.mail\.maxConcurrency must be a whole number from 2 to 1000, got 1/);
+  });
+
+  it('run the kinds that wait on the outside world on queues of their own, apart from the quick ones', () => {
+    for (const [queue, kinds] of [['dial', ['calls.dial']], ['deliveries', ['webhook.deliver']], ['mail', ['access_request.approval_mail', 'owner.email_confirmation', 'owner.notify']]] as const) {
+      expect(allKinds.filter((k) => k.queue === queue).map((k) => k.kind).sort(), queue).toEqual([...kinds]);
     }
   });
 
@@ -277,14 +297,21 @@ describe('HTTP API', () => {
 });
 
 describe('calls configuration', () => {
-  it('gives the calls worker what it needs to dial: the placer, the intake as callbackUrl, the call timeout', () => {
-    const raw = s.envOf(s.idOf(s.stack.jobQueues.calls.worker));
+  it('gives the dial worker what it needs to dial: the placer, the intake as callbackUrl, the call timeout', () => {
+    const raw = s.envOf(s.idOf(s.stack.jobQueues.dial.worker));
     const config = requireDialling(callsConfigFromEnv(Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, fakeResolve(v)]))));
     expect(config.placerUrl).toBe(PLACER_URL);
     expect(config.callTimeoutSeconds).toBe(600);
     // The callbackUrl is this stack's own API, at the intake's path.
     expect(JSON.stringify(raw['CALL_WEBHOOK_URL'])).toContain(s.idOf(s.stack.api));
     expect(config.callbackUrl).toMatch(/\/v1\/calls\/webhook$/);
+  });
+
+  it('gives the calls worker (watchdogs) the call timeout and no placer: it dials nothing', () => {
+    const raw = s.envOf(s.idOf(s.stack.jobQueues.calls.worker));
+    const config = callsConfigFromEnv(Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, fakeResolve(v)])));
+    expect(config.callTimeoutSeconds).toBe(600);
+    expect(config.placerUrl).toBeUndefined();
   });
 
   it('serves the call-result intake without IAM: its signature is its authentication', () => {
@@ -305,6 +332,12 @@ describe('configuration a deploy would discover too late', () => {
     expect(build({ mail: { domain: '' } })).toThrow(/mail domain/);
     expect(build({ mail: { domain: 'not a domain' } })).toThrow(/mail domain "not a domain": not a domain name/);
     expect(build({ mail: { domain: 'mail.example.org', from: 'x' } })).toThrow(/mail from "x"/);
+  });
+
+  it('refuses a dead-letter retention that is not a whole number of days from 1 to 365', () => {
+    expect(build({ discardedRetentionDays: 0 })).toThrow(/discardedRetentionDays/);
+    expect(build({ discardedRetentionDays: 1.5 })).toThrow(/discardedRetentionDays/);
+    expect(build({ discardedRetentionDays: 14 })).not.toThrow();
   });
 
   it('refuses a call timeout the calls worker would refuse', () => {
@@ -335,6 +368,22 @@ describe('cdk-nag (AwsSolutions)', () => {
     // The JobQueue's own queue is acknowledged (SQS3) and fixed (SQS4): only the plain queue is reported.
     const paths = new AwsSolutionsChecks().validateScope(bare).violations.flatMap((v) => v.violatingResources.map((r) => r.constructPath));
     expect(paths.filter((p) => p?.includes('Jobs/Queue'))).toEqual([]);
+  });
+});
+
+describe('the jobs table', () => {
+  it('keeps the rescuer\'s byCheck index keys-only and sharded, and the dead letters in a sparse byDeadLetter index with the whole row', () => {
+    const table = s.resources[s.idOf(s.stack.tables.jobs)];
+    expect(table?.Properties['GlobalSecondaryIndexes']).toEqual([
+      { IndexName: 'byCheck', KeySchema: [{ AttributeName: 'checkShard', KeyType: 'HASH' }, { AttributeName: 'checkAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
+      { IndexName: 'byDeadLetter', KeySchema: [{ AttributeName: 'deadLetter', KeyType: 'HASH' }, { AttributeName: 'deadAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } },
+    ]);
+  });
+
+  it('tells every function how long dead letters stay: 30 days unless the context says otherwise', () => {
+    for (const fn of Object.values(s.stack.functions)) expect(s.envOf(s.idOf(fn))['DISCARDED_RETENTION_DAYS'], fn.node.path).toBe('30');
+    const custom = synth({ discardedRetentionDays: 14 });
+    for (const fn of Object.values(custom.stack.functions)) expect(custom.envOf(custom.idOf(fn))['DISCARDED_RETENTION_DAYS'], fn.node.path).toBe('14');
   });
 });
 

@@ -42,6 +42,6 @@ describe('a worker process killed mid-job', () => {
     expect(row.state).toBe('completed');
     expect(row.attempts.map((a) => a.outcome)).toEqual(['lost', 'completed']);
     expect(runs).toEqual([prepared.id]);
-    expect(await rescuer.run()).toEqual({ expired: 0, rewoken: 0, periodic: 0 });
+    expect(await rescuer.run()).toMatchObject({ expired: 0, rewoken: 0, periodic: 0 });
   });
 });

@@ -2,7 +2,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../functions/platform/clock.ts';
 import { TransitionRefusedError } from '../../functions/jobs/errors.ts';
-import { stateOrder } from '../../functions/jobs/row.ts';
+import { checkKey, checkShard } from '../../functions/jobs/row.ts';
 import type { JobRow } from '../../functions/jobs/row.ts';
 import { allStates, canTransition, transitions } from '../../functions/jobs/states.ts';
 import type { JobState, TransitionName } from '../../functions/jobs/states.ts';
@@ -30,7 +30,8 @@ async function rowIn(fx: Awaited<ReturnType<typeof jobsFixture>>, state: JobStat
     leaseUntil: iso(NOW - 1_000),
     attempts: [],
     snoozes: 0,
-    stateOrder: stateOrder(NOW - 60_000, id),
+    checkShard: checkShard(id),
+    checkAt: checkKey(NOW + 120_000, id),
   };
   await fx.clients.dynamo.send(new PutCommand({ TableName: fx.tableNames.jobs, Item: row }));
   return row;
@@ -55,9 +56,11 @@ function run(store: JobStore, name: TransitionName, row: JobRow): Promise<JobRow
     case 'cancel':
       return store.cancel(row.id, NOW);
     case 'retryNow':
-      return store.retryNow(row.id, NOW);
+      return store.retryNow(row, NOW);
     case 'wake':
       return store.wake(row.id, NOW);
+    case 'claimNext':
+      return store.claimNext(row.id, row.queue, NOW, 60_000);
   }
 }
 

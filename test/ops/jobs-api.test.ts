@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineKind, periodicPolicy } from '../../functions/jobs/index.ts';
 import { jobRoutes } from '../../functions/ops/jobs-api.ts';
 import { createApiHandler } from '../../functions/platform/http.ts';
 import { startHttpServer } from '../../functions/platform/local/http-server.ts';
@@ -16,7 +18,7 @@ async function opsApi(count: number) {
   const kinds = testKinds();
   const fx = await jobsFixture({ handlers: kinds.handlers });
   for (let i = 0; i < count; i++) await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-  const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: kinds.handlers.map((h) => h.kind) })), fx.logger) });
+  const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: kinds.handlers.map((h) => h.kind), periodicStatus: (kind) => fx.jobs.store.getPeriodic(kind) })), fx.logger) });
   servers.push(server);
   const get = async (path: string) => {
     const response = await fetch(`${server.url}${path}`);
@@ -48,7 +50,9 @@ describe('GET /v1/ops/jobs: cursors are opaque, and only a cursor of this listin
     const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const cursors: Record<string, string> = {
       'any JSON object (the probe)': 'eyJ4IjoxfQ',
-      'a raw key of the right attributes, other state': b64({ id: 'x', state: 'completed', stateOrder: '2026-01-01T00:00:00.000Z#x' }),
+      'a raw key of the right attributes, other state': b64({ id: 'x', checkShard: 'c01', checkAt: '2026-01-01T00:00:00.000Z#x' }),
+      'positions for too few partitions': b64([1, 'byCheck', 'available', [null, 0]]),
+      'a position that is not a key of this index': b64([1, 'byCheck', 'available', Array.from({ length: 32 }, () => 'x')]),
       'not base64 JSON': 'not-a-cursor',
       'an empty key value': b64(['', 'available', '']),
       'a cursor of another listing (state completed)': first.body.cursor,
@@ -59,9 +63,31 @@ describe('GET /v1/ops/jobs: cursors are opaque, and only a cursor of this listin
       expect(response.status, what).toBe(400);
       expect(response.body.issues.map((i: { path: string }) => i.path), what).toEqual(['query.cursor']);
     }
-    // Without a state every state is merged and there are no pages: a cursor there is refused too.
+    // Without a state every state is listed, with cursors of its own: another listing's is refused there too.
     const stateless = await get(`/v1/ops/jobs?cursor=${encodeURIComponent(first.body.cursor)}`);
     expect(stateless.status).toBe(400);
     expect(stateless.body.issues.map((i: { path: string }) => i.path)).toEqual(['query.cursor']);
+  });
+});
+
+describe('GET /v1/ops/periodic: every periodic kind with its last run, for the panel', () => {
+  it('ListsOnlyPeriodicKindsNeverRunThenWithTheLastFailureKeptAfterASuccess', async () => {
+    const kinds = testKinds();
+    const tick = defineKind({ kind: 'test.tick', queue: 'ops', policy: periodicPolicy, periodic: { everySeconds: 60 }, args: z.object({}), description: 'tick' });
+    const fx = await jobsFixture({ handlers: kinds.handlers });
+    const server = await startHttpServer({
+      port: 0,
+      handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: [...kinds.handlers.map((h) => h.kind), tick], periodicStatus: (kind) => fx.jobs.store.getPeriodic(kind) })), fx.logger),
+    });
+    servers.push(server);
+    const periodic = async () => (await (await fetch(`${server.url}/v1/ops/periodic`)).json());
+    const never = { kind: 'test.tick', everySeconds: 60, lastRunAt: null, lastOutcome: null, lastJobId: null, lastFailureAt: null, lastError: null };
+    expect(await periodic()).toEqual({ periodic: [never] });
+
+    await fx.jobs.store.recordPeriodic({ id: 'periodic:test.tick', kind: 'test.tick', lastRunAt: '2026-01-05T10:00:00.000Z', lastOutcome: 'failed', lastJobId: 'test.tick@1', lastFailureAt: '2026-01-05T10:00:00.000Z', lastError: 'tick failed' });
+    await fx.jobs.store.recordPeriodic({ id: 'periodic:test.tick', kind: 'test.tick', lastRunAt: '2026-01-05T10:01:00.000Z', lastOutcome: 'completed', lastJobId: 'test.tick@2' });
+    expect(await periodic()).toEqual({
+      periodic: [{ ...never, lastRunAt: '2026-01-05T10:01:00.000Z', lastOutcome: 'completed', lastJobId: 'test.tick@2', lastFailureAt: '2026-01-05T10:00:00.000Z', lastError: 'tick failed' }],
+    });
   });
 });

@@ -51,14 +51,15 @@ describe('the HTTP adapter: a transient AWS error is a 503 at once, anything els
   it('ARouteWhoseDynamoDbReadIsThrottledAnswers503AndSendsItOnce', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
-    const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: [] })), fx.logger) });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: [], periodicStatus: () => Promise.resolve(undefined) })), fx.logger) });
     servers.push(server);
     // DynamoDB Local never throttles: the client refuses the Query as DynamoDB would.
     const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);
-    let queries = 0;
+    const queries: string[] = [];
     (fx.clients.dynamo as { send: unknown }).send = (command: unknown, ...rest: unknown[]) => {
       if (command instanceof QueryCommand) {
-        queries++;
+        // The listing reads each partition of its index once (docs/job-layer.md, "The jobs table").
+        queries.push(JSON.stringify(command.input.ExpressionAttributeValues));
         return Promise.reject(new ProvisionedThroughputExceededException({ message: 'throughput exceeded', ...meta }));
       }
       return (send as (...a: unknown[]) => unknown)(command, ...rest);
@@ -66,6 +67,7 @@ describe('the HTTP adapter: a transient AWS error is a 503 at once, anything els
     const response = await fetch(`${server.url}/v1/ops/jobs?state=available`);
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');
-    expect(queries).toBe(1);
+    expect(queries.length).toBeGreaterThan(0);
+    expect(new Set(queries).size).toBe(queries.length);
   });
 });

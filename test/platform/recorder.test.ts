@@ -88,7 +88,7 @@ describe('the request recorder', () => {
     const { recorder, clients, tableNames } = await recorded();
     await clients.dynamo.send(new PutCommand({ TableName: tableNames.calls, Item: { pk: 'TENANT#t1', sk: 'TENANT', active: 1 } }));
     await clients.dynamo.send(
-      new PutCommand({ TableName: tableNames.jobs, Item: { id: 'job-1', state: 'available', stateOrder: '2026-01-01T00:00:00.000Z#job-1', kind: 'k' } }),
+      new PutCommand({ TableName: tableNames.jobs, Item: { id: 'job-1', state: 'available', checkShard: 'c07', checkAt: '2026-01-01T00:03:00.000Z#job-1', kind: 'k' } }),
     );
     recorder.clear();
 
@@ -101,16 +101,20 @@ describe('the request recorder', () => {
             Update: {
               TableName: tableNames.jobs,
               Key: { id: 'job-1' },
-              UpdateExpression: 'SET #s = :running, stateOrder = :order',
+              UpdateExpression: 'SET #s = :discarded, deadLetter = :dead, deadAt = :at',
               ExpressionAttributeNames: { '#s': 'state' },
-              ExpressionAttributeValues: { ':running': 'running', ':order': '2026-01-01T00:01:05.000Z#job-1' },
+              ExpressionAttributeValues: { ':discarded': 'discarded', ':dead': 'discarded#3', ':at': '2026-01-01T00:01:05.000Z#job-1' },
             },
           },
         ],
       }),
     );
+    // A change to an attribute a KEYS_ONLY index does not hold writes nothing to it; a moved key is a delete and a put.
+    await clients.dynamo.send(
+      new UpdateCommand({ TableName: tableNames.jobs, Key: { id: 'job-1' }, UpdateExpression: 'SET checkAt = :at', ExpressionAttributeValues: { ':at': '2026-01-01T00:09:00.000Z#job-1' } }),
+    );
 
-    const [tx] = dynamoRecords(recorder);
+    const [tx, moved] = dynamoRecords(recorder);
     expect(tx).toMatchObject({ operation: 'TransactWriteItems', transaction: true, outcome: 'ok' });
     expect(tx!.writes.map((w) => [w.table, w.pk, w.action])).toEqual([
       ['calls', 'TENANT#t1', 'update'],
@@ -121,14 +125,20 @@ describe('the request recorder', () => {
     expect(tx!.writes[0]).toMatchObject({ oldBytes: 27, newBytes: 27, indexes: [] });
     // pk+EVENT#e1 10, sk+EVENT 7, type+call.completed 18; it has no `watch`, so it is not in byWatch.
     expect(tx!.writes[1]).toMatchObject({ oldBytes: 0, newBytes: 35, indexes: [] });
-    // id 7, state 14 → 12, stateOrder 40, kind 5: the state moves the entry from one byState partition to another.
-    expect(tx!.writes[2]).toMatchObject({ oldBytes: 66, newBytes: 64 });
-    expect(tx!.writes[2]!.indexes).toEqual([{ index: 'byState', oldKey: 'available', newKey: 'running', oldBytes: 66, newBytes: 64, keyChanged: true, changed: true }]);
+    // id 7, state 14 → 14, checkShard 13, checkAt 37, kind 5 = 76; then deadLetter 21 and deadAt 36: 133.
+    expect(tx!.writes[2]).toMatchObject({ oldBytes: 76, newBytes: 133 });
+    expect(tx!.writes[2]!.indexes).toEqual([
+      // byCheck holds the keys only (id, checkShard, checkAt: 57 bytes): the state changed, the entry did not.
+      { index: 'byCheck', oldKey: 'c07', newKey: 'c07', oldBytes: 57, newBytes: 57, keyChanged: false, changed: false },
+      // byDeadLetter holds the whole item, from the moment it has its keys.
+      { index: 'byDeadLetter', newKey: 'discarded#3', oldBytes: 0, newBytes: 133, keyChanged: false, changed: true },
+    ]);
+    expect(moved!.writes[0]!.indexes[0]).toEqual({ index: 'byCheck', oldKey: 'c07', newKey: 'c07', oldBytes: 57, newBytes: 57, keyChanged: true, changed: true });
   });
 
   it('RecordsARefusedWriteAsChangingNothingAndAQueryByItsPartitionAndTheBytesItRead', async () => {
     const { recorder, clients, tableNames } = await recorded();
-    await clients.dynamo.send(new PutCommand({ TableName: tableNames.jobs, Item: { id: 'job-2', state: 'running', stateOrder: 'x#job-2', note: 'y'.repeat(100) } }));
+    await clients.dynamo.send(new PutCommand({ TableName: tableNames.jobs, Item: { id: 'job-2', state: 'running', deadLetter: 'x#1', deadAt: 'x#job-2', note: 'y'.repeat(100) } }));
     recorder.clear();
 
     await expect(
@@ -147,20 +157,19 @@ describe('the request recorder', () => {
     await clients.dynamo.send(
       new QueryCommand({
         TableName: tableNames.jobs,
-        IndexName: 'byState',
-        KeyConditionExpression: '#s = :running',
+        IndexName: 'byDeadLetter',
+        KeyConditionExpression: 'deadLetter = :p',
         FilterExpression: 'note = :nothing',
-        ExpressionAttributeNames: { '#s': 'state' },
-        ExpressionAttributeValues: { ':running': 'running', ':nothing': 'none' },
+        ExpressionAttributeValues: { ':p': 'x#1', ':nothing': 'none' },
         Select: 'COUNT',
       }),
     );
 
     const [refused, query] = dynamoRecords(recorder);
-    const size = 2 + 5 + 5 + 7 + 10 + 7 + 4 + 100;
+    const size = 2 + 5 + 5 + 7 + 10 + 3 + 6 + 7 + 4 + 100;
     expect(refused).toMatchObject({ operation: 'UpdateItem', outcome: 'conditionFailed' });
     expect(refused!.writes).toEqual([{ table: 'jobs', pk: 'job-2', action: 'update', oldBytes: size, newBytes: size, putBytes: 0, indexes: [] }]);
-    expect(query!.reads).toEqual([{ table: 'jobs', index: 'byState', pk: 'running', bytes: size, items: 1, consistent: false, shape: 'range' }]);
+    expect(query!.reads).toEqual([{ table: 'jobs', index: 'byDeadLetter', pk: 'x#1', bytes: size, items: 1, consistent: false, shape: 'range' }]);
   });
 
   it('RecordsTheLocalTransportsSendsSchedulesAndFiringsAndFiresWaitingSchedulesOnRequest', async () => {

@@ -68,7 +68,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     rng,
     logger,
     metrics,
-    workers: options.workers === false ? [] : ['calls'],
+    workers: options.workers === false ? [] : ['dial', 'calls'],
     contexts: {
       ...(options.wallClock ? { wallClock: options.wallClock } : {}),
       calls: {
@@ -87,16 +87,18 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   // The in-process transport: tests read what it sent.
   const transport = host.local ?? assertLocal();
   const deps = system.calls;
-  const handlers = system.handlers('calls');
+  // Both of the context's queues: calls.dial runs on `dial`, watchdogs and finalisers on `calls`.
+  const handlers = [...system.handlers('dial'), ...system.handlers('calls')];
   const store = new CallsStore(clients.dynamo, tableNames.calls);
-  const callsQueue = host.queue('calls');
+  const callsQueues = [host.queue('dial'), host.queue('calls')];
 
   /** Waits until the calls queue and the simulator are both idle (each can wake the other). */
   async function quiesce(): Promise<void> {
     do {
       await simulator.idle();
-      await callsQueue.idle();
-    } while (simulator.sending > 0);
+      // The dial and calls queues wake each other: idle only when both are at once.
+      for (const queue of callsQueues) await queue.idle();
+    } while (simulator.sending > 0 || callsQueues.some((q) => !q.isIdle()));
   }
 
   /** Runs every timer and message until nothing is due, up to `untilMs` ahead (default: 30 days); `onStep` runs after each. */
@@ -170,7 +172,10 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     await simulator.close();
   }
 
-  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
+  const executors = { dial: jobs.executor('dial', system.handlers('dial')), calls: jobs.executor('calls', system.handlers('calls')) };
+  /** Runs a job's wake-up on the executor of its queue, as the deployed workers do. */
+  const execute = async (message: { jobId: string; seq: number }) => executors[(await jobs.store.mustGet(message.jobId)).queue as 'dial' | 'calls'].execute(message);
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
 }
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;

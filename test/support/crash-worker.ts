@@ -24,7 +24,7 @@ const host = await createLocalHost({
   rng: seededRng(1),
   logger: createLogger('crash-worker'),
   metrics: new MemoryMetrics(),
-  transport: { sendMessage: () => Promise.resolve(), createSchedule: () => Promise.resolve() },
+  transport: { sendMessage: () => Promise.resolve(), createSchedule: () => Promise.resolve(), deleteSchedule: () => Promise.resolve() },
   workers: [],
 });
 await host.jobs.executor('ops', [hang]).execute({ jobId, seq: 1 });

@@ -42,6 +42,14 @@ export class RecordingTransport implements DispatchTransport {
     return Promise.resolve();
   }
 
+  /** Schedules deleted, by name. */
+  readonly deleted: string[] = [];
+
+  deleteSchedule(name: string): Promise<void> {
+    this.deleted.push(name);
+    return Promise.resolve();
+  }
+
   last(): Sent {
     const sent = this.sent.at(-1);
     if (!sent) throw new Error('nothing was sent');

@@ -31,7 +31,7 @@ const host = await createLocalHost({
   rng: seededRng(1),
   logger,
   metrics: new MemoryMetrics(),
-  transport: { sendMessage: () => Promise.resolve(), createSchedule: () => Promise.resolve() },
+  transport: { sendMessage: () => Promise.resolve(), createSchedule: () => Promise.resolve(), deleteSchedule: () => Promise.resolve() },
   workers: [],
   contexts: {
     mail: { config: { domain, from: `redial <no-reply@${domain}>`, publicBaseUrl: 'http://127.0.0.1:9', transport: { type: 'smtp', url: smtpUrl } }, transport: crashesAfterSend },

@@ -137,7 +137,7 @@ export async function webhooksFixture(
     logger,
     metrics,
     ...((options.transport ?? 'recording') === 'local' ? {} : { transport: recording }),
-    workers: ['webhooks'],
+    workers: ['webhooks', 'deliveries'],
     ...(options.secretKey ? { secretKey: options.secretKey } : {}),
     contexts: {
       ...(options.wallClock ? { wallClock: options.wallClock } : {}),
@@ -149,9 +149,17 @@ export async function webhooksFixture(
     },
   });
   const ctx: WebhooksContext = host.system.webhooks;
-  const handlers = host.system.handlers('webhooks');
+  // Both of the context's queues: webhook.deliver runs on `deliveries`, the rest on `webhooks`.
+  const handlers = [...host.system.handlers('webhooks'), ...host.system.handlers('deliveries')];
   const fx = { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs: host.jobs, localQueues: host.queues, transport: host.transport, handlers, settle: settler(clock, () => host.idle()), idle: () => host.idle(), host };
-  const executor = fx.jobs.executor('webhooks', handlers);
+  const executors = { webhooks: fx.jobs.executor('webhooks', host.system.handlers('webhooks')), deliveries: fx.jobs.executor('deliveries', host.system.handlers('deliveries')) };
+  /** Runs a wake-up on the executor of its kind's queue (a job id starts with its kind), as the deployed workers do. */
+  const executor = {
+    execute(message: { jobId: string; seq: number }) {
+      const queue = handlers.find((h) => message.jobId.startsWith(`${h.kind.kind}:`))?.kind.queue === 'deliveries' ? 'deliveries' : 'webhooks';
+      return executors[queue].execute(message);
+    },
+  };
 
   /** Records an event as a domain does (event + fanout job in one transaction) and returns it. */
   async function recordEvent(tenantId: string, type: EventType = EventType.callCompleted, data: Record<string, unknown> = { n: 1 }): Promise<WebhookEvent> {

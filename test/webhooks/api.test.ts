@@ -48,7 +48,17 @@ describe('the endpoint API', () => {
     const shown = await call('GET', `/v1/endpoints/${String(created.body['endpointId'])}`);
     expect(shown).toEqual({
       status: 200,
-      body: { endpointId: created.body['endpointId'], url: 'https://hooks.example.com/in', eventTypes: ['call.completed'], failingSince: null, disabled: false, disabledReason: null },
+      body: {
+        endpointId: created.body['endpointId'],
+        tenantId: 'api',
+        url: 'https://hooks.example.com/in',
+        eventTypes: ['call.completed'],
+        createdAt: new Date(fx.clock.now()).toISOString(),
+        failingSince: null,
+        disabled: false,
+        disabledReason: null,
+        disabledAt: null,
+      },
     });
     expect(JSON.stringify(shown.body)).not.toContain(secret.slice(6, 20));
     const again = await call('POST', '/v1/endpoints', { tenantId: 'api', url: 'https://hooks.example.com/in' });
@@ -125,5 +135,47 @@ describe('the endpoint API', () => {
     expect(await call('POST', `/v1/endpoints/${endpointId}/enable`)).toMatchObject({ status: 200, body: { disabled: false, disabledReason: null, failingSince: null } });
     expect(await call('POST', `/v1/endpoints/${endpointId}/redeliver`)).toEqual({ status: 200, body: { requeued: 1 } });
     expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('completed');
+  });
+
+  it('GET /v1/endpoints lists the newest first a page at a time from the endpoint index, never a secret and never a Scan', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      fx.clock.advance(60_000);
+      ids.push((await call('POST', '/v1/endpoints', { tenantId: `list-${i}`, url: `https://hooks.example.com/list/${i}` })).body['endpointId'] as string);
+    }
+    fx.counter.reset();
+    const first = await call('GET', '/v1/endpoints?limit=2');
+    expect(first.status).toBe(200);
+    const listed = first.body['endpoints'] as { endpointId: string; tenantId: string; url: string }[];
+    expect(listed.map((e) => e.endpointId)).toEqual([ids[2], ids[1]]);
+    expect(listed[0]).toEqual((await call('GET', `/v1/endpoints/${ids[2]}`)).body);
+    expect(JSON.stringify(first.body)).not.toContain('whsec_');
+    const second = await call('GET', `/v1/endpoints?limit=2&cursor=${String(first.body['cursor'])}`);
+    expect((second.body['endpoints'] as { endpointId: string }[])[0]?.endpointId).toBe(ids[0]);
+    expect([...fx.counter.counts.keys()].filter((op) => op.endsWith('.Scan'))).toEqual([]);
+    expect((await call('GET', '/v1/endpoints?cursor=bm9wZQ')).status).toBe(400);
+  });
+
+  it("GET /v1/endpoints/{id}/deliveries shows this endpoint's deliveries with every attempt, and no other endpoint's", async () => {
+    let answered = 0;
+    receiver.reply(() => (answered++ === 0 ? { status: 503 } : { status: 200 }));
+    const mine = (await call('POST', '/v1/endpoints', { tenantId: 'deliveries', url: receiver.url() })).body['endpointId'] as string;
+    const other = await call('POST', '/v1/endpoints', { tenantId: 'deliveries-other', url: receiver.url() });
+    const event = await fx.recordEvent('deliveries');
+    await fx.recordEvent('deliveries-other');
+    await fx.run(`webhook.fanout:${event.id}`);
+    expect((await fx.run(deliveryJobId(event.id, mine))).result).toBe('retryable');
+    expect((await fx.runWhenDue(deliveryJobId(event.id, mine))).result).toBe('completed');
+
+    const found = await call('GET', `/v1/endpoints/${mine}/deliveries`);
+    expect(found.status).toBe(200);
+    expect(found.body).toMatchObject({ endpointId: mine, perState: 200 });
+    const deliveries = found.body['deliveries'] as { jobId: string; eventId: string; state: string; attempts: { outcome: string; error?: string }[] }[];
+    expect(deliveries.map((d) => [d.jobId, d.eventId, d.state])).toEqual([[deliveryJobId(event.id, mine), event.id, 'completed']]);
+    expect(deliveries[0]!.attempts.map((a) => a.outcome)).toEqual(['retryable', 'completed']);
+    expect(deliveries[0]!.attempts[0]!.error).toContain('503');
+    expect((await call('GET', `/v1/endpoints/${String(other.body['endpointId'])}/deliveries`)).body['deliveries']).toEqual([]);
+    expect((await call('GET', `/v1/endpoints/ep_${'0'.repeat(32)}/deliveries`)).status).toBe(404);
+    expect((await call('GET', `/v1/endpoints/${mine}/deliveries?perState=201`)).status).toBe(400);
   });
 });

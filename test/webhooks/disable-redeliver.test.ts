@@ -1,6 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { deliveryJobId, endpointKey } from '../../functions/webhooks/endpoint.ts';
+import { watchValue } from '../../functions/webhooks/store.ts';
 import { EndpointDisabledError } from '../../functions/webhooks/errors.ts';
 import { DISABLE_AFTER_MS } from '../../functions/webhooks/lease.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
@@ -71,6 +72,31 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     fx.clock.set(failingFrom + DISABLE_AFTER_MS);
     expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(1);
     expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+  });
+
+  it('TheSweepFindsFailingEndpointsInEveryByWatchShard_AndOnesStillCarryingTheUnshardedValue', async () => {
+    const receiver = await Receiver.start([{ status: 400 }]);
+    const fx = await webhooksFixture();
+    closers.push(() => receiver.close(), fx.close);
+    const endpoints: string[] = [];
+    for (let i = 0; i < 24; i++) endpoints.push((await fx.webhooks.endpoints.register({ tenantId: `t${i}`, url: receiver.url() })).endpointId);
+    const failingFrom = fx.clock.now();
+    for (const [i, endpointId] of endpoints.entries()) {
+      const event = await fx.recordEvent(`t${i}`, 'call.completed', { i });
+      await fx.run(`webhook.fanout:${event.id}`);
+      expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('discarded');
+    }
+    // Failing endpoints spread over the shards: more than one partition of the index holds them.
+    const shards = new Set(endpoints.map((id) => watchValue(id)));
+    expect(shards.size).toBeGreaterThan(4);
+    for (const id of endpoints) expect((await fx.webhooks.deps.store.getEndpoint(id))?.watch).toBe(watchValue(id));
+    // A row written before the index was sharded carries the one old value; the sweep still reads it.
+    await fx.clients.dynamo.send(new UpdateCommand({ TableName: fx.tableNames.webhooks, Key: endpointKey(endpoints[0]!), UpdateExpression: 'SET #w = :w', ExpressionAttributeNames: { '#w': 'watch' }, ExpressionAttributeValues: { ':w': 'endpoint' } }));
+    fx.clock.set(failingFrom + DISABLE_AFTER_MS);
+    expect(await fx.webhooks.sweep(fx.clock.now())).toMatchObject({ looked: 24, disabled: 24 });
+    for (const id of endpoints) expect(await fx.webhooks.endpoints.get(id), id).toMatchObject({ disabled: true, disabledReason: 'failing' });
+    // Disabled and idle, each left the index, the one that carried the old value too.
+    for (const id of endpoints) expect((await fx.webhooks.deps.store.getEndpoint(id))?.watch, id).toBeUndefined();
   });
 
   it('TheSweepsThresholdIsFiveDaysOf24Hours_432000000MsAfterFailingSince_NotAMillisecondSooner', async () => {

@@ -15,7 +15,7 @@ afterAll(async () => {
   await fx.close();
 });
 
-const ctx = () => ({ logger: fx.logger }) as never;
+const ctx = () => ({ logger: fx.logger, now: () => fx.clock.now() }) as never;
 
 /** The deliver jobs that exist for an event, by endpoint. */
 async function deliveriesOf(eventId: string, endpointIds: string[]): Promise<string[]> {
@@ -49,11 +49,11 @@ describe('webhook.fanout', () => {
   it('creates no duplicate when it runs again, or ten times at once', async () => {
     const endpoints = await Promise.all(['/a', '/b', '/c'].map((path) => fx.webhooks.endpoints.register({ tenantId: 'dup', url: receiver.url(path) })));
     const event = await fx.recordEvent('dup');
-    expect(await fanout(fx.webhooks.deps, { eventId: event.id }, ctx())).toEqual({ created: 3, existing: 0 });
-    expect(await fanout(fx.webhooks.deps, { eventId: event.id }, ctx())).toEqual({ created: 0, existing: 3 });
+    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id }, ctx())).toEqual({ created: 3, existing: 0, parked: 0 });
+    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id }, ctx())).toEqual({ created: 0, existing: 3, parked: 0 });
 
     const racing = await fx.recordEvent('dup');
-    const results = await Promise.all(Array.from({ length: 10 }, () => fanout(fx.webhooks.deps, { eventId: racing.id }, ctx())));
+    const results = await Promise.all(Array.from({ length: 10 }, () => fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: racing.id }, ctx())));
     expect(results.reduce((sum, r) => sum + r.created, 0)).toBe(3);
     expect(results.every((r) => r.created + r.existing === 3)).toBe(true);
     expect((await deliveriesOf(racing.id, endpoints.map((e) => e.endpointId))).length).toBe(3);

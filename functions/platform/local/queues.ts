@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { TimerClock } from '../clock.ts';
@@ -68,7 +69,11 @@ export class LocalQueue {
 
   /** Attaches the consumer (the worker entry point); messages wait until one is attached. */
   consume(handler: SqsHandler): void {
-    this.handler = handler;
+    // Each batch runs in the async context of this call, as a Lambda invocation starts afresh: never in the
+    // context of whoever sent the message or armed the timer (a worker's batch, with its AsyncLocalStorage
+    // state, such as the job counts' scope, already closed).
+    const invocation = new AsyncResource('LocalQueueInvocation');
+    this.handler = (event) => invocation.runInAsyncScope(() => handler(event));
     this.pump();
   }
 
@@ -122,7 +127,8 @@ export class LocalQueue {
     this.waiting.splice(lo, 0, message);
   }
 
-  private isIdle(): boolean {
+  /** Nothing in flight and nothing visible to a consumer. */
+  isIdle(): boolean {
     const first = this.waiting[0];
     return this.inFlight === 0 && (!first || first.visibleAt > this.clock.now() || !this.handler);
   }
@@ -213,7 +219,7 @@ export class LocalTransport {
   private stopped = false;
   private readonly recorder: RequestRecorder | undefined;
   /** Counts by operation, comparable to the AWS request counts. */
-  readonly counts = { sendMessage: 0, createSchedule: 0 };
+  readonly counts = { sendMessage: 0, createSchedule: 0, deleteSchedule: 0 };
 
   /** With a `recorder`, every send, schedule and firing is recorded as the AWS requests it stands for. */
   constructor(queues: Iterable<LocalQueue>, clock: TimerClock, recorder?: RequestRecorder) {
@@ -245,6 +251,18 @@ export class LocalTransport {
     };
     const cancel = this.clock.setTimer(at, fire);
     this.schedules.set(name, { cancel, fire });
+    return Promise.resolve();
+  }
+
+  /** Deletes a waiting schedule (DeleteSchedule); one that is not there (fired, or never made) is no error. */
+  deleteSchedule(name: string): Promise<void> {
+    this.counts.deleteSchedule++;
+    this.recorder?.record({ service: 'Scheduler', operation: 'DeleteSchedule' });
+    const schedule = this.schedules.get(name);
+    if (schedule) {
+      schedule.cancel();
+      this.schedules.delete(name);
+    }
     return Promise.resolve();
   }
 
