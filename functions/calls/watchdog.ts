@@ -19,6 +19,10 @@ import type { ContactRow } from './model.ts';
  * call that ended meanwhile, or a later round's call, is never touched. A call of the run not yet due
  * (under a scaled clock a run may outlast the slack) makes it snooze until that call is due.
  *
+ * Before it reads, it closes itself to its run (the batch names the watchdog a run may still dial under;
+ * a run's later dials require it): a run that outlasts the due time (a stalled machine, a scaled clock)
+ * dials on under a new watchdog instead of under one that has looked already and may have finished.
+ *
  * Nothing cancels a watchdog: a result leaves it to find its calls Completed. (Watchdogs of one call,
  * enqueued before one covered a run, still run: {@link callWatchdog}.)
  */
@@ -27,10 +31,13 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     if ('contactNumber' in args) return callWatchdog(deps, args, ctx);
     const batch = await deps.batches.get(args.batchId);
     if (!batch) return;
+    const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
+    // First close this watchdog to its run, if the run may still dial under it: only then are the contacts
+    // read below every call that will ever name it (a run that outlasts this due time dials on under a new one).
+    if ((await closeToItsRun(deps, args.batchId, id)) === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
     const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
-    const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
     const timeoutMs = deps.config.callTimeoutSeconds * 1000;
     const now = ctx.now();
     let wakeAt: number | undefined;
@@ -51,6 +58,21 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
     if (wakeAt !== undefined) throw snooze({ until: wakeAt }, 'calls of this run not yet timed out');
   });
+}
+
+/**
+ * Makes sure no dial names watchdog `id` from now on: if the batch still names it open (its run's later
+ * dials require that), one conditional write removes it. `contention` when another transaction held the
+ * batch (the caller snoozes and looks again).
+ */
+async function closeToItsRun(deps: CallsDeps, batchId: string, id: string): Promise<'closed' | 'contention'> {
+  const stored = await deps.store.getBatch(batchId);
+  if (stored?.openWatchdog !== id) return 'closed';
+  const result = await deps.store.transact([deps.store.closeWatchdogItem(batchId, id)]);
+  if (result.committed) return 'closed';
+  if (result.contention) return 'contention';
+  // Refused: the batch names another watchdog now (a later run opened its own), or is gone. Either way closed.
+  return 'closed';
 }
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
