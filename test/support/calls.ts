@@ -179,7 +179,8 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   const executors = { dial: jobs.executor('dial', system.handlers('dial')), calls: jobs.executor('calls', system.handlers('calls')) };
   /** Runs a job's wake-up on the executor of its queue, as the deployed workers do. */
   const execute = async (message: { jobId: string; seq: number }) => executors[(await jobs.store.mustGet(message.jobId)).queue as 'dial' | 'calls'].execute(message);
-  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
+  const queues = { dial: callsQueues[0]!, calls: callsQueues[1]! };
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, queues, allJobs, allEvents, callsItems, stop };
 }
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
