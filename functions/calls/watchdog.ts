@@ -7,8 +7,8 @@ import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { watchdogKind } from './kinds.ts';
 import type { CallWatchdogArgs, RunWatchdogArgs } from './kinds.ts';
-import { baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
-import type { ContactRow } from './model.ts';
+import { BatchStatus, baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
+import type { BatchRow, ContactRow } from './model.ts';
 
 /**
  * calls.watchdog: one per dial run, due once the run's last call may have timed out. It reads the list
@@ -34,7 +34,7 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
     // First close this watchdog to its run, if the run may still dial under it: only then are the contacts
     // read below every call that will ever name it (a run that outlasts this due time dials on under a new one).
-    if ((await closeToItsRun(deps, args.batchId, id)) === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
+    if ((await closeToItsRun(deps, args, id)) === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
     const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
@@ -62,18 +62,27 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
 
 /**
  * Makes sure no dial names watchdog `id` from now on: if the batch still names it open (its run's later
- * dials require that), one conditional write removes it. `contention` when another transaction held the
- * batch (the caller snoozes and looks again).
+ * dials require that) and its dial cursor can still reach a position it covers (a dial is conditional on
+ * the cursor, which only moves on), one conditional write removes it. `contention` when another
+ * transaction held the batch (the caller snoozes and looks again).
  */
-async function closeToItsRun(deps: CallsDeps, batchId: string, id: string): Promise<'closed' | 'contention'> {
-  const stored = await deps.store.getBatch(batchId);
-  if (stored?.openWatchdog !== id) return 'closed';
-  const result = await deps.store.transact([deps.store.closeWatchdogItem(batchId, id)]);
+async function closeToItsRun(deps: CallsDeps, args: RunWatchdogArgs, id: string): Promise<'closed' | 'contention'> {
+  const stored = await deps.store.getBatch(args.batchId);
+  if (stored?.openWatchdog !== id || !cursorMayReach(stored, args)) return 'closed';
+  const result = await deps.store.transact([deps.store.closeWatchdogItem(args.batchId, id)]);
   if (result.committed) return 'closed';
   if (result.contention) return 'contention';
   // Refused: the batch names another watchdog now (a later run opened its own), or is gone. Either way closed.
   return 'closed';
 }
+
+/** Whether the batch may still dial, in the watchdog's round, a list position the watchdog covers. */
+const cursorMayReach = (batch: BatchRow, block: RunWatchdogArgs): boolean =>
+  (batch.status === BatchStatus.Pending || batch.status === BatchStatus.InProgress) &&
+  batch.round === block.round &&
+  !batch.dialComplete &&
+  batch.dialPage === block.page &&
+  batch.dialPos < block.pos + block.count;
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
 async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; round: number; callId: string | undefined }, ctx: JobContext): Promise<'done' | 'contention'> {
