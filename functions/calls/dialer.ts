@@ -60,8 +60,10 @@ const advance = (batch: BatchRow, pageLength: number) =>
  *
  * Each dial is ONE transaction — the contact becomes Calling (naming its run's watchdog), the tenant's
  * slot is taken (a conditional counter), the batch counts the call and moves its cursor; the run's first
- * dial also enqueues the run's watchdog, which covers the list positions the run may dial — and only
- * then is the placer asked, once. A placer failure completes the contact with INTERNAL_ERROR through the
+ * dial also enqueues the run's watchdog, which covers the list positions the run may dial, and names it
+ * open on the batch; a later dial of the run requires it still open (a watchdog closes itself when it runs,
+ * so a run that outlasts its watchdog's due time dials on under a new one instead of under one that has
+ * looked already) — and only then is the placer asked, once. A placer failure completes the contact with INTERNAL_ERROR through the
  * same path as a result. Outside the batch's calling window the job snoozes until it opens; with no free
  * slot it snoozes briefly; neither spends an attempt. A run dials at most `dialsPerRun` contacts (and
  * stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to continue at once: the cursor
@@ -118,7 +120,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
     const created = watchdog ? undefined : jobs.prepare(watchdogKind, block, { id: watchdogId, at: now + config.callTimeoutSeconds * 1000 + DIAL_RUN_BUDGET_MS });
     const result = await store.transact([
-      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, slot: slot.shard, watchdogJobId: watchdogId, now }),
+      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, slot: slot.shard, watchdogJobId: watchdogId, opensWatchdog: created !== undefined, now }),
       ...(created ? [created.item] : []),
     ]);
     if (result.committed) {
@@ -144,6 +146,13 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
         throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
       }
       case 'batch_changed': {
+        const stored = result.refused.batch?.item as BatchRow | undefined;
+        if (watchdog && watchdogClosed(stored, batch, watchdogId)) {
+          // The run's watchdog ran (its due time came while this run went on) and closed itself: it may
+          // have looked already, so no further call may name it. Dial on under a watchdog of its own.
+          watchdog = undefined;
+          continue;
+        }
         const current = await store.getBatch(batch.batchId);
         if (!isDialling(current, batch.round)) return; // deleted, or the round moved on: nothing left to dial
         throw new Error(`the dial cursor of batch ${batch.batchId} moved under this run`);
@@ -161,6 +170,10 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     }
   }
 }
+
+/** Whether a refused dial found the batch as the run left it but for its watchdog, which closed itself. */
+const watchdogClosed = (stored: BatchRow | undefined, batch: BatchRow, watchdogId: string): boolean =>
+  isDialling(stored, batch.round) && stored.dialPage === batch.dialPage && stored.dialPos === batch.dialPos && stored.openWatchdog !== watchdogId;
 
 /** The slot shard with the most free slots as last seen, if any has one. */
 const freestSlot = (slots: readonly SlotRow[]): SlotRow | undefined =>

@@ -105,6 +105,12 @@ export interface BatchRow {
   dialPos: number;
   /** Every contact of the round's list has been dialled (or skipped). */
   dialComplete: boolean;
+  /**
+   * The watchdog job of the dial run that may still dial under it: set by a run's first dial, required by
+   * its later dials, and removed by that watchdog when it runs (dialer.ts, watchdog.ts). A watchdog that is
+   * not (or no longer) named here will never have a call placed under it again.
+   */
+  openWatchdog?: string;
   // Contacts per status (nCalling is also the number of calls in progress).
   nQueued: number;
   nCalling: number;

@@ -90,6 +90,8 @@ export interface DialWrite {
   /** The tenant's slot shard the call takes its slot from. */
   slot: number;
   watchdogJobId: string;
+  /** Whether this dial creates its run's watchdog (the run's first dial) or dials under the one it created. */
+  opensWatchdog: boolean;
   now: number;
 }
 
@@ -362,11 +364,26 @@ export class CallsStore {
       .increment(countAttribute(from), -1)
       .increment(slotCount(d.slot), 1, 0)
       .set('updatedAt', iso(now));
+    // The run's first dial opens its watchdog; a later one dials under it only while it is still open (its
+    // watchdog has not run yet: see closeWatchdogItem).
+    if (d.opensWatchdog) b.set('openWatchdog', d.watchdogJobId);
+    else b.when(b.eq('openWatchdog', d.watchdogJobId));
     return [
       this.update('contact', contactKey(batch.batchId, d.contactNumber), contact),
       this.update('tenant', slotKey(batch.tenantId, d.slot), tenant),
       this.update('batch', batchKey(batch.batchId), b),
     ];
+  }
+
+  /**
+   * Closes a dial run's watchdog, item [batch]: no dial names it after this commits (a later dial of its run
+   * is refused and opens a watchdog of its own), so the contacts it reads afterwards are all it will ever
+   * cover. Only if it is still the open one.
+   */
+  closeWatchdogItem(batchId: string, watchdogJobId: string): TransactItem {
+    const e = new Expression();
+    e.when(e.eq('openWatchdog', watchdogJobId)).remove('openWatchdog');
+    return this.update('batch', batchKey(batchId), e);
   }
 
   /**

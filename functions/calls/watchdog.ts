@@ -7,8 +7,8 @@ import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { watchdogKind } from './kinds.ts';
 import type { CallWatchdogArgs, RunWatchdogArgs } from './kinds.ts';
-import { baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
-import type { ContactRow } from './model.ts';
+import { BatchStatus, baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
+import type { BatchRow, ContactRow } from './model.ts';
 
 /**
  * calls.watchdog: one per dial run, due once the run's last call may have timed out. It reads the list
@@ -19,6 +19,10 @@ import type { ContactRow } from './model.ts';
  * call that ended meanwhile, or a later round's call, is never touched. A call of the run not yet due
  * (under a scaled clock a run may outlast the slack) makes it snooze until that call is due.
  *
+ * Before it reads, it closes itself to its run (the batch names the watchdog a run may still dial under;
+ * a run's later dials require it): a run that outlasts the due time (a stalled machine, a scaled clock)
+ * dials on under a new watchdog instead of under one that has looked already and may have finished.
+ *
  * Nothing cancels a watchdog: a result leaves it to find its calls Completed. (Watchdogs of one call,
  * enqueued before one covered a run, still run: {@link callWatchdog}.)
  */
@@ -27,10 +31,13 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     if ('contactNumber' in args) return callWatchdog(deps, args, ctx);
     const batch = await deps.batches.get(args.batchId);
     if (!batch) return;
+    const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
+    // First close this watchdog to its run, if the run may still dial under it: only then are the contacts
+    // read below every call that will ever name it (a run that outlasts this due time dials on under a new one).
+    if ((await closeToItsRun(deps, args, id)) === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
     const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
-    const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
     const timeoutMs = deps.config.callTimeoutSeconds * 1000;
     const now = ctx.now();
     let wakeAt: number | undefined;
@@ -52,6 +59,30 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     if (wakeAt !== undefined) throw snooze({ until: wakeAt }, 'calls of this run not yet timed out');
   });
 }
+
+/**
+ * Makes sure no dial names watchdog `id` from now on: if the batch still names it open (its run's later
+ * dials require that) and its dial cursor can still reach a position it covers (a dial is conditional on
+ * the cursor, which only moves on), one conditional write removes it. `contention` when another
+ * transaction held the batch (the caller snoozes and looks again).
+ */
+async function closeToItsRun(deps: CallsDeps, args: RunWatchdogArgs, id: string): Promise<'closed' | 'contention'> {
+  const stored = await deps.store.getBatch(args.batchId);
+  if (stored?.openWatchdog !== id || !cursorMayReach(stored, args)) return 'closed';
+  const result = await deps.store.transact([deps.store.closeWatchdogItem(args.batchId, id)]);
+  if (result.committed) return 'closed';
+  if (result.contention) return 'contention';
+  // Refused: the batch names another watchdog now (a later run opened its own), or is gone. Either way closed.
+  return 'closed';
+}
+
+/** Whether the batch may still dial, in the watchdog's round, a list position the watchdog covers. */
+const cursorMayReach = (batch: BatchRow, block: RunWatchdogArgs): boolean =>
+  (batch.status === BatchStatus.Pending || batch.status === BatchStatus.InProgress) &&
+  batch.round === block.round &&
+  !batch.dialComplete &&
+  batch.dialPage === block.page &&
+  batch.dialPos < block.pos + block.count;
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
 async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; round: number; callId: string | undefined }, ctx: JobContext): Promise<'done' | 'contention'> {

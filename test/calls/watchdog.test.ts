@@ -1,12 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { watchdogKind } from '../../functions/calls/kinds.ts';
 import { jobIds } from '../../functions/calls/model.ts';
-import { callsFixture, numbers, scriptByNumber } from '../support/calls.ts';
-import type { CallsFixture } from '../support/calls.ts';
+import { callsFixture, numbers, placerGate, scriptByNumber } from '../support/calls.ts';
+import type { CallsFixture, PlacerGate } from '../support/calls.ts';
 
 const fixtures: CallsFixture[] = [];
+const gates: PlacerGate[] = [];
 afterEach(async () => {
   await Promise.all(fixtures.splice(0).map((fx) => fx.stop()));
+  await Promise.all(gates.splice(0).map((gate) => gate.close()));
 });
 
 const watchdogsOf = async (fx: CallsFixture) => (await fx.allJobs()).filter((j) => j.kind === 'calls.watchdog').sort((a, b) => a.id.localeCompare(b.id));
@@ -91,5 +93,40 @@ describe('watchdog: one per dial run, ending only its own lost calls', () => {
     // The run's own watchdog finds it ended.
     expect(await run(jobIds.watchdog(batchId, 1, 0, 0))).toBe('completed');
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body.counts.byCode).toEqual({ TIMEOUT: 1 });
+  });
+
+  it('ARunStillDiallingWhenItsWatchdogIsDue_DialsOnUnderANewWatchdog_SoACallPlacedAfterTheFirstLookedIsTimedOutToo', async () => {
+    // Every result is lost: only watchdogs end these calls. The placer holds the second call, so the run is
+    // still going (it has the third contact to dial) when its watchdog's due time comes.
+    const contacts = numbers(3);
+    const gate = await placerGate();
+    gates.push(gate);
+    const fx = await callsFixture({ script: () => 'lostWebhook', callTimeoutSeconds: 600, placerUrl: gate.placerUrl });
+    fixtures.push(fx);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 10 });
+    (await gate.next()).release();
+    const second = await gate.next();
+    expect(second.contactNumber).toBe(contacts[1]);
+
+    const first = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, 1, 0, 0));
+    fx.clock.set(Date.parse(first.scheduledAt));
+    await vi.waitFor(async () => expect((await fx.jobs.store.mustGet(first.id)).state).toBe('completed'), { timeout: 20_000, interval: 50 });
+    // It ended the two calls placed so far; the third contact was not dialled when it looked.
+    expect(await fx.store.getContact(batchId, contacts[2]!)).toBeUndefined();
+
+    second.release();
+    const third = await gate.next();
+    expect(third.contactNumber).toBe(contacts[2]);
+    third.release();
+    await fx.settle();
+
+    const [a, b, c] = await Promise.all(contacts.map((n) => fx.store.getContact(batchId, n)));
+    expect(a).toMatchObject({ status: 'Completed', code: 'TIMEOUT', source: 'watchdog', watchdogJobId: first.id });
+    expect(b).toMatchObject({ status: 'Completed', code: 'TIMEOUT', source: 'watchdog', watchdogJobId: first.id });
+    // The call placed after the first watchdog had looked names a watchdog that had not: it still ends.
+    expect(c).toMatchObject({ status: 'Completed', code: 'TIMEOUT', source: 'watchdog', watchdogJobId: jobIds.watchdog(batchId, 1, 0, 2) });
+    expect(Date.parse(c!.completedAt!) - Date.parse(c!.dialledAt!)).toBeGreaterThanOrEqual(600_000);
+    expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { TIMEOUT: 3 } } });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
   });
 });

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../../functions/calls/config.ts';
 import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
@@ -35,6 +37,8 @@ export interface CallsFixtureOptions {
   wallClock?: Clock;
   /** Whether the calls queue's worker runs (false: tests drive the handlers by hand). */
   workers?: boolean;
+  /** Where the dialer asks for calls, given the simulator's URL (default: the simulator itself); a test puts a gate in front of it. */
+  placerUrl?: (simulatorUrl: string) => string;
 }
 
 /**
@@ -73,7 +77,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
       ...(options.wallClock ? { wallClock: options.wallClock } : {}),
       calls: {
         ...callsDefaults,
-        placerUrl: simulator.url,
+        placerUrl: options.placerUrl ? options.placerUrl(simulator.url) : simulator.url,
         callbackUrl: `${url}/v1/calls/webhook`,
         webhookSecret: TEST_SECRET,
         callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
@@ -175,7 +179,8 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   const executors = { dial: jobs.executor('dial', system.handlers('dial')), calls: jobs.executor('calls', system.handlers('calls')) };
   /** Runs a job's wake-up on the executor of its queue, as the deployed workers do. */
   const execute = async (message: { jobId: string; seq: number }) => executors[(await jobs.store.mustGet(message.jobId)).queue as 'dial' | 'calls'].execute(message);
-  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
+  const queues = { dial: callsQueues[0]!, calls: callsQueues[1]! };
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, queues, allJobs, allEvents, callsItems, stop };
 }
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
@@ -191,3 +196,61 @@ export const numbers = (count: number, prefix = '+1415555'): string[] => Array.f
 function assertLocal(): never {
   throw new Error('the calls fixture runs on the in-process queues');
 }
+
+/** One placer request held at a {@link placerGate}: which call, and how to let it through to the simulator. */
+export interface HeldPlacement {
+  contactNumber: string;
+  round: number;
+  release: () => void;
+}
+
+/**
+ * A real HTTP placer in front of the simulator that holds each request until the test releases it, so a
+ * test decides what happens between one dial's commit and the run's next dial (a dial run asks the placer
+ * after each commit, and waits for its answer). `next()` resolves with the next request to arrive.
+ */
+export async function placerGate() {
+  let target = '';
+  const waiting: HeldPlacement[] = [];
+  const takers: ((held: HeldPlacement) => void)[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const parsed = JSON.parse(body) as { contactNumber: string; round: number };
+      const held: HeldPlacement = {
+        contactNumber: parsed.contactNumber,
+        round: parsed.round,
+        release: () => {
+          void fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+            async (answer) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text()),
+            () => res.writeHead(502).end(),
+          );
+        },
+      };
+      const taker = takers.shift();
+      if (taker) taker(held);
+      else waiting.push(held);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/calls`;
+  return {
+    /** The URL to give the fixture, pointing at `simulatorUrl`. */
+    placerUrl: (simulatorUrl: string) => ((target = simulatorUrl), url),
+    next: (): Promise<HeldPlacement> => {
+      const held = waiting.shift();
+      return held ? Promise.resolve(held) : new Promise((resolve) => takers.push(resolve));
+    },
+    /** Requests arrived and not yet taken by `next()`. */
+    pending: () => waiting.length,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export type PlacerGate = Awaited<ReturnType<typeof placerGate>>;
