@@ -21,6 +21,7 @@ export type { QueueSpec } from './queues.ts';
 export type { JobClient, EnqueueOptions, PreparedJob, BulkRequest, BulkResult } from './client.ts';
 export type { JobCounts } from './counts.ts';
 export type { JobFilter, ListQuery } from './listing.ts';
+export { MAX_CURSOR_LENGTH } from './listing.ts';
 export type { AttemptRecord, JobRow, PeriodicStatus } from './row.ts';
 export { DEFAULT_DISCARDED_RETENTION_DAYS } from './row.ts';
 export type { RescueReport } from './rescuer.ts';

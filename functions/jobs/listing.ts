@@ -240,6 +240,12 @@ function predecessor(key: string): string {
 }
 
 const CURSOR_VERSION = 1;
+/**
+ * The longest cursor a listing gives out, in characters: one position per partition (32 for byCheck), each
+ * a sort key of about 90 characters for redial's job ids, base64url: about 4,000; this leaves room for ids up
+ * to about 180 characters and stays inside API Gateway's 10,240 bytes for a request line and its headers.
+ */
+export const MAX_CURSOR_LENGTH = 9000;
 const SORT_KEY_SHAPE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[A-Za-z0-9._:@#-]{1,200}$/;
 
 /**

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { conflict, HttpError, notFound, queryInt, route, withErrors } from '../platform/http.ts';
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiRoute, HttpError as HttpErrorType } from '../platform/http.ts';
-import { allStates, bulkCancelStates, bulkRetryStates, JobNotFoundError, JobState, retrySchedule, TransitionRefusedError } from '../jobs/index.ts';
+import { allStates, bulkCancelStates, bulkRetryStates, JobNotFoundError, JobState, MAX_CURSOR_LENGTH, retrySchedule, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobKind, PeriodicStatus } from '../jobs/index.ts';
 import { probeArgs, probeKind } from './probe.ts';
 import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema } from './views.ts';
@@ -103,7 +103,7 @@ export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {
         state: z.enum(states).optional(),
         ...filterFields,
         limit: queryInt(1, 200).optional(),
-        cursor: z.string().max(4000).optional(),
+        cursor: z.string().max(MAX_CURSOR_LENGTH).optional(),
       })
       .superRefine(checkFilter),
     responses: {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { HttpError, route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { formatDuration } from '../platform/format.ts';
-import { allStates, bulkCancelStates, bulkRetryStates } from '../jobs/index.ts';
+import { allStates, bulkCancelStates, bulkRetryStates, MAX_CURSOR_LENGTH } from '../jobs/index.ts';
 import type { JobSummary } from '../ops/views.ts';
 import { OpsApiError } from '../cli/api-client.ts';
 import type { BulkJobRequest, JobBreakdown, ServedPolicyTable } from '../cli/api-client.ts';
@@ -128,7 +128,7 @@ export function jobPages(deps: JobPagesDeps): ApiRoute[] {
       reason: z.string().max(100).optional().catch(undefined),
       since: z.string().max(40).optional().catch(undefined),
       until: z.string().max(40).optional().catch(undefined),
-      cursor: z.string().max(2000).optional().catch(undefined),
+      cursor: z.string().max(MAX_CURSOR_LENGTH).optional().catch(undefined),
     }),
     handler: ({ query }) =>
       renderErrors(sections, async () => {

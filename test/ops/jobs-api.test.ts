@@ -43,6 +43,18 @@ describe('GET /v1/ops/jobs: cursors are opaque, and only a cursor of this listin
     expect(new Set(seen).size).toBe(5);
   });
 
+  it('ACursorPositionedInEveryPartitionIsAcceptedThoughLongerThan4000Characters', async () => {
+    // A listing over every state reads all 32 byCheck partitions; once it has read into each, its cursor
+    // holds 32 sort keys (the demo's listing of completed jobs grew past the earlier 4,000-character cap).
+    const { get } = await opsApi(1);
+    const id = `webhook.deliver:${'0'.repeat(32)}:${'1'.repeat(32)}`;
+    const positions = Array.from({ length: 32 }, (_, n) => `2026-01-01T00:00:${String(n).padStart(2, '0')}.000Z#${id}`);
+    const cursor = Buffer.from(JSON.stringify([1, 'byCheck', '*', positions])).toString('base64url');
+    expect(cursor.length).toBeGreaterThan(4000);
+    const response = await get(`/v1/ops/jobs?limit=1&cursor=${encodeURIComponent(cursor)}`);
+    expect(response.status).toBe(200);
+  });
+
   it('AForgedMalformedOrForeignCursorIs400NamingTheFieldNot500', async () => {
     const { get } = await opsApi(3);
     const first = await get('/v1/ops/jobs?state=available&limit=1');
