@@ -34,6 +34,11 @@ export class Driver {
   /** Actions scheduled or requests unanswered. */
   private open = 0;
 
+  /** A tenant's concurrency limit, as the campaign sets it. */
+  limitOf(tenantId: string): number | undefined {
+    return this.campaign.tenants.find((t) => t.id === tenantId)?.concurrencyLimit;
+  }
+
   /** Whether the driver has nothing left to do (no action scheduled, no request waiting for an answer). */
   get idle(): boolean {
     return this.open === 0;
@@ -132,7 +137,7 @@ export class Driver {
     return new Promise<{ status: number; body: unknown }>((resolve) => {
       const attempt = (n: number) => {
         void this.host.activity.track(async () => {
-          let status = 0;
+          let status: number;
           let parsed: unknown;
           try {
             const response = await fetch(`${this.host.url}${path}`, {

@@ -55,7 +55,7 @@ interface Boundary {
 const metadata = (status: number) => ({ httpStatusCode: status, requestId: 'sim', attempts: 1, totalRetryDelay: 0 });
 
 /** The error DynamoDB answers with for a fault that refuses a request before it is applied. */
-function refusal(kind: FaultKind, boundary: Boundary, pickItem: (n: number) => number): Error {
+function refusal(kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal', boundary: Boundary, pickItem: (n: number) => number): Error {
   switch (kind) {
     case 'dynamo.conflict':
       if (boundary.operation === 'TransactWriteItems') {
@@ -72,7 +72,7 @@ function refusal(kind: FaultKind, boundary: Boundary, pickItem: (n: number) => n
       return new ProvisionedThroughputExceededException({ message: 'The level of configured provisioned throughput for the table was exceeded.', $metadata: metadata(400) });
     case 'dynamo.throttling':
       return new ThrottlingException({ message: 'Throughput exceeds the current capacity of your table or index.', $metadata: metadata(400) });
-    default:
+    case 'dynamo.internal':
       return new InternalServerError({ message: 'Internal server error', $metadata: metadata(500) });
   }
 }
@@ -94,6 +94,7 @@ export class FaultInjector implements RequestInterceptor {
   private readonly scopes: Scopes;
   private readonly clock: SimClock;
   private readonly draw: () => number;
+  private readonly appliedListeners: ((service: AwsService, operation: string, input: Record<string, unknown>) => void)[] = [];
   /** The runs sending each Message-ID right now (the SMTP server attributes what it receives to them). */
   private readonly mailSenders = new Map<string, number[]>();
   /** Messages held back by sqs.reorder, per queue, until the next send to that queue overtakes them. */
@@ -110,6 +111,11 @@ export class FaultInjector implements RequestInterceptor {
   unfired(): Fault[] {
     const ids = new Set(this.fired.map((f) => f.fault.id));
     return this.faults.filter((f) => !ids.has(f.id));
+  }
+
+  /** Calls `listener` with every AWS request that was applied (whatever its caller then saw). */
+  onApplied(listener: (service: AwsService, operation: string, input: Record<string, unknown>) => void): void {
+    this.appliedListeners.push(listener);
   }
 
   /** Logs a fault the world applies over a run of events (an endpoint's faults), when it starts. */
@@ -207,6 +213,8 @@ export class FaultInjector implements RequestInterceptor {
         const fault = crossing.fault;
         if (fault && fault.kind !== 'dynamo.lostResponse') throw refusal(fault.kind, { service, operation, write: true, ...(items !== undefined ? { items } : {}) }, (n) => Math.floor(this.draw() * n));
         const output = await next(args);
+        // Applied: the world learns of it even if the run died or the response is lost.
+        for (const listener of this.appliedListeners) listener(service, operation, input);
         if (!this.survived(scope)) return never();
         if (fault?.kind === 'dynamo.lostResponse') throw lostResponse();
         return output;
@@ -231,11 +239,11 @@ export class FaultInjector implements RequestInterceptor {
             throw serviceUnavailable('SQS');
           case 'sqs.late':
             // Accepted, but the queue hands it over late.
-            this.clock.setTimer(this.clock.now() + delaySeconds * 1000 + fault.delayMs, () => inner.deliverNow(queue, body));
+            this.clock.setTimer(this.clock.now() + delaySeconds * 1000 + fault.delayMs, () => inner.deliverNow(queue, body), 'fault');
             break;
           case 'sqs.duplicate':
             await inner.sendMessage(queue, body, delaySeconds);
-            this.clock.setTimer(this.clock.now() + delaySeconds * 1000 + fault.delayMs, () => inner.deliverNow(queue, body));
+            this.clock.setTimer(this.clock.now() + delaySeconds * 1000 + fault.delayMs, () => inner.deliverNow(queue, body), 'fault');
             break;
           case 'sqs.reorder': {
             // Held until the next message to this queue has gone first (or a minute has passed).
@@ -244,12 +252,12 @@ export class FaultInjector implements RequestInterceptor {
             entry.cancel = this.clock.setTimer(this.clock.now() + 60_000, () => {
               this.held.set(queue, (this.held.get(queue) ?? []).filter((e) => e !== entry));
               void inner.sendMessage(queue, body, delaySeconds);
-            });
+            }, 'fault');
             list.push(entry);
             this.held.set(queue, list);
             return;
           }
-          default:
+          case undefined:
             await inner.sendMessage(queue, body, delaySeconds);
         }
         this.release(queue, inner);

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { callsDefaults } from '../functions/calls/config.ts';
+import type { CallsStore } from '../functions/calls/store.ts';
 import type { JobClient } from '../functions/jobs/client.ts';
 import type { Dispatcher } from '../functions/jobs/dispatch.ts';
 import { queueNames, queues } from '../functions/jobs/queues.ts';
@@ -20,7 +22,7 @@ import type { AwsClients } from '../functions/platform/aws.ts';
 import { systemClock } from '../functions/platform/clock.ts';
 import type { Clock } from '../functions/platform/clock.ts';
 import { createApiHandler } from '../functions/platform/http.ts';
-import { ensureTables, freePort } from '../functions/platform/local/dynamodb-local.ts';
+import { ensureTables } from '../functions/platform/local/dynamodb-local.ts';
 import { startHttpServer } from '../functions/platform/local/http-server.ts';
 import type { ApiHandler, LocalHttpServer } from '../functions/platform/local/http-server.ts';
 import { LocalQueue, LocalTransport } from '../functions/platform/local/queues.ts';
@@ -30,12 +32,14 @@ import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import type { MetricsSink } from '../functions/platform/metrics.ts';
 import { seededRng } from '../functions/platform/rng.ts';
 import { webhooksContext } from '../functions/webhooks/context.ts';
+import type { WebhookHttp } from '../functions/webhooks/deps.ts';
 import { SimClock } from './clock.ts';
 import { FaultInjector } from './faults.ts';
 import type { Plan } from './plan.ts';
 import { Activity, Scopes } from './scope.ts';
 import type { Invocation } from './scope.ts';
 import { SimReceivers } from './world/endpoints.ts';
+import { CallLedger } from './world/ledger.ts';
 import { SimPlacer } from './world/placer.ts';
 import { SimSmtp } from './world/smtp.ts';
 import type { ReceivedMail } from './world/smtp.ts';
@@ -60,11 +64,15 @@ export const SIM_CALL_TIMEOUT_SECONDS = 120;
  */
 export interface Alterations {
   /** The job client the contexts enqueue with (built over the runtime's store and dispatcher). */
-  jobClient?: (parts: { store: JobStore; dispatcher: Dispatcher; clock: Clock; logger: Logger }) => JobClient;
+  jobClient?: (parts: { store: JobStore; dispatcher: Dispatcher; clock: Clock; logger: Logger; db: DynamoDBDocumentClient }) => JobClient;
   /** The metrics sink the rescuer counts its discards in (the executor keeps the host's). */
   rescuerMetrics?: (metrics: MetricsSink) => MetricsSink;
   /** The mail transport (wrapped around the SMTP one). */
   mailTransport?: (inner: MailTransport) => MailTransport;
+  /** The calls context's store (built over the host's client and table). */
+  callsStore?: (db: DynamoDBDocumentClient, tableName: string) => CallsStore;
+  /** The HTTP client webhook deliveries send with (wrapped around the vetted one). */
+  webhookHttp?: (inner: WebhookHttp) => WebhookHttp;
 }
 
 export interface SimHostOptions {
@@ -83,6 +91,8 @@ export interface SimHost {
   deps: SystemDeps;
   jobs: JobRuntime;
   placer: SimPlacer;
+  /** The calls the placer has out, for the concurrency invariant. */
+  ledger: CallLedger;
   receivers: SimReceivers;
   smtp: SimSmtp;
   activity: Activity;
@@ -201,14 +211,23 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
     const rng = seededRng(plan.seed * 7 + 1);
     const runtime = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng, logger, metrics });
     const jobs: JobRuntime = alterations.jobClient
-      ? { ...runtime, client: alterations.jobClient({ store: runtime.store, dispatcher: runtime.dispatcher, clock, logger }) }
+      ? { ...runtime, client: alterations.jobClient({ store: runtime.store, dispatcher: runtime.dispatcher, clock, logger, db: clients.dynamo }) }
       : runtime;
 
+    // The API first: the placer's callbackUrl and the mails' links need its address (its handler is set below).
+    let serve: ApiHandler = () => Promise.resolve({ statusCode: 503, body: '{"message":"starting"}' });
+    const server: LocalHttpServer = await startHttpServer({ port: 0, handler: (event, context) => serve(event, context) });
+    stops.push(() => server.close());
+    const url = server.url;
+
     // The world.
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const mailListeners: ((mail: ReceivedMail) => void)[] = [];
+    const ledger = new CallLedger();
+    faults.onApplied((service, operation, input) => {
+      if (service === 'DynamoDB' && operation === 'TransactWriteItems') ledger.applied(input);
+    });
     const placer = new SimPlacer({
+      onAccepted: (callId, batchId) => ledger.accepted(callId, batchId),
       clock,
       activity,
       scopes,
@@ -249,7 +268,8 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
         placerTimeoutMs: 400,
       },
       mail: { config: mail, transport: faults.mail(alterations.mailTransport ? alterations.mailTransport(smtpTransport) : smtpTransport) },
-      webhooks: { allowLoopback: true, requestTimeoutMs },
+      webhooks: { allowLoopback: true, requestTimeoutMs, ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}) },
+      ...(alterations.callsStore ? { callsStore: alterations.callsStore(clients.dynamo, tableNames.calls) } : {}),
     };
     stops.push(() => webhooksContext(deps).close());
 
@@ -312,8 +332,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
         // API Gateway answers 502 for a function that died.
         return untilDeath(invocation, run, () => ({ statusCode: 502, headers: { 'content-type': 'application/json' }, body: '{"message":"Internal Server Error"}' }));
       });
-    const server: LocalHttpServer = await startHttpServer({ port, handler });
-    stops.push(() => server.close());
+    serve = handler;
 
     const quiesce = async () => {
       for (;;) {
@@ -334,6 +353,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       deps,
       jobs,
       placer,
+      ledger,
       receivers,
       smtp,
       activity,

@@ -198,6 +198,16 @@ const tenantSlotsReturn: Check = (o) => {
   return out;
 };
 
+const withinConcurrencyLimit: Check = (_o, host, driver) => {
+  const tenantOf = new Map([...driver.batches.values()].map((b) => [b.batchId, b.tenantId]));
+  const out: Violation[] = [];
+  for (const [tenantId, peak] of host.ledger.peaks((batchId) => tenantOf.get(batchId))) {
+    const limit = driver.limitOf(tenantId);
+    if (limit !== undefined && peak > limit) out.push({ invariant: 'calls.within-concurrency-limit', message: `tenant ${tenantId} had ${peak} calls out at once; its concurrency limit is ${limit}` });
+  }
+  return out;
+};
+
 const batchesEnd: Check = (o) => {
   if (!o.settled) return [];
   return batchesOf(o)
@@ -265,7 +275,7 @@ const oneSendPerRun: Check = (_o, host) => {
   for (const [key, n] of count(host.receivers.requests.flatMap((r) => r.runs.map((run) => `${run} ${r.endpoint} ${r.webhookId}`)))) {
     if (n > 1) out.push({ invariant: 'retries.one-send-per-run', message: `run ${key.split(' ')[0]} sent ${key.split(' ')[2]} to endpoint ${key.split(' ')[1]} ${n} times` });
   }
-  for (const [key, n] of count(host.smtp.mails.flatMap((m) => m.runs.map((run) => `${run} ${m.messageId}`)))) {
+  for (const [key, n] of count(host.smtp.datas.flatMap((d) => d.runs.map((run) => `${run} ${d.messageId}`)))) {
     if (n > 1) out.push({ invariant: 'retries.one-send-per-run', message: `run ${key.split(' ')[0]} handed ${key.split(' ')[1]} to the SMTP server ${n} times` });
   }
   for (const call of host.placer.calls.values()) {
@@ -388,6 +398,7 @@ export const invariants: Readonly<Record<string, Check>> = {
   'calls.finalised-with-no-call-out': finalisedWithNoCallOut,
   'calls.counters-match-contacts': countersMatchContacts,
   'calls.tenant-slots-return': tenantSlotsReturn,
+  'calls.within-concurrency-limit': withinConcurrencyLimit,
   'calls.batches-end': batchesEnd,
   'webhooks.every-event-delivered': everyEventDelivered,
   'webhooks.one-in-flight-per-endpoint': oneInFlightPerEndpoint,

@@ -4,7 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
-import { describeCampaign, describeFault, faultKinds } from './plan.ts';
+import { bugNamed, bugs } from './bugs.ts';
+import { describeCampaign, describeFault, drawPlan, faultKinds } from './plan.ts';
 import { runSeed } from './runner.ts';
 import type { SeedResult } from './runner.ts';
 import { replayAndShrink } from './shrink.ts';
@@ -24,10 +25,13 @@ const program = new Command('simulate')
   .option('--replays <r>', 'times a failing seed is run again, to say how often it replays', integer('--replays', 0), 3)
   .option('--no-shrink', 'do not look for a smaller failing plan')
   .option('--json <file>', 'write every result to this file')
+  .option('--bug <name>', `run with a bug put back (${bugs.map((b) => b.name).join(', ')})`)
   .option('--verbose', 'print each seed, not only the failing ones')
   .parse();
 
-const options = program.opts<{ seeds: number; seed: number; only?: string; parallel: number; replays: number; shrink: boolean; json?: string; verbose?: boolean }>();
+const options = program.opts<{ seeds: number; seed: number; only?: string; parallel: number; replays: number; shrink: boolean; json?: string; bug?: string; verbose?: boolean }>();
+const bug = options.bug === undefined ? undefined : bugNamed(options.bug);
+if (options.bug !== undefined && !bug) program.error(`no bug named ${options.bug}; known: ${bugs.map((b) => b.name).join(', ')}`);
 const only = options.only === undefined ? undefined : options.only === 'none' ? [] : options.only.split(',').map((id) => Number(id.trim()));
 if (only?.some((id) => !Number.isInteger(id))) program.error('--only takes fault ids: --only 1,3');
 
@@ -43,7 +47,19 @@ try {
   const worker = async () => {
     while (next < seeds.length) {
       const seed = seeds[next++]!;
-      const result = await runSeed(seed, { dynamoEndpoint: dynamo.endpoint, ...(only ? { only } : {}) });
+      const result = await runSeed(seed, { dynamoEndpoint: dynamo.endpoint, ...(only ? { only } : {}), ...(bug ? { alterations: bug.alterations } : {}) }).catch(
+        (error: unknown): SeedResult => ({
+          seed,
+          plan: drawPlan(seed),
+          injections: [],
+          unfired: [],
+          violations: [{ invariant: 'host.runs', message: `the run failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}` }],
+          settled: false,
+          simulatedMs: 0,
+          wallMs: 0,
+          steps: 0,
+        }),
+      );
       results.push(result);
       load.push(loadavg()[0]!);
       const line = `seed ${seed}: ${result.injections.length} faults injected, ${result.violations.length} violations, ${Math.round(result.simulatedMs / 60_000)} min simulated in ${(result.wallMs / 1000).toFixed(1)} s${result.settled ? '' : ' (horizon reached)'}`;
@@ -61,10 +77,10 @@ try {
         `  violations:`,
         ...result.violations.slice(0, 20).map((v) => `    ${v.invariant}: ${v.message}`),
         ...(result.violations.length > 20 ? [`    … and ${result.violations.length - 20} more`] : []),
-        `  replay: npm run simulate -- --seeds 1 --seed ${seed}${only ? ` --only ${only.join(',')}` : ''}`,
+        `  replay: npm run simulate -- --seeds 1 --seed ${seed}${only ? ` --only ${only.join(',') || 'none'}` : ''}${bug ? ` --bug ${bug.name}` : ''}`,
       ];
       if (options.replays > 0 || options.shrink) {
-        const analysis = await replayAndShrink(result, { dynamoEndpoint: dynamo.endpoint, replays: options.replays, shrink: options.shrink });
+        const analysis = await replayAndShrink(result, { dynamoEndpoint: dynamo.endpoint, replays: options.replays, shrink: options.shrink, ...(bug ? { alterations: bug.alterations, bugName: bug.name } : {}) });
         report.push(...analysis.lines);
       }
       console.log(report.join('\n'));

@@ -93,10 +93,12 @@ export class Scopes {
     }
   }
 
-  /** A side effect of job `jobId` reached the world (its call, its delivery); returns the live runs of that job. */
+  /** A side effect of job `jobId` reached the world (its call, its delivery); returns the live runs of that job that may have sent it. */
   sideEffect(jobId: string): number[] {
     const runs: number[] = [];
     for (const scope of this.byJob.get(jobId) ?? []) {
+      // A dead run sends nothing; the request is a newer run's.
+      if (scope.invocation.crashed) continue;
       scope.sideEffectAt = scope.requests;
       runs.push(scope.id);
     }

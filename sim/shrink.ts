@@ -19,7 +19,7 @@ export interface Analysis {
 
 const brokenBy = (result: SeedResult, invariants: ReadonlySet<string>) => result.violations.some((v) => invariants.has(v.invariant));
 
-export async function replayAndShrink(failing: SeedResult, options: RunOptions & { replays: number; shrink: boolean }): Promise<Analysis> {
+export async function replayAndShrink(failing: SeedResult, options: RunOptions & { replays: number; shrink: boolean; bugName?: string }): Promise<Analysis> {
   const invariants = new Set(failing.violations.map((v) => v.invariant));
   let replayed = 0;
   for (let i = 0; i < options.replays; i++) {
@@ -45,7 +45,7 @@ export async function replayAndShrink(failing: SeedResult, options: RunOptions &
   lines.push(
     `  shrunk to ${kept.length} of ${failing.plan.faults.length} faults:${kept.length === 0 ? ' none needed (the campaign alone fails)' : ''}`,
     ...plan.faults.map((f) => `    ${describeFault(f)}`),
-    `  replay the shrunk plan: npm run simulate -- --seeds 1 --seed ${failing.seed} --only ${kept.join(',') || 'none'}`,
+    `  replay the shrunk plan: npm run simulate -- --seeds 1 --seed ${failing.seed} --only ${kept.join(',') || 'none'}${options.bugName ? ` --bug ${options.bugName}` : ''}`,
   );
   return { replayed, replays: options.replays, shrunk: kept, lines };
 }

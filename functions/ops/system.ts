@@ -56,6 +56,8 @@ export interface SystemDeps {
   mail: MailServices;
   /** Webhook delivery settings; the local runtime lets loopback receivers through. */
   webhooks?: WebhookOptions;
+  /** The calls context's store. @default a CallsStore over `db` (a host may pass another implementation) */
+  callsStore?: CallsStore;
 }
 
 /**
@@ -84,7 +86,7 @@ export function callsDepsOf(deps: SystemDeps): CallsDeps {
   let built = callsDepsCache.get(deps);
   if (!built) {
     built = callsDeps({
-      store: new CallsStore(deps.db, deps.tableNames.calls),
+      store: deps.callsStore ?? new CallsStore(deps.db, deps.tableNames.calls),
       jobs: deps.jobs.client,
       webhooksTable: deps.tableNames.webhooks,
       clock: deps.clock,

@@ -126,7 +126,7 @@ export class SimReceivers {
     const body = Buffer.concat(chunks).toString('utf8');
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
     const webhookId = headers['webhook-id'] ?? '';
-    let signatureOk = false;
+    let signatureOk: boolean;
     try {
       receiver.verifier?.verify(body, headers);
       signatureOk = receiver.verifier !== undefined;
@@ -167,7 +167,7 @@ export class SimReceivers {
         record.status = 410;
         res.writeHead(410).end('gone');
         return;
-      default:
+      case undefined:
         res.writeHead(200).end('ok');
     }
   }

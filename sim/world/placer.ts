@@ -81,9 +81,11 @@ export class SimPlacer {
     placerTimeoutMs: number;
     /** The intake's call timeout: a result held for a later round that never comes is sent after it. */
     callTimeoutMs: number;
+    /** Told of each call it accepts. */
+    onAccepted: (callId: string, batchId: string) => void;
   };
-  /** Results held until the batch's next round starts (placer.reportsLate). */
-  private readonly lateHolds: { batchId: string; round: number; send: () => void; cancel: () => void }[] = [];
+  /** Results held until the contact's next call has started (placer.reportsLate). */
+  private readonly lateHolds: { batchId: string; contactNumber: string; round: number; send: () => void; cancel: () => void }[] = [];
   /** Results held until the batch's next result went first (placer.outOfOrder). */
   private readonly orderHolds: { batchId: string; send: () => void; cancel: () => void }[] = [];
   private readonly timers = new Set<() => void>();
@@ -145,7 +147,7 @@ export class SimPlacer {
     }
     const call: PlacedCall = { ...body, requests: 1, runs: [runs], answer: 'accepted', acceptedAt: clock.now(), reports: [], pending: 0 };
     this.calls.set(body.callId, call);
-    this.releaseLate(body.batchId, body.round);
+    this.releaseLate(body.batchId, body.contactNumber, body.round);
 
     const fault = faults.take(
       ['placer.timeout', 'placer.refuse', 'placer.neverReports', 'placer.reportsTwice', 'placer.reportsLate', 'placer.outOfOrder'],
@@ -157,6 +159,7 @@ export class SimPlacer {
       res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"no capacity"}');
       return;
     }
+    this.options.onAccepted(body.callId, body.batchId);
     const outcome = this.outcomeOf(body.callId, 'first');
     // The result comes 1–10 s after the call is accepted: the reported duration is evidence to classify,
     // not time to wait (a shorter wait keeps a dialer waiting for a slot from polling for minutes).
@@ -206,7 +209,7 @@ export class SimPlacer {
     this.timers.add(cancel);
   }
 
-  /** Held until a call of a later round of the batch reaches the placer, or long after the call timed out. */
+  /** Held until the contact's call of a later round reaches the placer, or long after the call timed out. */
   private holdLate(call: PlacedCall, send: () => void): void {
     call.pending++;
     let done = false;
@@ -222,17 +225,17 @@ export class SimPlacer {
       release();
     }, 'placer');
     this.timers.add(cancel);
-    const hold = { batchId: call.batchId, round: call.round, send: release, cancel };
+    const hold = { batchId: call.batchId, contactNumber: call.contactNumber, round: call.round, send: release, cancel };
     this.lateHolds.push(hold);
   }
 
-  private releaseLate(batchId: string, round: number): void {
+  private releaseLate(batchId: string, contactNumber: string, round: number): void {
     for (const hold of [...this.lateHolds]) {
-      if (hold.batchId !== batchId || hold.round >= round) continue;
+      if (hold.batchId !== batchId || hold.contactNumber !== contactNumber || hold.round >= round) continue;
       this.lateHolds.splice(this.lateHolds.indexOf(hold), 1);
       hold.cancel();
       this.timers.delete(hold.cancel);
-      // A moment after the next round's dial: its call is in progress when this result lands.
+      // A moment after the contact's next call was placed: that call is in progress when this result lands.
       this.schedule({ pending: 0 } as PlacedCall, this.options.clock.now() + 1_000, hold.send);
     }
   }
@@ -278,7 +281,7 @@ export class SimPlacer {
     const attempt = (n: number): void => {
       void this.options.activity.track(async () => {
         const headers = signCallWebhook(this.options.secret, id, Math.floor(Date.now() / 1000), body);
-        let status = 0;
+        let status: number;
         let answer: string | undefined;
         try {
           const response = await fetch(call.callbackUrl, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, signal: AbortSignal.timeout(10_000) });

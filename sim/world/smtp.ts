@@ -35,8 +35,17 @@ const header = (raw: string, name: string): string => {
 
 const unQuote = (raw: string): string => raw.replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
 
+/** One DATA that reached its end: which message, which runs were sending it, and the reply. */
+export interface DataReceived {
+  messageId: string;
+  runs: number[];
+  reply: 'accepted' | 'transient' | 'rejected' | 'dropped';
+}
+
 export class SimSmtp {
   readonly mails: ReceivedMail[] = [];
+  /** Every DATA, whatever was answered. */
+  readonly datas: DataReceived[] = [];
   /** DATA commands that reached their end, accepted or not. */
   dataCount = 0;
   url = '';
@@ -99,19 +108,24 @@ export class SimSmtp {
         runs: [],
       };
       mail.runs = this.options.faults.mailSendersOf(mail.messageId);
+      const data: DataReceived = { messageId: mail.messageId, runs: mail.runs, reply: 'accepted' };
+      this.datas.push(data);
       const fault = this.healed
         ? undefined
         : this.options.faults.take(['smtp.transient', 'smtp.reject', 'smtp.dropAfterData'], () => true, () => `${mail.kind} ${mail.messageId} to ${mail.to}`);
       switch (fault?.kind) {
         case 'smtp.transient':
+          data.reply = 'transient';
           callback(Object.assign(new Error('4.3.0 try again later'), { responseCode: 451 }));
           return;
         case 'smtp.reject':
+          data.reply = 'rejected';
           callback(Object.assign(new Error('5.7.1 message refused'), { responseCode: 550 }));
           return;
         case 'smtp.dropAfterData': {
           // Taken, and the connection dropped before the reply: the sender cannot tell it arrived.
           mail.answered = false;
+          data.reply = 'dropped';
           this.mails.push(mail);
           this.options.onMail(mail);
           const socket = this.sockets.get(String(session.remotePort));
@@ -119,7 +133,7 @@ export class SimSmtp {
           else callback(Object.assign(new Error('4.4.2 connection dropped'), { responseCode: 421 }));
           return;
         }
-        default:
+        case undefined:
           this.mails.push(mail);
           this.options.onMail(mail);
           callback(null);

@@ -1,0 +1,193 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { CallsStore } from '../functions/calls/store.ts';
+import type { CompletionWrite, DialWrite } from '../functions/calls/store.ts';
+import type { BatchRow } from '../functions/calls/model.ts';
+import type { WebhookHttp } from '../functions/webhooks/deps.ts';
+import { JobClient } from '../functions/jobs/client.ts';
+import type { EnqueueOptions, PreparedJob } from '../functions/jobs/client.ts';
+import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../functions/jobs/discards.ts';
+import type { JobKind } from '../functions/jobs/kinds.ts';
+import type { TransactItem } from '../functions/jobs/store.ts';
+import type { MailTransport } from '../functions/mail/transport.ts';
+import type { MetricsSink } from '../functions/platform/metrics.ts';
+import type { Alterations } from './host.ts';
+
+/**
+ * Plausible bugs, put back through the host's seams (test/sim/bugs.test.ts shows the simulator finds
+ * each): every one is another implementation of one of redial's parts, passed in as the real one is,
+ * never a branch in functions/ on "am I under test". `npm run simulate -- --bug <name>` runs with one.
+ */
+export interface Bug {
+  name: string;
+  /** What the bug is, as a reviewer would describe the broken code. */
+  description: string;
+  alterations: Alterations;
+}
+
+type ClientParts = Parameters<NonNullable<Alterations['jobClient']>>[0];
+
+/**
+ * A job client whose outbox is not transactional: prepare() hands the caller's transaction a harmless
+ * check instead of the job's row, and afterCommit() writes the row after the commit, then wakes it. A
+ * crash or a lost response between the commit and the write loses the job for good.
+ */
+class OutboxOutsideTransaction extends JobClient {
+  private readonly parts: ClientParts;
+  private readonly rows = new Map<string, NonNullable<TransactItem['Put']>>();
+  private direct = false;
+
+  constructor(parts: ClientParts) {
+    super(parts);
+    this.parts = parts;
+  }
+
+  override prepare<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): PreparedJob {
+    const real = super.prepare(kind, args, options);
+    if (this.direct) return real;
+    this.rows.set(real.id, real.item.Put!);
+    const check: TransactItem = {
+      ConditionCheck: { TableName: this.parts.store.tableName, Key: { id: `outbox-check:${real.id}` }, ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': 'id' } },
+    };
+    return { ...real, item: check };
+  }
+
+  override enqueue<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): Promise<{ id: string; created: boolean }> {
+    // enqueue() calls prepare() before its first await: the real row, for a job enqueued on its own.
+    this.direct = true;
+    try {
+      return super.enqueue(kind, args, options);
+    } finally {
+      this.direct = false;
+    }
+  }
+
+  override async afterCommit(prepared: readonly PreparedJob[]): Promise<void> {
+    for (const job of prepared) {
+      const row = this.rows.get(job.id);
+      if (!row) continue;
+      this.rows.delete(job.id);
+      try {
+        await this.parts.db.send(new PutCommand(row));
+      } catch (error) {
+        if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) throw error;
+      }
+    }
+    await super.afterCommit(prepared);
+  }
+}
+
+/**
+ * A calls store whose completion, for a result from the intake, forgets the call binding: the contact
+ * must be Calling in the round, but any call's result completes it (the bug issue 10 fixed).
+ */
+class IntakeIgnoresCallBinding extends CallsStore {
+  override completionItems(c: CompletionWrite): TransactItem[] {
+    return super.completionItems(c.source === 'webhook' ? { ...c, callId: undefined } : c);
+  }
+}
+
+/** The item's condition alone, as a ConditionCheck (only the placeholders the condition uses). */
+function conditionOnly(item: TransactItem): TransactItem {
+  const update = item.Update!;
+  const condition = update.ConditionExpression!;
+  const used = (placeholder: string) => new RegExp(`${placeholder}(?![A-Za-z0-9_])`).test(condition);
+  const names = Object.fromEntries(Object.entries(update.ExpressionAttributeNames ?? {}).filter(([k]) => used(k)));
+  const values = Object.fromEntries(Object.entries(update.ExpressionAttributeValues ?? {}).filter(([k]) => used(k)));
+  return {
+    ConditionCheck: {
+      TableName: update.TableName,
+      Key: update.Key,
+      ConditionExpression: condition,
+      ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+      ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+    },
+  };
+}
+
+/**
+ * A calls store that checks the tenant has a free slot when it dials, but does not hold it until the
+ * call's result: the slot is as good as released at the dial, before the call's outcome is written.
+ */
+class SlotReleasedAtDial extends CallsStore {
+  override dialItems(d: DialWrite): TransactItem[] {
+    const items = super.dialItems(d);
+    return items.map((item, i) => (i === 1 ? conditionOnly(item) : item));
+  }
+
+  override completionItems(c: CompletionWrite): TransactItem[] {
+    const items = super.completionItems(c);
+    return items.map((item, i) => (i === 1 ? conditionOnly(item) : item));
+  }
+
+  override deleteBatchItems(batch: BatchRow, now: number): TransactItem[] {
+    return super.deleteBatchItems(batch, now).slice(0, 1);
+  }
+}
+
+/** A webhook client that sends a request again on its own after a 5xx, a timeout or a dropped connection. */
+const retryingHttp = (inner: WebhookHttp): WebhookHttp => ({
+  vet: (hostname) => inner.vet(hostname),
+  async send(request) {
+    try {
+      const response = await inner.send(request);
+      return response.status >= 500 ? await inner.send(request) : response;
+    } catch {
+      return inner.send(request);
+    }
+  },
+});
+
+/** A metrics sink that loses the job layer's discard counts (the rescuer built without the host's sink). */
+const withoutDiscards = (metrics: MetricsSink): MetricsSink => ({
+  count(name, dimensions, value) {
+    if (name === DISCARD_METRIC || name === DISCARD_ALERT_METRIC) return;
+    metrics.count(name, dimensions, value);
+  },
+});
+
+/** A mail transport that sends again on its own when a send fails. */
+const retryingMail = (inner: MailTransport): MailTransport => ({
+  name: inner.name,
+  async send(mail, signal) {
+    try {
+      return await inner.send(mail, signal);
+    } catch {
+      return inner.send(mail, signal);
+    }
+  },
+});
+
+export const bugs: readonly Bug[] = [
+  {
+    name: 'intake-ignores-call-binding',
+    description: "the intake completes whichever call of the contact's round is in progress, not the result's own call",
+    alterations: { callsStore: (db, table) => new IntakeIgnoresCallBinding(db, table) },
+  },
+  {
+    name: 'tenant-slot-released-at-dial',
+    description: "the tenant's concurrency slot is checked when a call is dialled but released before the call's outcome is written",
+    alterations: { callsStore: (db, table) => new SlotReleasedAtDial(db, table) },
+  },
+  {
+    name: 'webhook-client-retries',
+    description: 'the webhook HTTP client sends a delivery again on its own after a 5xx or a failed connection',
+    alterations: { webhookHttp: retryingHttp },
+  },
+  {
+    name: 'outbox-outside-transaction',
+    description: 'a job implied by a domain change is written after the change commits, not in its transaction',
+    alterations: { jobClient: (parts) => new OutboxOutsideTransaction(parts) },
+  },
+  {
+    name: 'rescuer-uncounted-discards',
+    description: 'the rescuer discards a job whose last attempt was lost without counting it in JobDiscarded',
+    alterations: { rescuerMetrics: withoutDiscards },
+  },
+  {
+    name: 'mail-transport-retries',
+    description: 'the mail transport sends a message again on its own when a send fails',
+    alterations: { mailTransport: retryingMail },
+  },
+];
+
+export const bugNamed = (name: string): Bug | undefined => bugs.find((b) => b.name === name);
