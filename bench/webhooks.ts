@@ -179,7 +179,8 @@ export async function benchDeadEndpoint(endpoint: string, n = 1000, outageMs = h
     const batch = await Promise.all(
       Array.from({ length: Math.min(8, n - i) }, async (_, j) => {
         const prepared = prepareEvent(sys.jobs.client, sys.tableNames.webhooks, { tenantId: 'bench', type: 'call.completed', data: { i: i + j } }, clock.now());
-        await sys.webhooks.deps.store.transact(prepared.items);
+        const result = await sys.webhooks.deps.store.transact(prepared.items);
+        if (!result.committed) throw result.error;
         await sys.jobs.client.afterCommit(prepared.jobs);
         return prepared.event.id;
       }),

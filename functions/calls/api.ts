@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { HttpError, notFound, route, unavailable } from '../platform/http.ts';
+import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
 import type { ApiResponse, Route } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import { classifyCallReport } from './classify.ts';
@@ -25,11 +26,7 @@ import {
   tenantResponse,
 } from './schemas.ts';
 import { callWebhookVerifier, SignatureError } from './signature.ts';
-import { CONTENTION_CODES, IncompleteContactsReadError } from './store.ts';
-import type { TransactResult } from './store.ts';
 
-
-const busy = (result: Extract<TransactResult, { committed: false }>) => result.reasons.some((r) => CONTENTION_CODES.has(r.code));
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
 
@@ -92,7 +89,7 @@ async function readContacts<T>(read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {
-    if (error instanceof IncompleteContactsReadError) throw unavailable();
+    if (error instanceof IncompleteReadError) throw unavailable();
     throw error;
   }
 }
@@ -132,8 +129,8 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
       const contributions = await Promise.all(deps.tenantWriteHooks.map((hook) => hook(input)));
       const result = await store.transact([store.upsertTenantItem(input), ...contributions.flatMap((c) => c.items)]);
       if (!result.committed) {
-        if (busy(result)) throw unavailable();
-        throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { reasons: result.reasons.map((r) => r.code) });
+        if (result.contention) throw unavailable();
+        throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { refused: refusedCodes(result) });
       }
       await jobs.afterCommit(contributions.flatMap((c) => c.jobs));
       const tenant = await store.getTenant(params.tenantId);
@@ -216,14 +213,14 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
       if (!result.committed) {
         // A batch with this id exists: with a key, that is this key's batch (ids without one are random),
         // and the cancellation carries its row (ALL_OLD), so deciding costs no read.
-        if (hash !== undefined && result.reasons[0]?.code === 'ConditionalCheckFailed') {
-          return keyedRetry(result.reasons[0].item as BatchRow | undefined, body.tenantId, hash);
+        if (hash !== undefined && result.refused.batch?.code === 'ConditionalCheckFailed') {
+          return keyedRetry(result.refused.batch.item as BatchRow | undefined, body.tenantId, hash);
         }
-        if (busy(result)) throw unavailable();
-        if (result.reasons[1]?.code === 'ConditionalCheckFailed') {
+        if (result.contention) throw unavailable();
+        if (result.refused.tenant?.code === 'ConditionalCheckFailed') {
           throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.tenantId', message: `no tenant ${body.tenantId}; create it with PUT /v1/tenants/${body.tenantId}` }] });
         }
-        logger.error('batch creation cancelled', { reasons: result.reasons.map((r) => r.code) });
+        logger.error('batch creation cancelled', { refused: refusedCodes(result) });
         throw unavailable();
       }
       await jobs.afterCommit([dial]);

@@ -5,21 +5,24 @@ import type { CallsDeps } from './deps.ts';
 import { finaliseKind } from './kinds.ts';
 import { BatchStatus, ContactStatus, jobIds } from './model.ts';
 import type { BatchRow, CompletionSource, ContactRow } from './model.ts';
-import { CONTENTION_CODES } from './store.ts';
-import type { CancelReason, CompletionWrite } from './store.ts';
+import { refusedCodes } from '../platform/dynamo.ts';
+import type { TransactCancelled } from '../platform/dynamo.ts';
+import type { CompletionWrite } from './store.ts';
 
 /**
  * The one completion path: a call's result (the intake), its watchdog's TIMEOUT and a placer failure's
  * INTERNAL_ERROR all end a call through {@link completeCall}, in ONE transaction:
  *
  * ```
- *  0 contact   Calling in round r → Completed, normalised code      (condition: Calling, round r, this callId)
- *  1 tenant    active − 1: the slot is released
- *  2 batch     nCalling − 1, nCompleted + 1, byCode[code] + 1       (condition: InProgress, round r,
- *                                                                     and "not the last call" / "the last call")
- *  3 watchdog  cancel requested (never fails the transaction)       (not when the watchdog itself completes)
- *  4 event     call.completed, and 5: its webhook.fanout job
- *  6 finaliser calls.finalise:<batch>:<r>                           (only in the last-call variant)
+ *  item (name)     what it writes                                    condition, when
+ *  contact         Calling in round r → Completed, normalised code  Calling, round r, this callId
+ *  tenant          active − 1: the slot is released
+ *  batch           nCalling − 1, nCompleted + 1, byCode[code] + 1   InProgress, round r, and "not the last
+ *                                                                    call" / "the last call"
+ *  cancel <id>     the watchdog's cancel request (never fails)       not when the watchdog itself completes
+ *  event <id>      call.completed
+ *  job <id>        its webhook.fanout job
+ *  job <id>        calls.finalise:<batch>:<r>                        only in the last-call variant
  * ```
  *
  * No read first: the batch's settings come from a per-container cache, and a refused condition returns
@@ -61,7 +64,7 @@ export interface CompletionPlan {
   last: boolean;
 }
 
-/** What a cancelled completion means. Pure: decided from each item's reason and its stored item alone. */
+/** What a cancelled completion means. Pure: decided from each refused item's reason and its stored item alone. */
 export type CancelVerdict =
   | { type: 'ignored'; reason: IgnoredReason }
   | { type: 'replan'; plan: CompletionPlan }
@@ -69,13 +72,13 @@ export type CancelVerdict =
   | { type: 'unexplained' };
 
 /**
- * Reads a cancelled completion's reasons (items in the order of {@link CallsStore.completionItems}:
- * contact, tenant, batch, …). `call` is the completion's call: its id, and whether its round is known
- * (a job names it; the intake only has a hint, so the same call found in another round is a replan).
+ * Reads a cancelled completion by its items' names ({@link CallsStore.completionItems}: contact, tenant,
+ * batch). `call` is the completion's call: its id, and whether its round is known (a job names it; the
+ * intake only has a hint, so the same call found in another round is a replan).
  */
-export function judgeCompletionCancel(reasons: readonly CancelReason[], plan: CompletionPlan, call: { callId: string | undefined; roundKnown: boolean }): CancelVerdict {
-  if (reasons.some((r) => CONTENTION_CODES.has(r.code))) return { type: 'contention' };
-  const [contact, , batch] = reasons;
+export function judgeCompletionCancel(cancelled: TransactCancelled, plan: CompletionPlan, call: { callId: string | undefined; roundKnown: boolean }): CancelVerdict {
+  if (cancelled.contention) return { type: 'contention' };
+  const { contact, batch } = cancelled.refused;
   if (contact?.code === 'ConditionalCheckFailed') {
     const row = contact.item as ContactRow | undefined;
     if (!row) return { type: 'ignored', reason: 'not_dialled' };
@@ -154,7 +157,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
       await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
     }
-    const verdict = judgeCompletionCancel(result.reasons, plan, { callId: request.callId, roundKnown: request.round !== undefined });
+    const verdict = judgeCompletionCancel(result, plan, { callId: request.callId, roundKnown: request.round !== undefined });
     switch (verdict.type) {
       case 'ignored':
         return { outcome: 'ignored', reason: verdict.reason };
@@ -168,7 +171,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
           batchId: batch.batchId,
           contactNumber: request.contactNumber,
           plan,
-          reasons: result.reasons.map((r) => r.code),
+          refused: refusedCodes(result),
         });
         return { outcome: 'unavailable', reason: 'unexplained' };
       default:

@@ -1,4 +1,6 @@
 import { clockMs } from '../platform/clock.ts';
+import { describeRefusals } from '../platform/dynamo.ts';
+import type { TransactCancelled } from '../platform/dynamo.ts';
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler } from '../jobs/index.ts';
 import type { BatchConfig } from './batch-config.ts';
@@ -9,8 +11,6 @@ import { dialKind, finaliseKind, watchdogKind } from './kinds.ts';
 import { BatchStatus, callIdFor, jobIds } from './model.ts';
 import type { BatchRow, ListPage } from './model.ts';
 import { placeCall } from './placer.ts';
-import { CONTENTION_CODES } from './store.ts';
-import type { CancelReason } from './store.ts';
 import { nextWindowOpening } from './window.ts';
 
 /** A run stops starting dials after this much real time, so it ends well inside its job timeout. */
@@ -25,13 +25,13 @@ export const CONTENTION_SNOOZE_MS = 1_000;
  */
 export const MIN_SLOT_POLL_REAL_MS = 250;
 
-/** What a cancelled dial means, from each item's reason (items: contact, tenant, batch, watchdog). */
+/** What a cancelled dial means, from its refused items by name (contact, tenant, batch; the watchdog's job). */
 export type DialVerdict = 'contention' | 'batch_changed' | 'no_slot' | 'contact_not_dialable' | 'unexplained';
 
 /** Reads a cancelled dial's reasons. Pure. */
-export function judgeDialCancel(reasons: readonly CancelReason[]): DialVerdict {
-  if (reasons.some((r) => CONTENTION_CODES.has(r.code))) return 'contention';
-  const [contact, tenant, batch] = reasons;
+export function judgeDialCancel(cancelled: TransactCancelled): DialVerdict {
+  if (cancelled.contention) return 'contention';
+  const { contact, tenant, batch } = cancelled.refused;
   // A batch that changed (deleted, cursor moved) makes the rest moot.
   if (batch?.code === 'ConditionalCheckFailed') return 'batch_changed';
   if (tenant?.code === 'ConditionalCheckFailed') return tenant.item ? 'no_slot' : 'unexplained';
@@ -110,7 +110,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
       dials++;
       continue;
     }
-    const verdict = judgeDialCancel(result.reasons);
+    const verdict = judgeDialCancel(result);
     switch (verdict) {
       case 'contention':
         throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
@@ -128,7 +128,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
         continue;
       }
       case 'unexplained':
-        throw new Error(`dial of ${contactNumber} in batch ${batch.batchId} cancelled: ${result.reasons.map((r) => r.code).join(', ')}`);
+        throw new Error(`dial of ${contactNumber} in batch ${batch.batchId} cancelled: ${describeRefusals(result)}`);
       default:
         return verdict satisfies never;
     }
@@ -147,7 +147,7 @@ async function skip(deps: CallsDeps, batch: BatchRow, contactNumber: string, nex
   const skipped: BatchRow = { ...batch, dialPage: next.page, dialPos: next.pos, dialComplete: end };
   const first = await store.transact([store.skipItem(batch, batch.dialPage, batch.dialPos, next, now, end ? 'calls_in_progress' : undefined)]);
   if (first.committed) return skipped;
-  const stored = first.reasons[0]?.item as BatchRow | undefined;
+  const stored = first.refused.batch?.item as BatchRow | undefined;
   if (end && stored && stored.nCalling === 0 && isDialling(stored, batch.round) && stored.dialPage === batch.dialPage && stored.dialPos === batch.dialPos) {
     const finaliser = jobs.prepare(finaliseKind, { batchId: batch.batchId, round: batch.round }, { id: jobIds.finalise(batch.batchId, batch.round) });
     const second = await store.transact([store.skipItem(batch, batch.dialPage, batch.dialPos, next, now, 'round_done'), finaliser.item]);

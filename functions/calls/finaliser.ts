@@ -1,6 +1,8 @@
 import { iso } from '../platform/clock.ts';
+import { describeRefusals } from '../platform/dynamo.ts';
+import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { handle, snooze } from '../jobs/index.ts';
-import type { JobContext, JobHandler, PreparedJob, TransactItem } from '../jobs/index.ts';
+import type { JobContext, JobHandler, PreparedJob } from '../jobs/index.ts';
 import { ownerNotifyKind } from '../mail/kinds.ts';
 import { EventType, prepareEvent } from '../webhooks/events.ts';
 import { roundDelayMs } from './backoff.ts';
@@ -10,8 +12,6 @@ import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { dialKind, finaliseKind } from './kinds.ts';
 import { BatchStatus, ContactStatus, countAttribute, jobIds } from './model.ts';
 import type { BatchRow } from './model.ts';
-import { CONTENTION_CODES } from './store.ts';
-import type { TransactResult } from './store.ts';
 
 /** Contacts read and promoted per transaction: with the next list page and the batch, well under DynamoDB's 100 items. */
 export const FINALISE_CHUNK = 90;
@@ -81,9 +81,8 @@ async function promote(deps: CallsDeps, start: BatchRow, ctx: JobContext): Promi
     if (!page) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list page ${batch.finPage}`);
     const chunk = page.numbers.slice(batch.finPos, batch.finPos + FINALISE_CHUNK);
     const next = batch.finPos + chunk.length < page.numbers.length ? { page: batch.finPage, pos: batch.finPos + chunk.length } : { page: batch.finPage + 1, pos: 0 };
-    const { found, unprocessed } = await store.getContacts(batch.batchId, chunk);
-    // Not read again here: the job layer owns retries.
-    if (unprocessed > 0) throw new Error(`DynamoDB left ${unprocessed} contact reads unprocessed`);
+    // Keys DynamoDB leaves unprocessed fail the run (IncompleteReadError): the job layer owns retries.
+    const found = await store.getContacts(batch.batchId, chunk);
     const promoted = chunk.flatMap((contactNumber) => {
       const contact = found.get(contactNumber);
       return contact && contact.status === ContactStatus.Completed && contact.round === batch.round && contact.code && isRetryableCode(contact.code)
@@ -112,7 +111,7 @@ async function promote(deps: CallsDeps, start: BatchRow, ctx: JobContext): Promi
 }
 
 /** The next round: InProgress, round + 1, the dialer delayed by the seed's ExponentialWithJitter, and batch.round_scheduled. */
-async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactResult> {
+async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactOutcome> {
   const { store, jobs } = deps;
   const now = ctx.now();
   const nextRound = batch.round + 1;
@@ -128,7 +127,7 @@ async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise
 }
 
 /** Finalised, with batch.finalised and, when the tenant has an owner email, owner.notify — one transaction. */
-async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactResult> {
+async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactOutcome> {
   const { store, jobs } = deps;
   const now = ctx.now();
   const summary = finalSummary(batch);
@@ -140,7 +139,7 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
   return commit(deps, [store.finaliseItem(batch, now), ...event.items, ...(notify ? [notify.item] : [])], [...event.jobs, ...(notify ? [notify] : [])]);
 }
 
-async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[]): Promise<TransactResult> {
+async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[]): Promise<TransactOutcome> {
   const result = await deps.store.transact(items);
   if (result.committed) await deps.jobs.afterCommit(prepared);
   return result;
@@ -151,10 +150,10 @@ async function commit(deps: CallsDeps, items: TransactItem[], prepared: Prepared
  * Cancelled by a condition → if the batch moved on (another run finished the round, or it was deleted)
  * there is nothing left to do; otherwise something unexpected happened, and the job fails to be retried.
  */
-async function settle(deps: CallsDeps, result: TransactResult, batchId: string, round: number): Promise<void> {
+async function settle(deps: CallsDeps, result: TransactOutcome, batchId: string, round: number): Promise<void> {
   if (result.committed) return;
-  if (result.reasons.some((r) => CONTENTION_CODES.has(r.code))) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
+  if (result.contention) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
   const current = await deps.store.getBatch(batchId);
   if (!isFinalising(current, round)) return;
-  throw new Error(`finaliser write for batch ${batchId} round ${round} cancelled: ${result.reasons.map((r) => r.code).join(', ')}`);
+  throw new Error(`finaliser write for batch ${batchId} round ${round} cancelled: ${describeRefusals(result)}`);
 }

@@ -1,59 +1,40 @@
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, paginateQuery, paginateScan, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery, paginateScan, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { Expression } from '../platform/dynamo.ts';
-import type { TransactItem } from '../jobs/index.ts';
+import { batchGet, conditionCheck, Expression, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
+import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { BatchStatus, batchKey, CONTACT_PREFIX, ContactStatus, contactKey, countAttribute, LIST_PAGE_SIZE, listKey, listPrefix, tenantKey } from './model.ts';
 import type { BatchRow, CompletionSource, ContactRow, ListPage, TenantRow } from './model.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
 const is = {
-  exists: (e: Expression) => `attribute_exists(${e.name('pk')})`,
-  absent: (e: Expression) => `attribute_not_exists(${e.name('pk')})`,
+  exists: (e: Expression) => e.exists('pk'),
+  absent: (e: Expression) => e.notExists('pk'),
   /** The contact's call of this round is in progress: the only state a result may complete. */
-  callingIn: (e: Expression, round: number) => `${e.name('status')} = ${e.value(ContactStatus.Calling)} AND ${e.name('round')} = ${e.value(round)}`,
+  callingIn: (e: Expression, round: number) => e.and(e.eq('status', ContactStatus.Calling), e.eq('round', round)),
   /** The call in progress is this one: a result or a watchdog of another call (an earlier round's) never matches. */
-  theCall: (e: Expression, callId: string) => `${e.name('callId')} = ${e.value(callId)}`,
+  theCall: (e: Expression, callId: string) => e.eq('callId', callId),
   /** The contact may be dialled in `round`: never dialled (round 1), or promoted by the last round's finaliser. */
   dialableIn: (e: Expression, round: number) =>
-    round === 1
-      ? `attribute_not_exists(${e.name('pk')})`
-      : `${e.name('status')} = ${e.value(ContactStatus.RetryEligible)} AND ${e.name('round')} = ${e.value(round - 1)}`,
+    round === 1 ? e.notExists('pk') : e.and(e.eq('status', ContactStatus.RetryEligible), e.eq('round', round - 1)),
   /** A completed call of this round whose code is the one read (what the finaliser promotes). */
-  completedIn: (e: Expression, round: number, code: string) =>
-    `${e.name('status')} = ${e.value(ContactStatus.Completed)} AND ${e.name('round')} = ${e.value(round)} AND ${e.name('code')} = ${e.value(code)}`,
+  completedIn: (e: Expression, round: number, code: string) => e.and(e.eq('status', ContactStatus.Completed), e.eq('round', round), e.eq('code', code)),
   /** The tenant has a free slot. */
-  slotFree: (e: Expression) => `${e.name('active')} < ${e.name('concurrencyLimit')}`,
+  slotFree: (e: Expression) => e.lt('active', e.attr('concurrencyLimit')),
   /** The batch may dial in this round. */
-  diallingRound: (e: Expression, round: number) =>
-    `${e.inList('status', [BatchStatus.Pending, BatchStatus.InProgress])} AND ${e.name('round')} = ${e.value(round)}`,
+  diallingRound: (e: Expression, round: number) => e.and(e.inList('status', [BatchStatus.Pending, BatchStatus.InProgress]), e.eq('round', round)),
   /** The batch is in progress in this round (calls complete, the finaliser works). */
-  inProgressRound: (e: Expression, round: number) => `${e.name('status')} = ${e.value(BatchStatus.InProgress)} AND ${e.name('round')} = ${e.value(round)}`,
+  inProgressRound: (e: Expression, round: number) => e.and(e.eq('status', BatchStatus.InProgress), e.eq('round', round)),
   /** Nobody moved the dial cursor since it was read. */
-  dialCursorAt: (e: Expression, page: number, pos: number) => `${e.name('dialPage')} = ${e.value(page)} AND ${e.name('dialPos')} = ${e.value(pos)}`,
+  dialCursorAt: (e: Expression, page: number, pos: number) => e.and(e.eq('dialPage', page), e.eq('dialPos', pos)),
   /** Nobody moved the finaliser's cursor since it was read. */
-  finCursorAt: (e: Expression, page: number, pos: number) => `${e.name('finPage')} = ${e.value(page)} AND ${e.name('finPos')} = ${e.value(pos)}`,
+  finCursorAt: (e: Expression, page: number, pos: number) => e.and(e.eq('finPage', page), e.eq('finPos', pos)),
   /** This completion ends the round's last active call of a fully dialled round. */
-  lastCall: (e: Expression) => `${e.name('dialComplete')} = ${e.value(true)} AND ${e.name('nCalling')} = ${e.value(1)}`,
-  notLastCall: (e: Expression) => `NOT (${e.name('dialComplete')} = ${e.value(true)} AND ${e.name('nCalling')} = ${e.value(1)})`,
+  lastCall: (e: Expression) => e.and(e.eq('dialComplete', true), e.eq('nCalling', 1)),
+  notLastCall: (e: Expression) => e.not(is.lastCall(e)),
   /** The round is fully dialled and no call is in progress: the finaliser may run. */
-  roundDone: (e: Expression) => `${e.name('dialComplete')} = ${e.value(true)} AND ${e.name('nCalling')} = ${e.value(0)}`,
+  roundDone: (e: Expression) => e.and(e.eq('dialComplete', true), e.eq('nCalling', 0)),
 };
-
-/** Why one item of a cancelled transaction failed, with the item as stored when its condition failed. */
-export interface CancelReason {
-  /** `None`, `ConditionalCheckFailed`, `TransactionConflict`, `ThrottlingError`, … */
-  code: string;
-  item: Record<string, unknown> | undefined;
-}
-
-/** A transaction's result: committed, or cancelled with one reason per item (in item order). */
-export type TransactResult = { committed: true } | { committed: false; reasons: CancelReason[] };
-
-/** Item codes that mean "another writer was there", not "the state says no". */
-export const CONTENTION_CODES: ReadonlySet<string> = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
 
 /** A contact to complete, and how. */
 export interface CompletionWrite {
@@ -85,17 +66,11 @@ export interface DialWrite {
   now: number;
 }
 
-/** DynamoDB left contact rows of a page unread (throttling): the read fails (503) rather than half-answers. */
-export class IncompleteContactsReadError extends Error {
-  override readonly name = 'IncompleteContactsReadError';
-  constructor(unprocessed: number) {
-    super(`${unprocessed} contact rows left unprocessed by BatchGetItem`);
-  }
-}
-
 /**
  * The calls store: every write is a named conditional item for a TransactWriteItems, so a contact's
  * change, the tenant's slot, the batch's counters and the jobs and events they imply commit together.
+ * Items are named `contact`, `tenant` and `batch` (several contacts: `contact <number>`); a refused
+ * condition returns the item as stored, so a caller decides from the outcome without a read.
  */
 export class CallsStore {
   readonly tableName: string;
@@ -129,7 +104,8 @@ export class CallsStore {
    */
   async listBatches(limit = 100): Promise<BatchRow[]> {
     const rows: BatchRow[] = [];
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, FilterExpression: 'sk = :batch', ExpressionAttributeValues: { ':batch': 'BATCH' } })) {
+    const e = new Expression();
+    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', batchKey('').sk)) })) {
       rows.push(...((page.Items ?? []) as BatchRow[]));
     }
     return rows.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
@@ -142,32 +118,22 @@ export class CallsStore {
   }
 
   /**
-   * Contact states by number, read consistently. Keys DynamoDB leaves unprocessed are reported, not
-   * re-requested: the caller (a job) fails its run and the job layer decides when to try again.
+   * Contact states by number (up to 100), read consistently. Keys DynamoDB leaves unprocessed fail the
+   * read (`IncompleteReadError`), not re-requested: a job fails its run and the job layer decides
+   * when to try again.
    */
-  async getContacts(batchId: string, numbers: readonly string[]): Promise<{ found: Map<string, ContactRow>; unprocessed: number }> {
-    const found = new Map<string, ContactRow>();
-    if (numbers.length === 0) return { found, unprocessed: 0 };
-    if (numbers.length > 100) throw new RangeError('BatchGetItem takes at most 100 keys');
-    const result = await this.db.send(
-      new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: numbers.map((n) => contactKey(batchId, n)), ConsistentRead: true } } }),
-    );
-    for (const item of result.Responses?.[this.tableName] ?? []) found.set((item as ContactRow).contactNumber, item as ContactRow);
-    return { found, unprocessed: result.UnprocessedKeys?.[this.tableName]?.Keys?.length ?? 0 };
+  async getContacts(batchId: string, numbers: readonly string[]): Promise<Map<string, ContactRow>> {
+    const rows = (await batchGet(this.db, this.tableName, numbers.map((n) => contactKey(batchId, n)))) as unknown as ContactRow[];
+    return new Map(rows.map((row) => [row.contactNumber, row]));
   }
 
   /** Every item under the batch whose sort key starts with `prefix`, in key order (DynamoDB's pages followed). */
   async queryBatch<T>(batchId: string, prefix: string): Promise<T[]> {
     const items: T[] = [];
+    const e = new Expression();
     const pages = paginateQuery(
       { client: this.db },
-      {
-        TableName: this.tableName,
-        KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
-        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-        ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':prefix': prefix },
-        ConsistentRead: true,
-      },
+      { TableName: this.tableName, ...e.forQuery(e.and(e.eq('pk', batchKey(batchId).pk), e.beginsWith('sk', prefix))), ConsistentRead: true },
     );
     for await (const page of pages) items.push(...((page.Items ?? []) as T[]));
     return items;
@@ -177,27 +143,24 @@ export class CallsStore {
    * Up to `limit` contacts in upload order from position `offset`, with their state if dialled: a Query of
    * the round-1 list pages they are on (every page but the last holds {@link LIST_PAGE_SIZE} numbers) and a
    * consistent BatchGet of their contact rows. Keys DynamoDB leaves unprocessed fail the read
-   * ({@link IncompleteContactsReadError}), not retried here.
+   * (`IncompleteReadError`), not retried here.
    */
   async contactsPage(batchId: string, offset: number, limit: number): Promise<{ number: string; state: ContactRow | undefined }[]> {
     const first = Math.floor(offset / LIST_PAGE_SIZE);
     const last = Math.floor((offset + limit - 1) / LIST_PAGE_SIZE);
+    const e = new Expression();
     const listed = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :first AND :last',
-        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-        ExpressionAttributeValues: { ':pk': batchKey(batchId).pk, ':first': listKey(batchId, 1, first).sk, ':last': listKey(batchId, 1, last).sk },
+        ...e.forQuery(e.and(e.eq('pk', batchKey(batchId).pk), e.between('sk', listKey(batchId, 1, first).sk, listKey(batchId, 1, last).sk))),
         ConsistentRead: true,
       }),
     );
     const pages = (listed.Items ?? []) as ListPage[]; // in key order: page by page
     const numbers = pages.flatMap((page) => page.numbers).slice(offset - first * LIST_PAGE_SIZE, offset - first * LIST_PAGE_SIZE + limit);
-    const chunks = Array.from({ length: Math.ceil(numbers.length / 100) }, (_, i) => numbers.slice(i * 100, (i + 1) * 100));
+    const chunks = Array.from({ length: Math.ceil(numbers.length / MAX_BATCH_GET_KEYS) }, (_, i) => numbers.slice(i * MAX_BATCH_GET_KEYS, (i + 1) * MAX_BATCH_GET_KEYS));
     const reads = await Promise.all(chunks.map((chunk) => this.getContacts(batchId, chunk)));
-    const unprocessed = reads.reduce((n, r) => n + r.unprocessed, 0);
-    if (unprocessed > 0) throw new IncompleteContactsReadError(unprocessed);
-    const byNumber = new Map(reads.flatMap((r) => [...r.found]));
+    const byNumber = new Map(reads.flatMap((found) => [...found]));
     return numbers.map((number) => ({ number, state: byNumber.get(number) }));
   }
 
@@ -210,83 +173,59 @@ export class CallsStore {
 
   // ─── the transaction ────────────────────────────────────────────────────────────────────────────
 
-  /** Runs one TransactWriteItems. A cancellation is a result (with each item's reason and stored item), not an error. */
-  async transact(items: readonly TransactItem[]): Promise<TransactResult> {
-    try {
-      await this.db.send(new TransactWriteCommand({ TransactItems: [...items] }));
-      return { committed: true };
-    } catch (error) {
-      if (error instanceof Error && error.name === 'TransactionCanceledException') {
-        const raw = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, AttributeValue> }[] }).CancellationReasons ?? [];
-        return { committed: false, reasons: raw.map((r) => ({ code: r.Code ?? 'None', item: r.Item ? unmarshall(r.Item) : undefined })) };
-      }
-      throw error;
-    }
+  /** Runs one TransactWriteItems of named items (`transact` in platform/dynamo.ts): a cancellation is an outcome, by name. */
+  transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    return transact(this.db, items);
   }
 
   // ─── tenants ────────────────────────────────────────────────────────────────────────────────────
 
-  /** Creates or updates a tenant; a new limit or owner never resets the calls in progress. */
+  /** Creates or updates a tenant, item `tenant`; a new limit or owner never resets the calls in progress. */
   upsertTenantItem(input: { tenantId: string; concurrencyLimit: number; ownerEmail: string | undefined; now: number }): TransactItem {
     const e = new Expression();
-    const active = e.name('active');
-    const createdAt = e.name('createdAt');
-    const keep = [`${active} = if_not_exists(${active}, ${e.value(0)})`, `${createdAt} = if_not_exists(${createdAt}, ${e.value(iso(input.now))})`];
-    e.set('tenantId', input.tenantId).set('concurrencyLimit', input.concurrencyLimit).set('updatedAt', iso(input.now));
+    e.setIfNotExists('active', 0)
+      .setIfNotExists('createdAt', iso(input.now))
+      .set('tenantId', input.tenantId)
+      .set('concurrencyLimit', input.concurrencyLimit)
+      .set('updatedAt', iso(input.now));
     if (input.ownerEmail) e.set('ownerEmail', input.ownerEmail);
     else e.remove('ownerEmail');
-    return this.update(tenantKey(input.tenantId), withSets(e.build(), keep));
+    return this.update('tenant', tenantKey(input.tenantId), e);
   }
 
   // ─── batches ────────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * A new batch, its round-1 dial list, and a check that its tenant exists. The batch Put is item 0; if a
-   * batch with its id exists (an idempotent retry), the cancellation carries that row.
+   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), and a check that its tenant
+   * exists (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
    */
   createBatchItems(batch: BatchRow, pages: readonly ListPage[]): TransactItem[] {
-    const check = new Expression();
-    check.when(is.exists(check));
-    const built = check.build();
+    const absent = new Expression();
+    const tenant = new Expression();
     return [
-      {
-        Put: {
-          TableName: this.tableName,
-          Item: batch,
-          ConditionExpression: 'attribute_not_exists(#pk)',
-          ExpressionAttributeNames: { '#pk': 'pk' },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        },
-      },
-      {
-        ConditionCheck: {
-          TableName: this.tableName,
-          Key: tenantKey(batch.tenantId),
-          ConditionExpression: built.ConditionExpression!,
-          ExpressionAttributeNames: built.ExpressionAttributeNames,
-        },
-      },
-      ...pages.map((page) => ({ Put: { TableName: this.tableName, Item: page } })),
+      putItem('batch', this.tableName, batch, absent.when(is.absent(absent)), { returnStored: true }),
+      conditionCheck('tenant', this.tableName, tenantKey(batch.tenantId), tenant.when(is.exists(tenant))),
+      ...pages.map((page) => putItem(`list page ${page.page}`, this.tableName, page)),
     ];
   }
 
   /**
-   * Deletes a batch: status Deleted, and the tenant gets back the slots of the batch's calls in progress
-   * (their results will be ignored, so nothing else will). Conditional on the counts read, so a dial or
+   * Deletes a batch, items [batch, tenant?]: status Deleted, and the tenant gets back the slots of the
+   * batch's calls in progress (their results will be ignored, so nothing else will). Conditional on the counts read, so a dial or
    * a result that lands in between cancels the transaction instead of leaking a slot.
    */
   deleteBatchItems(batch: BatchRow, now: number): TransactItem[] {
     const e = new Expression();
-    e.when(`${e.name('status')} = ${e.value(batch.status)}`)
-      .when(`${e.name('nCalling')} = ${e.value(batch.nCalling)}`)
+    e.when(e.eq('status', batch.status))
+      .when(e.eq('nCalling', batch.nCalling))
       .set('status', BatchStatus.Deleted)
       .set('deletedAt', iso(now))
       .set('updatedAt', iso(now));
-    const items: TransactItem[] = [this.update(batchKey(batch.batchId), e.build())];
+    const items: TransactItem[] = [this.update('batch', batchKey(batch.batchId), e)];
     if (batch.nCalling > 0) {
       const t = new Expression();
-      t.when(is.exists(t)).add('active', -batch.nCalling).set('updatedAt', iso(now));
-      items.push(this.update(tenantKey(batch.tenantId), t.build()));
+      t.when(is.exists(t)).increment('active', -batch.nCalling).set('updatedAt', iso(now));
+      items.push(this.update('tenant', tenantKey(batch.tenantId), t));
     }
     return items;
   }
@@ -302,10 +241,9 @@ export class CallsStore {
     const { batch, now } = d;
     const round = batch.round;
     const contact = new Expression();
-    const attempts = contact.name('attempts');
-    const countDial = `${attempts} = if_not_exists(${attempts}, ${contact.value(0)}) + ${contact.value(1)}`;
     contact
       .when(is.dialableIn(contact, round))
+      .increment('attempts', 1, 0)
       .set('batchId', batch.batchId)
       .set('contactNumber', d.contactNumber)
       .set('status', ContactStatus.Calling)
@@ -317,7 +255,7 @@ export class CallsStore {
       .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
 
     const tenant = new Expression();
-    tenant.when(is.exists(tenant)).when(is.slotFree(tenant)).add('active', 1).set('updatedAt', iso(now));
+    tenant.when(is.exists(tenant)).when(is.slotFree(tenant)).increment('active', 1).set('updatedAt', iso(now));
 
     const from = round === 1 ? ContactStatus.Queued : ContactStatus.RetryEligible;
     const b = new Expression();
@@ -327,13 +265,13 @@ export class CallsStore {
       .set('dialPage', d.next.page)
       .set('dialPos', d.next.pos)
       .set('dialComplete', d.next.page >= batch.listPages)
-      .add(countAttribute(ContactStatus.Calling), 1)
-      .add(countAttribute(from), -1)
+      .increment(countAttribute(ContactStatus.Calling), 1)
+      .increment(countAttribute(from), -1)
       .set('updatedAt', iso(now));
     return [
-      this.update(contactKey(batch.batchId, d.contactNumber), withSets(contact.build(), [countDial])),
-      this.update(tenantKey(batch.tenantId), tenant.build()),
-      this.update(batchKey(batch.batchId), b.build()),
+      this.update('contact', contactKey(batch.batchId, d.contactNumber), contact),
+      this.update('tenant', tenantKey(batch.tenantId), tenant),
+      this.update('batch', batchKey(batch.batchId), b),
     ];
   }
 
@@ -350,9 +288,9 @@ export class CallsStore {
       .set('dialPos', next.pos)
       .set('dialComplete', next.page >= batch.listPages)
       .set('updatedAt', iso(now));
-    if (finaliseIf === 'calls_in_progress') e.when(`${e.name('nCalling')} > ${e.value(0)}`);
-    if (finaliseIf === 'round_done') e.when(`${e.name('nCalling')} = ${e.value(0)}`);
-    return this.update(batchKey(batch.batchId), e.build());
+    if (finaliseIf === 'calls_in_progress') e.when(e.gt('nCalling', 0));
+    if (finaliseIf === 'round_done') e.when(e.eq('nCalling', 0));
+    return this.update('batch', batchKey(batch.batchId), e);
   }
 
   // ─── completing a call ──────────────────────────────────────────────────────────────────────────
@@ -378,27 +316,26 @@ export class CallsStore {
     }
 
     const tenant = new Expression();
-    tenant.when(is.exists(tenant)).add('active', -1).set('updatedAt', iso(c.now));
+    tenant.when(is.exists(tenant)).increment('active', -1).set('updatedAt', iso(c.now));
 
     const b = new Expression();
-    const byCode = `${b.name('byCode')}.${b.name(c.code)}`;
-    const countCode = `${byCode} = if_not_exists(${byCode}, ${b.value(0)}) + ${b.value(1)}`;
     b.when(is.inProgressRound(b, c.round))
       .when(c.last ? is.lastCall(b) : is.notLastCall(b))
-      .add(countAttribute(ContactStatus.Calling), -1)
-      .add(countAttribute(ContactStatus.Completed), 1)
+      .increment(['byCode', c.code], 1, 0)
+      .increment(countAttribute(ContactStatus.Calling), -1)
+      .increment(countAttribute(ContactStatus.Completed), 1)
       .set('updatedAt', iso(c.now));
     return [
-      this.update(contactKey(c.batchId, c.contactNumber), contact.build()),
-      this.update(tenantKey(c.tenantId), tenant.build()),
-      this.update(batchKey(c.batchId), withSets(b.build(), [countCode])),
+      this.update('contact', contactKey(c.batchId, c.contactNumber), contact),
+      this.update('tenant', tenantKey(c.tenantId), tenant),
+      this.update('batch', batchKey(c.batchId), b),
     ];
   }
 
   // ─── finalising a round ─────────────────────────────────────────────────────────────────────────
 
   /**
-   * One step of the finaliser over the round's list, items [...contacts, next list page?, batch]: each
+   * One step of the finaliser over the round's list, items [contact <number>…, next list page?, batch]: each
    * promoted contact goes Completed → RetryEligible (only if it still is Completed with the code read),
    * the promoted numbers become one page of the next round's list, and the batch moves the finaliser's
    * cursor and its counts (only if nobody moved the cursor).
@@ -415,11 +352,11 @@ export class CallsStore {
     const items: TransactItem[] = promote.map((p) => {
       const e = new Expression();
       e.when(is.completedIn(e, batch.round, p.code)).set('status', ContactStatus.RetryEligible).set('updatedAt', iso(now));
-      return this.update(contactKey(batch.batchId, p.contactNumber), e.build());
+      return this.update(`contact ${p.contactNumber}`, contactKey(batch.batchId, p.contactNumber), e);
     });
     if (promote.length > 0) {
       const page: ListPage = { ...listKey(batch.batchId, batch.round + 1, batch.nextPages), round: batch.round + 1, page: batch.nextPages, numbers: promote.map((p) => p.contactNumber) };
-      items.push({ Put: { TableName: this.tableName, Item: page } });
+      items.push(putItem('next list page', this.tableName, page));
     }
     const b = new Expression();
     b.when(is.inProgressRound(b, batch.round))
@@ -430,18 +367,14 @@ export class CallsStore {
       .set('updatedAt', iso(now));
     const codeCounts = new Map<string, number>();
     for (const p of promote) codeCounts.set(p.code, (codeCounts.get(p.code) ?? 0) + 1);
-    const extra: string[] = [];
     if (promote.length > 0) {
-      b.add('nextPages', 1)
-        .add('nextSize', promote.length)
-        .add(countAttribute(ContactStatus.Completed), -promote.length)
-        .add(countAttribute(ContactStatus.RetryEligible), promote.length);
-      for (const [code, n] of codeCounts) {
-        const path = `${b.name('byCode')}.${b.name(code)}`;
-        extra.push(`${path} = ${path} - ${b.value(n)}`);
-      }
+      b.increment('nextPages', 1)
+        .increment('nextSize', promote.length)
+        .increment(countAttribute(ContactStatus.Completed), -promote.length)
+        .increment(countAttribute(ContactStatus.RetryEligible), promote.length);
+      for (const [code, n] of codeCounts) b.increment(['byCode', code], -n);
     }
-    items.push(this.update(batchKey(batch.batchId), withSets(b.build(), extra)));
+    items.push(this.update('batch', batchKey(batch.batchId), b));
     return items;
   }
 
@@ -454,7 +387,7 @@ export class CallsStore {
       .set('status', BatchStatus.Finalised)
       .set('finalisedAt', iso(now))
       .set('updatedAt', iso(now));
-    return this.update(batchKey(batch.batchId), e.build());
+    return this.update('batch', batchKey(batch.batchId), e);
   }
 
   /**
@@ -467,7 +400,7 @@ export class CallsStore {
     e.when(is.inProgressRound(e, batch.round))
       .when(is.roundDone(e))
       .when(is.finCursorAt(e, batch.finPage, batch.finPos))
-      .when(`${e.name('nextSize')} = ${e.value(batch.nextSize)}`)
+      .when(e.eq('nextSize', batch.nextSize))
       .set('status', BatchStatus.InProgress)
       .set('round', batch.round + 1)
       .set('listPages', batch.nextPages)
@@ -480,31 +413,11 @@ export class CallsStore {
       .set('nextPages', 0)
       .set('nextSize', 0)
       .set('updatedAt', iso(now));
-    return this.update(batchKey(batch.batchId), e.build());
+    return this.update('batch', batchKey(batch.batchId), e);
   }
 
-  private update(key: Record<string, string>, built: ReturnType<Expression['build']>): TransactItem {
-    return {
-      Update: {
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: built.UpdateExpression!,
-        ...(built.ExpressionAttributeNames ? { ExpressionAttributeNames: built.ExpressionAttributeNames } : {}),
-        ...(built.ExpressionAttributeValues ? { ExpressionAttributeValues: built.ExpressionAttributeValues } : {}),
-        // A refused condition returns the item as stored: the caller decides from it, without a read.
-        ...(built.ConditionExpression ? { ConditionExpression: built.ConditionExpression, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
-      },
-    };
+  /** An Update of this table; a refused condition returns the item as stored (ALL_OLD): the caller decides from it, without a read. */
+  private update(name: string, key: Record<string, string>, e: Expression): TransactItem {
+    return updateItem(name, this.tableName, key, e, { returnStored: true });
   }
-}
-
-/**
- * Adds SET assignments the builder cannot express (`if_not_exists`, a map entry by a code's name) to a
- * built update; their placeholders must come from the same {@link Expression}.
- */
-function withSets(built: ReturnType<Expression['build']>, assignments: readonly string[]): ReturnType<Expression['build']> {
-  if (assignments.length === 0) return built;
-  const update = built.UpdateExpression ?? '';
-  const merged = update.startsWith('SET ') ? `SET ${assignments.join(', ')}, ${update.slice(4)}` : `SET ${assignments.join(', ')} ${update}`.trim();
-  return { ...built, UpdateExpression: merged };
 }

@@ -87,7 +87,7 @@ export class JobClient {
   }
 
   /** Sends the wake-ups of jobs committed in a caller's transaction. Never throws: a lost send is the rescuer's. */
-  async afterCommit(prepared: readonly PreparedJob[]): Promise<void> {
+  async afterCommit(prepared: readonly Pick<PreparedJob, 'id' | 'wakeUp'>[]): Promise<void> {
     await Promise.all(
       prepared.map(async (job) => {
         try {
@@ -120,7 +120,7 @@ export class JobClient {
   /** Runs a discarded, cancelled or waiting job now, keeping its history. */
   async retry(id: string): Promise<JobRow> {
     const row = await this.store.retryNow(id, this.clock.now());
-    await this.afterCommit([{ id, item: {}, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
+    await this.afterCommit([{ id, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
     return row;
   }
 
@@ -131,7 +131,7 @@ export class JobClient {
    */
   async wake(id: string): Promise<JobRow> {
     const row = await this.store.wake(id, this.clock.now());
-    await this.afterCommit([{ id, item: {}, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
+    await this.afterCommit([{ id, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
     return row;
   }
 

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, paginateQuery, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, Expression, InvalidCursorError, keyCursor, queryKeyAttributes } from '../platform/dynamo.ts';
+import { conditionFailure, Expression, InvalidCursorError, keyCursor, putItem, queryKeyAttributes, updateItem } from '../platform/dynamo.ts';
+import type { TransactItem } from '../platform/dynamo.ts';
 import { ClaimRefusedError, DuplicateJobError, JobNotFoundError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { ClaimRefusal } from './errors.ts';
 import type { DiscardReason } from './outcomes.ts';
@@ -11,24 +12,25 @@ import type { AttemptRecord, JobRow, PeriodicStatus } from './row.ts';
 import { allStates, isTerminal, JobState, pendingStates, transitions } from './states.ts';
 import type { TransitionName } from './states.ts';
 
-/** One item of a DynamoDB TransactWriteItems request (document form). */
-export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+/** One named item of a DynamoDB TransactWriteItems request (see `transact` in platform/dynamo.ts). */
+export type { TransactItem };
 
 /** Condition fragments, named; each conditional write below is a list of these. */
 const is = {
   /** The job is in one of the states the transition may start from. */
   from: (e: Expression, name: TransitionName) => e.inList('state', transitions[name].from),
   /** The wake-up is for the current schedule. */
-  currentSeq: (e: Expression, seq: number) => `${e.name('seq')} = ${e.value(seq)}`,
+  currentSeq: (e: Expression, seq: number) => e.eq('seq', seq),
   /** Its time has come. */
-  due: (e: Expression, now: number) => `${e.name('scheduledAt')} <= ${e.value(iso(now))}`,
+  due: (e: Expression, now: number) => e.le('scheduledAt', iso(now)),
   /** Its domain has not asked to stop it. */
-  notCancelRequested: (e: Expression) => `attribute_not_exists(${e.name('cancelRequestedAt')})`,
+  notCancelRequested: (e: Expression) => e.notExists('cancelRequestedAt'),
   /** The caller holds the claim. */
-  holdsLease: (e: Expression, token: string) => `${e.name('leaseToken')} = ${e.value(token)}`,
+  holdsLease: (e: Expression, token: string) => e.eq('leaseToken', token),
   /** The claim's lease has run out. */
-  leaseExpired: (e: Expression, now: number) => `${e.name('leaseUntil')} < ${e.value(iso(now))}`,
-  exists: (e: Expression) => `attribute_exists(${e.name('id')})`,
+  leaseExpired: (e: Expression, now: number) => e.lt('leaseUntil', iso(now)),
+  exists: (e: Expression) => e.exists('id'),
+  absent: (e: Expression) => e.notExists('id'),
 };
 
 /** A job that is new: what {@link JobStore.insertItem} writes. */
@@ -66,7 +68,7 @@ export class JobStore {
     this.tableName = tableName;
   }
 
-  /** The Put that creates a job; it joins a caller's TransactWriteItems (the outbox). */
+  /** The Put that creates a job, named `job <id>`; it joins a caller's TransactWriteItems (the outbox). */
   insertItem(job: NewJob): TransactItem {
     const row: JobRow = {
       id: job.id,
@@ -84,14 +86,8 @@ export class JobStore {
       snoozes: 0,
       stateOrder: stateOrder(job.scheduledAt, job.id),
     };
-    return {
-      Put: {
-        TableName: this.tableName,
-        Item: row,
-        ConditionExpression: 'attribute_not_exists(#id)',
-        ExpressionAttributeNames: { '#id': 'id' },
-      },
-    };
+    const e = new Expression();
+    return putItem(`job ${job.id}`, this.tableName, row, e.when(is.absent(e)));
   }
 
   /** Creates a job on its own; an existing id raises {@link DuplicateJobError} and changes nothing. */
@@ -133,7 +129,7 @@ export class JobStore {
       .when(is.due(e, now))
       .when(is.notCancelRequested(e))
       .set('state', JobState.running)
-      .add('attempt', 1)
+      .increment('attempt', 1)
       .set('leaseToken', token)
       .set('leaseUntil', iso(leaseUntil))
       .set('attemptedAt', iso(now))
@@ -168,7 +164,7 @@ export class JobStore {
   /** snooze: the claim holder asks to run at `until`; the attempt is given back. */
   snooze(job: ClaimedJob, now: number, until: number, reason: string): Promise<JobRow> {
     const e = this.reschedule(job, now, until, JobState.snoozed);
-    e.add('attempt', -1).add('snoozes', 1).set('lastSnooze', { at: iso(now), until: iso(until), reason });
+    e.increment('attempt', -1).increment('snoozes', 1).set('lastSnooze', { at: iso(now), until: iso(until), reason });
     return this.onClaim(job, e, 'snooze');
   }
 
@@ -228,8 +224,8 @@ export class JobStore {
   async cancelRequested(job: JobRow, now: number): Promise<JobRow> {
     const e = new Expression();
     e.when(is.from(e, 'cancel'))
-      .when(`attribute_exists(${e.name('cancelRequestedAt')})`)
-      .when(`${e.name('state')} <> ${e.value(JobState.running)}`)
+      .when(e.exists('cancelRequestedAt'))
+      .when(e.ne('state', JobState.running))
       .set('state', JobState.cancelled)
       .set('finalizedAt', iso(now))
       .set('updatedAt', iso(now))
@@ -239,24 +235,15 @@ export class JobStore {
   }
 
   /**
-   * The Update that asks a job to stop, for a domain transaction (a call's result cancels its watchdog).
+   * The Update that asks a job to stop, for a domain transaction (a call's result cancels its watchdog),
+   * named `cancel <id>`.
    * It never fails the caller's transaction on the job's state: a pending job is cancelled at its next
    * wake-up, a running one finishes as it would have.
    */
   requestCancelItem(id: string, now: number): TransactItem {
     const e = new Expression();
     e.when(is.exists(e)).set('cancelRequestedAt', iso(now));
-    const built = e.build();
-    return {
-      Update: {
-        TableName: this.tableName,
-        Key: { id },
-        UpdateExpression: built.UpdateExpression!,
-        ConditionExpression: built.ConditionExpression,
-        ExpressionAttributeNames: built.ExpressionAttributeNames,
-        ExpressionAttributeValues: built.ExpressionAttributeValues,
-      },
-    };
+    return updateItem(`cancel ${id}`, this.tableName, { id }, e);
   }
 
   /**
@@ -288,7 +275,7 @@ export class JobStore {
     e.when(is.from(e, 'wake'))
       .set('state', JobState.available)
       .set('scheduledAt', iso(now))
-      .add('seq', 1)
+      .increment('seq', 1)
       .set('updatedAt', iso(now))
       .set('stateOrder', stateOrder(now, id))
       .remove('lastDispatchAt');
@@ -298,23 +285,21 @@ export class JobStore {
   /** Records that the rescuer re-sent a wake-up, so the next pass leaves it alone for a while. */
   async touchDispatch(job: JobRow, now: number, notSince: number): Promise<JobRow> {
     const e = new Expression();
-    const last = e.name('lastDispatchAt');
-    e.when(`${e.name('state')} = ${e.value(job.state)}`)
+    e.when(e.eq('state', job.state))
       .when(is.currentSeq(e, job.seq))
-      .when(`attribute_not_exists(${last}) OR ${last} < ${e.value(iso(notSince))}`)
+      .when(e.or(e.notExists('lastDispatchAt'), e.lt('lastDispatchAt', iso(notSince))))
       .set('lastDispatchAt', iso(now));
     return this.write(job.id, e, 'touchDispatch');
   }
 
   /** Jobs in `state` whose time in that state (scheduledAt, or leaseUntil when running) is at or before `before`. */
   async findDue(state: JobState, before: number, limit: number): Promise<JobRow[]> {
+    const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: jobsTable.indexes[0].name,
-        KeyConditionExpression: '#state = :state AND #order <= :before',
-        ExpressionAttributeNames: { '#state': 'state', '#order': 'stateOrder' },
-        ExpressionAttributeValues: { ':state': state, ':before': `${iso(before)}#~` },
+        ...e.forQuery(e.and(e.eq('state', state), e.le('stateOrder', `${iso(before)}#~`))),
         Limit: limit,
       }),
     );
@@ -329,17 +314,10 @@ export class JobStore {
     const counts = Object.fromEntries(allStates.map((s) => [s, 0])) as Record<JobState, number>;
     await Promise.all(
       allStates.map(async (state) => {
+        const e = new Expression();
         const pages = paginateQuery(
           { client: this.db },
-          {
-            TableName: this.tableName,
-            IndexName: jobsTable.indexes[0].name,
-            KeyConditionExpression: '#state = :state',
-            ...(kind ? { FilterExpression: '#kind = :kind' } : {}),
-            ExpressionAttributeNames: { '#state': 'state', ...(kind ? { '#kind': 'kind' } : {}) },
-            ExpressionAttributeValues: { ':state': state, ...(kind ? { ':kind': kind } : {}) },
-            Select: 'COUNT',
-          },
+          { TableName: this.tableName, IndexName: jobsTable.indexes[0].name, ...inState(e, state, kind), Select: 'COUNT' },
         );
         for await (const page of pages) counts[state] += page.Count ?? 0;
       }),
@@ -371,10 +349,7 @@ export class JobStore {
         new QueryCommand({
           TableName: this.tableName,
           IndexName: jobsTable.indexes[0].name,
-          KeyConditionExpression: '#state = :state',
-          ...(query.kind ? { FilterExpression: '#kind = :kind' } : {}),
-          ExpressionAttributeNames: { '#state': 'state', ...(query.kind ? { '#kind': 'kind' } : {}) },
-          ExpressionAttributeValues: { ':state': query.state, ...(query.kind ? { ':kind': query.kind } : {}) },
+          ...inState(new Expression(), query.state, query.kind),
           ScanIndexForward: false,
           Limit: limit - jobs.length,
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -449,6 +424,11 @@ export class JobStore {
       throw error;
     }
   }
+}
+
+/** The Query of the byState index for one state, optionally kept to one kind. */
+function inState(e: Expression, state: JobState, kind: string | undefined) {
+  return e.forQuery(e.eq('state', state), kind ? e.eq('kind', kind) : undefined);
 }
 
 /** The id of a periodic kind's status row. */

@@ -46,6 +46,7 @@ export async function requestAccess(deps: AccessDeps, tenantId: string, email: s
   const job = deps.jobs.prepare(approvalMailKind, { tenantId, requestId }, { id: `access_request.approval_mail:${requestId}`, at: now });
   const result = await deps.store.transact([...deps.store.accessRequestItems(request, now), job.item]);
   if (!result.committed) {
+    if (result.contention || result.refused['open request']?.code !== 'ConditionalCheckFailed') throw result.error;
     const open = await deps.store.getOpenRequestOf(tenantId, email);
     // The open request expired between the refusal and this read: rare; the caller may ask again.
     if (!open) throw new Error(`access request of ${email} refused, but no open request was found`);

@@ -39,7 +39,7 @@ export interface PreparedOwnerEmailChange {
  *
  * @example
  * const change = await prepareOwnerEmailChange({ store, jobs }, tenantId, body.ownerEmail, clock.now());
- * await db.send(new TransactWriteCommand({ TransactItems: [tenantPut, ...change.items] }));
+ * const outcome = await transact(db, [tenantItem, ...change.items]);
  * await jobs.afterCommit(change.jobs);
  */
 export async function prepareOwnerEmailChange(deps: OwnerEmailDeps, tenantId: string, email: string, now: number): Promise<PreparedOwnerEmailChange> {
@@ -66,7 +66,8 @@ export async function prepareOwnerEmailChange(deps: OwnerEmailDeps, tenantId: st
 export async function changeOwnerEmail(deps: OwnerEmailDeps, tenantId: string, email: string, now: number): Promise<PreparedOwnerEmailChange> {
   const change = await prepareOwnerEmailChange(deps, tenantId, email, now);
   if (change.items.length) {
-    await deps.store.transact(change.items);
+    const result = await deps.store.transact(change.items);
+    if (!result.committed) throw result.error;
     await deps.jobs.afterCommit(change.jobs);
   }
   return change;

@@ -1,9 +1,9 @@
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, Expression, transactionCancelled } from '../platform/dynamo.ts';
+import { conditionFailure, Expression, putItem, transact, updateItem } from '../platform/dynamo.ts';
+import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import type { TableDefinition } from '../platform/tables.ts';
-import type { TransactItem } from '../jobs/index.ts';
 import { windowOf } from './caps.ts';
 import type { Cap } from './caps.ts';
 import { LinkRefusedError, MarkRefusedError } from './errors.ts';
@@ -136,7 +136,7 @@ export class MailStore {
     return this.get<OwnerContact>(contactKey(tenantId));
   }
 
-  /** The Update that makes `email` the pending owner address (superseding any earlier pending one). */
+  /** The Update that makes `email` the pending owner address (superseding any earlier pending one), item `owner contact`. */
   pendingEmailItem(input: { tenantId: string; email: string; pendingId: string; token: string; tokenHash: string; expiresAt: number; now: number }): TransactItem {
     const e = new Expression()
       .set('tenantId', input.tenantId)
@@ -148,7 +148,7 @@ export class MailStore {
       .set('pendingRequestedAt', iso(input.now))
       .set('updatedAt', iso(input.now))
       .remove('pendingMailedAt');
-    return { Update: { TableName: this.tableName, Key: contactKey(input.tenantId), ...e.build() } as NonNullable<TransactItem['Update']> };
+    return updateItem('owner contact', this.tableName, contactKey(input.tenantId), e);
   }
 
   /**
@@ -157,23 +157,16 @@ export class MailStore {
    */
   async confirmEmail(tenantId: string, tokenHash: string, now: number): Promise<OwnerContact> {
     const e = new Expression();
-    e.when(`${e.name('pendingTokenHash')} = ${e.value(tokenHash)}`).when(`${e.name('pendingExpiresAt')} > ${e.value(iso(now))}`);
-    const email = e.name('email');
-    const pendingEmail = e.name('pendingEmail');
-    const update = `SET ${email} = ${pendingEmail}, ${e.name('confirmedAt')} = ${e.value(iso(now))}, ${e.name('confirmedTokenHash')} = ${e.value(tokenHash)}, ${e.name('updatedAt')} = ${e.value(iso(now))} REMOVE ${pendingEmail}, ${e.name('pendingId')}, ${e.name('pendingToken')}, ${e.name('pendingTokenHash')}, ${e.name('pendingExpiresAt')}, ${e.name('pendingRequestedAt')}, ${e.name('pendingMailedAt')}`;
-    const built = e.build();
+    e.when(e.eq('pendingTokenHash', tokenHash))
+      .when(e.gt('pendingExpiresAt', iso(now)))
+      .set('email', e.attr('pendingEmail'))
+      .set('confirmedAt', iso(now))
+      .set('confirmedTokenHash', tokenHash)
+      .set('updatedAt', iso(now))
+      .remove('pendingEmail', 'pendingId', 'pendingToken', 'pendingTokenHash', 'pendingExpiresAt', 'pendingRequestedAt', 'pendingMailedAt');
     try {
       const result = await this.db.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: contactKey(tenantId),
-          ConditionExpression: built.ConditionExpression,
-          UpdateExpression: update,
-          ExpressionAttributeNames: built.ExpressionAttributeNames,
-          ExpressionAttributeValues: built.ExpressionAttributeValues,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
+        new UpdateCommand({ TableName: this.tableName, Key: contactKey(tenantId), ...e.build(), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
       );
       return result.Attributes as OwnerContact;
     } catch (error) {
@@ -192,7 +185,7 @@ export class MailStore {
    */
   async markConfirmationMailed(tenantId: string, pendingId: string, now: number): Promise<void> {
     const e = new Expression().set('pendingMailedAt', iso(now)).remove('pendingToken');
-    e.when(`${e.name('pendingId')} = ${e.value(pendingId)}`).when(`attribute_not_exists(${e.name('pendingMailedAt')})`);
+    e.when(e.eq('pendingId', pendingId)).when(e.notExists('pendingMailedAt'));
     try {
       await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: contactKey(tenantId), ...e.build() }));
     } catch (error) {
@@ -217,14 +210,10 @@ export class MailStore {
   /** Records what became of an owner.notify, once; a second record for the same event is refused. */
   async putNotice(notice: Omit<Notice, 'expiresAt'>, now: number): Promise<Notice> {
     const item: Notice = { ...notice, expiresAt: epochSeconds(now) + MAIL_RECORD_RETENTION_SECONDS };
+    const e = new Expression();
+    e.when(e.notExists('pk'));
     try {
-      await this.db.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...noticeKey(notice.tenantId, notice.eventId), ...item },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        }),
-      );
+      await this.db.send(new PutCommand({ TableName: this.tableName, Item: { ...noticeKey(notice.tenantId, notice.eventId), ...item }, ...e.build() }));
     } catch (error) {
       if (conditionFailure(error).failed) throw new MarkRefusedError(`notice ${notice.eventId} of tenant ${notice.tenantId} is recorded already`, { cause: error });
       throw error;
@@ -234,11 +223,11 @@ export class MailStore {
 
   /** A tenant's notices, newest event ids last (the panel lists drops with it). */
   async listNotices(tenantId: string, limit = 100): Promise<Notice[]> {
+    const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': tenantPk(tenantId), ':prefix': 'NOTICE#' },
+        ...e.forQuery(e.and(e.eq('pk', tenantPk(tenantId)), e.beginsWith('sk', 'NOTICE#'))),
         Limit: limit,
         ConsistentRead: true,
       }),
@@ -258,48 +247,36 @@ export class MailStore {
   }
 
   /**
-   * The writes that record a new access request: the request, and the address's open-request row, which
-   * refuses a second request from the same address while the first one's links are alive.
+   * The writes that record a new access request: the request (item `access request`), and the address's
+   * open-request row (`open request`), which refuses a second request from the same address while the
+   * first one's links are alive.
    */
   accessRequestItems(request: Omit<AccessRequest, 'expiresAt'>, now: number): TransactItem[] {
     const expiresAt = epochSeconds(now) + MAIL_RECORD_RETENTION_SECONDS;
+    const open = new Expression();
+    open.when(open.or(open.notExists('pk'), open.le('tokenExpiresAt', iso(now))));
+    const absent = new Expression();
+    absent.when(absent.notExists('pk'));
     return [
-      {
-        Put: {
-          TableName: this.tableName,
-          Item: { ...accessByEmailKey(request.tenantId, request.email), requestId: request.requestId, tokenExpiresAt: request.tokenExpiresAt, expiresAt: epochSeconds(Date.parse(request.tokenExpiresAt)) + 86400 },
-          ConditionExpression: 'attribute_not_exists(pk) OR tokenExpiresAt <= :now',
-          ExpressionAttributeValues: { ':now': iso(now) },
-        },
-      },
-      {
-        Put: {
-          TableName: this.tableName,
-          Item: { ...accessKey(request.tenantId, request.requestId), ...request, expiresAt },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        },
-      },
+      putItem(
+        'open request',
+        this.tableName,
+        { ...accessByEmailKey(request.tenantId, request.email), requestId: request.requestId, tokenExpiresAt: request.tokenExpiresAt, expiresAt: epochSeconds(Date.parse(request.tokenExpiresAt)) + 86400 },
+        open,
+      ),
+      putItem('access request', this.tableName, { ...accessKey(request.tenantId, request.requestId), ...request, expiresAt }, absent),
     ];
   }
 
-  /** Runs a caller's transaction; a refused condition comes back as the indexes of the items that refused. */
-  async transact(items: TransactItem[]): Promise<{ committed: true } | { committed: false; refused: number[] }> {
-    try {
-      await this.db.send(new TransactWriteCommand({ TransactItems: items }));
-      return { committed: true };
-    } catch (error) {
-      const cancelled = transactionCancelled(error);
-      if (!cancelled.cancelled || !cancelled.reasons.some((r) => r === 'ConditionalCheckFailed')) throw error;
-      return { committed: false, refused: cancelled.reasons.flatMap((r, i) => (r === 'ConditionalCheckFailed' ? [i] : [])) };
-    }
+  /** Runs a caller's transaction of named items (`transact` in platform/dynamo.ts): a cancellation is an outcome, by name. */
+  transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    return transact(this.db, items);
   }
 
   /** Consumes an access request's token: pending → approved or denied, once. Refused (nothing changed) otherwise. */
   async resolveAccessRequest(tenantId: string, requestId: string, tokenHash: string, decision: 'approved' | 'denied', now: number): Promise<AccessRequest> {
     const e = new Expression().set('status', decision).set('resolvedAt', iso(now)).remove('mailToken');
-    e.when(`${e.name('status')} = ${e.value('pending')}`)
-      .when(`${e.name('tokenHash')} = ${e.value(tokenHash)}`)
-      .when(`${e.name('tokenExpiresAt')} > ${e.value(iso(now))}`);
+    e.when(e.eq('status', 'pending')).when(e.eq('tokenHash', tokenHash)).when(e.gt('tokenExpiresAt', iso(now)));
     try {
       const result = await this.db.send(
         new UpdateCommand({ TableName: this.tableName, Key: accessKey(tenantId, requestId), ...e.build(), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
@@ -318,7 +295,7 @@ export class MailStore {
   /** Send, then mark: records that the approval mail went out, and drops its raw token. Refused if marked already. */
   async markAccessMailed(tenantId: string, requestId: string, now: number): Promise<void> {
     const e = new Expression().set('mailedAt', iso(now)).remove('mailToken');
-    e.when(`attribute_exists(${e.name('pk')})`).when(`attribute_not_exists(${e.name('mailedAt')})`);
+    e.when(e.exists('pk')).when(e.notExists('mailedAt'));
     try {
       await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: accessKey(tenantId, requestId), ...e.build() }));
     } catch (error) {
@@ -337,31 +314,27 @@ export class MailStore {
   async takeSlots(holder: string, requests: readonly SlotRequest[], now: number): Promise<SlotResult> {
     const updates = requests.map(({ cap, subject }) => {
       const window = windowOf(cap, now);
-      return {
-        TableName: this.tableName,
-        Key: capKey(cap, subject, window.start),
-        UpdateExpression: 'ADD #holders :holder SET #expiresAt = :expiresAt',
-        ConditionExpression: 'attribute_not_exists(#holders) OR size(#holders) < :limit OR contains(#holders, :id)',
-        ExpressionAttributeNames: { '#holders': 'holders', '#expiresAt': 'expiresAt' },
-        ExpressionAttributeValues: {
-          ':holder': new Set([holder]),
-          ':id': holder,
-          ':limit': cap.limit,
-          ':expiresAt': epochSeconds(window.end) + 86400,
-        },
-      };
+      const e = new Expression();
+      e.when(e.or(e.notExists('holders'), e.lt(e.size('holders'), cap.limit), e.contains('holders', holder)))
+        .add('holders', new Set([holder]))
+        .set('expiresAt', epochSeconds(window.end) + 86400);
+      return updateItem(`cap ${cap.name} ${subject}`, this.tableName, capKey(cap, subject, window.start), e);
     });
     if (updates.length === 1) {
       try {
-        await this.db.send(new UpdateCommand(updates[0]!));
+        await this.db.send(new UpdateCommand(updates[0]!.Update!));
         return { granted: true };
       } catch (error) {
         if (conditionFailure(error).failed) return { granted: false, full: [requests[0]!.cap] };
         throw error;
       }
     }
-    const result = await this.transact(updates.map((Update) => ({ Update })));
-    return result.committed ? { granted: true } : { granted: false, full: result.refused.map((i) => requests[i]!.cap) };
+    const result = await this.transact(updates);
+    if (result.committed) return { granted: true };
+    const full = requests.filter((_, i) => result.refused[updates[i]!.name]?.code === 'ConditionalCheckFailed').map((r) => r.cap);
+    // Contention, or a refusal no cap explains: not an answer about the caps.
+    if (result.contention || full.length === 0) throw result.error;
+    return { granted: false, full };
   }
 
   /** How many slots a cap's window holds (tests, the panel). */

@@ -4,6 +4,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isContention } from './dynamo.ts';
 import type { RequestRecorder } from './recorder.ts';
 
 /**
@@ -153,11 +154,8 @@ function endpoint(url: string | undefined): { endpoint?: string } {
 /** Credentials DynamoDB Local accepts; never used against AWS. */
 export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
+/** Transient errors that are not contention ({@link isContention} has those): the service or the network failed. */
 const TRANSIENT_NAMES = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
-  'TransactionConflictException',
   'TransactionInProgressException',
   'InternalServerError',
   'InternalFailure',
@@ -169,17 +167,15 @@ const TRANSIENT_NAMES = new Set([
 
 /**
  * Whether an AWS (or network) error is transient: worth trying again later, by the job layer or by the
- * caller of a synchronous request (which gets a 503 at once).
+ * caller of a synchronous request (which gets a 503 at once). Contention (a conflict, throttling, a
+ * capacity limit; also as a cancelled transaction's reason) is transient.
  */
 export function isTransientAwsError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
+  if (isContention(error)) return true;
   const meta = error as { $retryable?: unknown; $metadata?: { httpStatusCode?: number }; code?: string };
   if (meta.$retryable) return true;
   if (TRANSIENT_NAMES.has(error.name)) return true;
   if ((meta.$metadata?.httpStatusCode ?? 0) >= 500) return true;
-  if (error.name === 'TransactionCanceledException') {
-    const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
-    return reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
-  }
   return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(meta.code ?? '');
 }

@@ -1,29 +1,62 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TableDefinition } from './tables.ts';
 
+// ─── Expressions ────────────────────────────────────────────────────────────────────────────────────
+
+/** An attribute, or a path into a map: `['byCode', code]` is `#byCode.#<code>` (each part its own placeholder). */
+export type AttributePath = string | readonly string[];
+
 /**
- * A small builder for DynamoDB update and condition expressions, so every conditional write reads as a
- * list of named fragments instead of a hand-assembled string with placeholder bookkeeping.
+ * An operand that is not a value: another attribute ({@link Expression.attr}) or its size
+ * ({@link Expression.size}). Anything else given where an operand goes is a value placeholder.
+ */
+export class Operand {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+type Comparator = '=' | '<>' | '<' | '<=' | '>' | '>=';
+
+/**
+ * A builder for DynamoDB update and condition expressions: every attribute name and value becomes a
+ * placeholder, every clause (SET, ADD, REMOVE) is assembled by the builder, so a conditional write reads
+ * as a list of named fragments and nothing is spliced into a finished expression.
+ *
+ * Placeholders: a name is `#` and the attribute (characters outside `[A-Za-z0-9_]` become `_`, and a
+ * suffix keeps two attributes that read alike apart); values are `:v0`, `:v1`, … in the order they are
+ * asked for.
  *
  * @example
- * const u = new Expression();
- * u.set('state', 'running').add('attempt', 1).when(`${u.name('state')} = ${u.value('available')}`);
+ * const e = new Expression();
+ * e.when(e.eq('state', 'available'))
+ *   .set('state', 'running')
+ *   .increment('attempt', 1)
+ *   .increment(['byCode', code], 1, 0); // SET #byCode.#NO_PICKUP = if_not_exists(#byCode.#NO_PICKUP, :v3) + :v4
+ * await db.send(new UpdateCommand({ TableName, Key, ...e.build() }));
  */
 export class Expression {
+  private readonly placeholders = new Map<string, string>();
   private readonly names: Record<string, string> = {};
   private readonly values: Record<string, unknown> = {};
   private readonly sets: string[] = [];
+  private readonly adds: string[] = [];
   private readonly removes: string[] = [];
   private readonly conditions: string[] = [];
   private counter = 0;
 
-  /** The placeholder for an attribute name. */
-  name(attribute: string): string {
-    const key = `#${attribute.replace(/[^A-Za-z0-9_]/g, '_')}`;
-    this.names[key] = attribute;
-    return key;
+  // ─── placeholders and operands ───
+
+  /** The placeholder for an attribute, or the dotted placeholders of a map path. */
+  name(path: AttributePath): string {
+    const parts = typeof path === 'string' ? [path] : path;
+    if (parts.length === 0) throw new RangeError('an attribute path needs at least one name');
+    return parts.map((part) => this.placeholder(part)).join('.');
   }
 
   /** The placeholder for a value. */
@@ -33,49 +66,145 @@ export class Expression {
     return key;
   }
 
-  set(attribute: string, value: unknown): this {
-    this.sets.push(`${this.name(attribute)} = ${this.value(value)}`);
+  /** Another attribute as an operand: `e.lt('active', e.attr('concurrencyLimit'))`, `e.set('email', e.attr('pendingEmail'))`. */
+  attr(path: AttributePath): Operand {
+    return new Operand(this.name(path));
+  }
+
+  /** The size of an attribute (a string's length, a set's or list's count) as an operand. */
+  size(path: AttributePath): Operand {
+    return new Operand(`size(${this.name(path)})`);
+  }
+
+  // ─── update clauses ───
+
+  /** SET path = value (or another attribute, {@link attr}). */
+  set(path: AttributePath, value: unknown): this {
+    this.sets.push(`${this.name(path)} = ${this.operand(value)}`);
     return this;
   }
 
-  /** SET attribute = if_not_exists(attribute, value): keeps a value already there. */
-  setIfNotExists(attribute: string, value: unknown): this {
-    const name = this.name(attribute);
+  /** SET path = if_not_exists(path, value): keeps a value already there. */
+  setIfNotExists(path: AttributePath, value: unknown): this {
+    const name = this.name(path);
     this.sets.push(`${name} = if_not_exists(${name}, ${this.value(value)})`);
     return this;
   }
 
-  /** SET attribute = attribute + n. */
-  add(attribute: string, n: number): this {
-    const name = this.name(attribute);
-    this.sets.push(`${name} = ${name} + ${this.value(n)}`);
+  /**
+   * SET path = path + by (a negative `by` decrements). The attribute must exist, unless `initial` is
+   * given: then a missing one counts from it (`if_not_exists(path, initial) + by`), which is how a map
+   * entry such as `byCode.<code>` is created by its first increment.
+   */
+  increment(path: AttributePath, by: number, initial?: number): this {
+    const name = this.name(path);
+    const current = initial === undefined ? name : `if_not_exists(${name}, ${this.value(initial)})`;
+    this.sets.push(`${name} = ${current} + ${this.value(by)}`);
     return this;
   }
 
-  /** SET attribute = list_append(attribute, [item]) (the list must exist). */
-  append(attribute: string, item: unknown): this {
-    const name = this.name(attribute);
+  /** SET path = list_append(path, [item]) (the list must exist). */
+  append(path: AttributePath, item: unknown): this {
+    const name = this.name(path);
     this.sets.push(`${name} = list_append(${name}, ${this.value([item])})`);
     return this;
   }
 
-  remove(...attributes: string[]): this {
-    for (const attribute of attributes) this.removes.push(this.name(attribute));
+  /** ADD path value: adds to a number, or puts members into a set (a missing attribute starts empty). */
+  add(path: AttributePath, value: number | ReadonlySet<unknown>): this {
+    this.adds.push(`${this.name(path)} ${this.value(value)}`);
     return this;
   }
 
-  /** Adds a condition fragment; fragments are joined with AND. */
+  /** REMOVE path, … */
+  remove(...paths: AttributePath[]): this {
+    for (const path of paths) this.removes.push(this.name(path));
+    return this;
+  }
+
+  // ─── conditions ───
+
+  /** Adds a condition fragment; fragments are joined with AND, each in parentheses (once: DynamoDB refuses `((x))`). */
   when(fragment: string): this {
-    this.conditions.push(`(${fragment})`);
+    this.conditions.push(parenthesised(fragment) ? fragment : `(${fragment})`);
     return this;
   }
 
-  /** `attribute IN (values...)`. */
-  inList(attribute: string, values: readonly unknown[]): string {
-    return `${this.name(attribute)} IN (${values.map((v) => this.value(v)).join(', ')})`;
+  /** `path = value` (value: a value, or an {@link Operand}). */
+  eq(path: AttributePath | Operand, value: unknown): string {
+    return this.compare(path, '=', value);
   }
 
-  /** The expression fields of an UpdateItem, Put or ConditionCheck request. */
+  /** `path <> value`. */
+  ne(path: AttributePath | Operand, value: unknown): string {
+    return this.compare(path, '<>', value);
+  }
+
+  /** `path < value`. */
+  lt(path: AttributePath | Operand, value: unknown): string {
+    return this.compare(path, '<', value);
+  }
+
+  /** `path <= value`. */
+  le(path: AttributePath | Operand, value: unknown): string {
+    return this.compare(path, '<=', value);
+  }
+
+  /** `path > value`. */
+  gt(path: AttributePath | Operand, value: unknown): string {
+    return this.compare(path, '>', value);
+  }
+
+  /** `attribute_exists(path)`. */
+  exists(path: AttributePath): string {
+    return `attribute_exists(${this.name(path)})`;
+  }
+
+  /** `attribute_not_exists(path)`. */
+  notExists(path: AttributePath): string {
+    return `attribute_not_exists(${this.name(path)})`;
+  }
+
+  /** `contains(path, value)`: a string's substring, or a set's or list's member. */
+  contains(path: AttributePath, value: unknown): string {
+    return `contains(${this.name(path)}, ${this.value(value)})`;
+  }
+
+  /** `begins_with(path, prefix)`. */
+  beginsWith(path: AttributePath, prefix: string): string {
+    return `begins_with(${this.name(path)}, ${this.value(prefix)})`;
+  }
+
+  /** `path BETWEEN low AND high`. */
+  between(path: AttributePath, low: unknown, high: unknown): string {
+    return `${this.name(path)} BETWEEN ${this.value(low)} AND ${this.value(high)}`;
+  }
+
+  /** `path IN (values...)`. */
+  inList(path: AttributePath, values: readonly unknown[]): string {
+    return `${this.name(path)} IN (${values.map((v) => this.value(v)).join(', ')})`;
+  }
+
+  /** Fragments joined with AND (a fragment whose own top level is an OR is put in parentheses). */
+  and(...fragments: string[]): string {
+    if (fragments.length === 1) return fragments[0]!;
+    return fragments.map((f) => (topLevel(f).has('OR') ? `(${f})` : f)).join(' AND ');
+  }
+
+  /** Fragments joined with OR (a fragment whose own top level is an AND is put in parentheses). */
+  or(...fragments: string[]): string {
+    if (fragments.length === 1) return fragments[0]!;
+    return fragments.map((f) => (topLevel(f).has('AND') ? `(${f})` : f)).join(' OR ');
+  }
+
+  /** `NOT (fragment)`. */
+  not(fragment: string): string {
+    return `NOT (${fragment})`;
+  }
+
+  // ─── result ───
+
+  /** The expression fields of an UpdateItem, Put, Delete or ConditionCheck request. */
   build(): {
     UpdateExpression?: string;
     ConditionExpression?: string;
@@ -84,6 +213,7 @@ export class Expression {
   } {
     const update = [
       this.sets.length ? `SET ${this.sets.join(', ')}` : '',
+      this.adds.length ? `ADD ${this.adds.join(', ')}` : '',
       this.removes.length ? `REMOVE ${this.removes.join(', ')}` : '',
     ]
       .filter(Boolean)
@@ -91,10 +221,246 @@ export class Expression {
     return {
       ...(update ? { UpdateExpression: update } : {}),
       ...(this.conditions.length ? { ConditionExpression: this.conditions.join(' AND ') } : {}),
-      ...(Object.keys(this.names).length ? { ExpressionAttributeNames: this.names } : {}),
-      ...(Object.keys(this.values).length ? { ExpressionAttributeValues: this.values } : {}),
+      ...(Object.keys(this.names).length ? { ExpressionAttributeNames: { ...this.names } } : {}),
+      ...(Object.keys(this.values).length ? { ExpressionAttributeValues: { ...this.values } } : {}),
     };
   }
+
+  /**
+   * The expression fields of a Query: `key` is the key condition (a fragment on the partition key, and
+   * the sort key's if any), `filter` what is kept of the items read. Update clauses and `when` conditions
+   * do not belong in a Query.
+   */
+  forQuery(key: string, filter?: string): {
+    KeyConditionExpression: string;
+    FilterExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  } {
+    return { KeyConditionExpression: key, ...this.forScan(filter) };
+  }
+
+  /** The expression fields of a Scan (or the filter part of a Query): what is kept of the items read. */
+  forScan(filter?: string): {
+    FilterExpression?: string;
+    ExpressionAttributeNames?: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, unknown>;
+  } {
+    if (this.sets.length || this.adds.length || this.removes.length || this.conditions.length) throw new RangeError('a Query or Scan takes no update clauses and no write conditions');
+    const { ExpressionAttributeNames, ExpressionAttributeValues } = this.build();
+    return {
+      ...(filter !== undefined ? { FilterExpression: filter } : {}),
+      ...(ExpressionAttributeNames ? { ExpressionAttributeNames } : {}),
+      ...(ExpressionAttributeValues ? { ExpressionAttributeValues } : {}),
+    };
+  }
+
+  private compare(left: AttributePath | Operand, comparator: Comparator, right: unknown): string {
+    return `${left instanceof Operand ? left.text : this.name(left)} ${comparator} ${this.operand(right)}`;
+  }
+
+  private operand(value: unknown): string {
+    return value instanceof Operand ? value.text : this.value(value);
+  }
+
+  private placeholder(attribute: string): string {
+    const known = this.placeholders.get(attribute);
+    if (known !== undefined) return known;
+    if (attribute.length === 0) throw new RangeError('an attribute name cannot be empty');
+    const base = `#${attribute.replace(/[^A-Za-z0-9_]/g, '_')}`;
+    let key = base;
+    for (let n = 1; key in this.names; n++) key = `${base}_${n}`;
+    this.placeholders.set(attribute, key);
+    this.names[key] = attribute;
+    return key;
+  }
+}
+
+/** Whether one pair of parentheses holds the whole fragment: `(a OR b)`, not `(a) AND (b)`. */
+function parenthesised(fragment: string): boolean {
+  if (!fragment.startsWith('(') || !fragment.endsWith(')')) return false;
+  let depth = 0;
+  for (let i = 0; i < fragment.length; i++) {
+    if (fragment[i] === '(') depth++;
+    else if (fragment[i] === ')') depth--;
+    if (depth === 0 && i < fragment.length - 1) return false;
+  }
+  return true;
+}
+
+/** The logical operators at a fragment's top level (outside parentheses): what decides where precedence needs parentheses. */
+function topLevel(fragment: string): Set<'AND' | 'OR'> {
+  const found = new Set<'AND' | 'OR'>();
+  let depth = 0;
+  for (const token of fragment.split(/(\(|\)|\s+)/)) {
+    if (token === '(') depth++;
+    else if (token === ')') depth--;
+    else if (depth === 0 && (token === 'AND' || token === 'OR')) found.add(token);
+  }
+  return found;
+}
+
+// ─── Items ──────────────────────────────────────────────────────────────────────────────────────────
+
+/** One item of a TransactWriteItems request, in the document client's form. */
+export type WriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/**
+ * One item of a transaction, with a name: the outcome of a cancelled transaction reports each refused
+ * item under its name ({@link transact}), so nobody reads a reason by its position. Names are unique
+ * within a transaction (`contact`, `tenant`, `batch`, `job <id>`, …).
+ */
+export type TransactItem = WriteItem & { readonly name: string };
+
+/** Options of the item builders. */
+export interface ItemOptions {
+  /**
+   * Whether a refused condition returns the item as stored (`ReturnValuesOnConditionCheckFailure:
+   * ALL_OLD`), for a caller that decides from it without a read.
+   * @default false
+   */
+  returnStored?: boolean;
+}
+
+/** A conditional UpdateItem for a transaction, from an {@link Expression} with at least one update clause. */
+export function updateItem(name: string, tableName: string, key: Record<string, unknown>, e: Expression, options: ItemOptions = {}): TransactItem {
+  const { UpdateExpression, ...rest } = e.build();
+  if (UpdateExpression === undefined) throw new RangeError(`update ${name} changes nothing`);
+  return { name, Update: { TableName: tableName, Key: key, UpdateExpression, ...rest, ...returnStored(rest.ConditionExpression, options) } };
+}
+
+/** A Put for a transaction, optionally conditional (an {@link Expression} with conditions only). */
+export function putItem(name: string, tableName: string, item: object, e?: Expression, options: ItemOptions = {}): TransactItem {
+  const built = conditionOnly(name, e);
+  return { name, Put: { TableName: tableName, Item: item as Record<string, unknown>, ...built, ...returnStored(built.ConditionExpression, options) } };
+}
+
+/** A ConditionCheck for a transaction: the transaction commits only if `e`'s conditions hold on the item at `key`. */
+export function conditionCheck(name: string, tableName: string, key: Record<string, unknown>, e: Expression, options: ItemOptions = {}): TransactItem {
+  const { ConditionExpression, ...rest } = conditionOnly(name, e);
+  if (ConditionExpression === undefined) throw new RangeError(`condition check ${name} has no condition`);
+  return { name, ConditionCheck: { TableName: tableName, Key: key, ConditionExpression, ...rest, ...returnStored(ConditionExpression, options) } };
+}
+
+/** Gives an item from elsewhere (a caller's raw request) a name. */
+export function named(name: string, item: WriteItem): TransactItem {
+  return { ...item, name };
+}
+
+function conditionOnly(name: string, e: Expression | undefined): ReturnType<Expression['build']> {
+  if (!e) return {};
+  const built = e.build();
+  if (built.UpdateExpression !== undefined) throw new RangeError(`${name}: a Put or ConditionCheck takes conditions only`);
+  return built;
+}
+
+function returnStored(condition: string | undefined, options: ItemOptions): { ReturnValuesOnConditionCheckFailure?: 'ALL_OLD' } {
+  return condition !== undefined && options.returnStored ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {};
+}
+
+// ─── Transactions ───────────────────────────────────────────────────────────────────────────────────
+
+/** Why one item of a cancelled transaction failed, with the item as stored when it asked for it (ALL_OLD). */
+export interface Refusal {
+  /** `ConditionalCheckFailed`, `TransactionConflict`, `ThrottlingError`, `ValidationError`, … */
+  readonly code: string;
+  readonly item: Record<string, unknown> | undefined;
+}
+
+/** A transaction DynamoDB cancelled: what each refused item said, by name. */
+export interface TransactCancelled {
+  readonly committed: false;
+  /**
+   * Another writer or the capacity said no ({@link isContention}), not the state: a condition that
+   * failed beside a conflict says nothing. Try again later; nothing was written.
+   */
+  readonly contention: boolean;
+  /**
+   * The items whose reason is not `None`, by name (an item the request carried without a name, added on
+   * its way, is `item <index>`).
+   */
+  readonly refused: Readonly<Record<string, Refusal>>;
+  /** DynamoDB's TransactionCanceledException, for a caller that has no answer but to fail. */
+  readonly error: Error;
+}
+
+/** What one {@link transact} did. */
+export type TransactOutcome = { readonly committed: true } | TransactCancelled;
+
+/**
+ * Runs one TransactWriteItems of named items, sent once. A cancellation is an outcome, not an error:
+ * `{ committed: false, contention, refused: { <name>: { code, item } } }`; every other failure throws.
+ *
+ * @example
+ * const outcome = await transact(db, [...store.dialItems(dial), watchdog.item]);
+ * if (!outcome.committed && outcome.refused.tenant?.code === 'ConditionalCheckFailed') … // no free slot
+ */
+export async function transact(db: DynamoDBDocumentClient, items: readonly TransactItem[]): Promise<TransactOutcome> {
+  const names = items.map((item) => item.name);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw new RangeError(`two items of one transaction are named ${twice}`);
+  try {
+    await db.send(new TransactWriteCommand({ TransactItems: items.map(({ name: _name, ...item }) => item) }));
+    return { committed: true };
+  } catch (error) {
+    const reasons = cancellationReasons(error);
+    if (!reasons) throw error;
+    return cancelledOutcome(names, reasons, error as Error);
+  }
+}
+
+/**
+ * The outcome of a cancelled transaction, from its items' names and DynamoDB's reasons in item order
+ * (what {@link transact} returns; exported for the pure code that reads outcomes, and its tests).
+ */
+export function cancelledOutcome(names: readonly string[], reasons: readonly Refusal[], error: Error): TransactCancelled {
+  const refused: Record<string, Refusal> = {};
+  reasons.forEach((reason, i) => {
+    if (reason.code !== 'None') refused[names[i] ?? `item ${i}`] = reason;
+  });
+  return { committed: false, contention: reasons.some((r) => CONTENTION_REASONS.has(r.code)), refused, error };
+}
+
+/** The refused items' codes by name, for a log line: `{ tenant: 'ConditionalCheckFailed' }`. */
+export function refusedCodes(cancelled: TransactCancelled): Record<string, string> {
+  return Object.fromEntries(Object.entries(cancelled.refused).map(([name, refusal]) => [name, refusal.code]));
+}
+
+/** The refused items' codes by name, for an error message: `tenant ConditionalCheckFailed, batch TransactionConflict`. */
+export function describeRefusals(cancelled: TransactCancelled): string {
+  return Object.entries(cancelled.refused)
+    .map(([name, refusal]) => `${name} ${refusal.code}`)
+    .join(', ');
+}
+
+/** The one parse of a TransactionCanceledException: each item's reason and stored item, in item order. */
+function cancellationReasons(error: unknown): Refusal[] | undefined {
+  if (!(error instanceof Error) || error.name !== 'TransactionCanceledException') return undefined;
+  const raw = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, AttributeValue> }[] }).CancellationReasons ?? [];
+  return raw.map((r) => ({ code: r.Code ?? 'None', item: r.Item ? unmarshall(r.Item) : undefined }));
+}
+
+// ─── Contention, refusals, incomplete reads ─────────────────────────────────────────────────────────
+
+/** Errors that mean "another writer, or the capacity, said no": nothing was written; later may work. */
+const CONTENTION_ERRORS: ReadonlySet<string> = new Set([
+  'TransactionConflictException',
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+]);
+/** The same, as the reason of one item of a cancelled transaction. */
+const CONTENTION_REASONS: ReadonlySet<string> = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
+
+/**
+ * Whether an error is contention: a conflicting transaction, throttling, or a capacity or request
+ * limit — directly, or as the reason of an item of a cancelled transaction. The one list of these codes:
+ * the HTTP adapter's 503 (`isTransientAwsError` in aws.ts) and every store's outcome use it.
+ */
+export function isContention(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (CONTENTION_ERRORS.has(error.name)) return true;
+  return cancellationReasons(error)?.some((r) => CONTENTION_REASONS.has(r.code)) ?? false;
 }
 
 /** Whether an error is DynamoDB's failed condition; returns the stored item it carried (ALL_OLD), if any. */
@@ -106,14 +472,36 @@ export function conditionFailure<T>(error: unknown): { failed: false } | { faile
   return { failed: false };
 }
 
-/** Whether an error is a cancelled transaction, with the cancellation reason of each item. */
-export function transactionCancelled(error: unknown): { cancelled: false } | { cancelled: true; reasons: (string | undefined)[] } {
-  if (error instanceof Error && error.name === 'TransactionCanceledException') {
-    const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
-    return { cancelled: true, reasons: reasons.map((r) => r.Code) };
+/**
+ * DynamoDB left keys of a batch read unprocessed (throttling). The read fails rather than half-answers,
+ * and is not re-requested here: a request answers 503, a job fails its run and the job layer decides.
+ */
+export class IncompleteReadError extends Error {
+  override readonly name = 'IncompleteReadError';
+  readonly unprocessed: number;
+  constructor(unprocessed: number, options?: ErrorOptions) {
+    super(`${unprocessed} keys left unprocessed by BatchGetItem`, options);
+    this.unprocessed = unprocessed;
   }
-  return { cancelled: false };
 }
+
+/** The longest BatchGetItem DynamoDB takes. */
+export const MAX_BATCH_GET_KEYS = 100;
+
+/**
+ * One consistent BatchGetItem of up to {@link MAX_BATCH_GET_KEYS} keys of one table: the items found, in
+ * no particular order. A key DynamoDB leaves unprocessed fails the read ({@link IncompleteReadError}).
+ */
+export async function batchGet(db: DynamoDBDocumentClient, tableName: string, keys: readonly Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+  if (keys.length === 0) return [];
+  if (keys.length > MAX_BATCH_GET_KEYS) throw new RangeError(`BatchGetItem takes at most ${MAX_BATCH_GET_KEYS} keys`);
+  const result = await db.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: [...keys], ConsistentRead: true } } }));
+  const unprocessed = result.UnprocessedKeys?.[tableName]?.Keys?.length ?? 0;
+  if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
+  return result.Responses?.[tableName] ?? [];
+}
+
+// ─── Listings ───────────────────────────────────────────────────────────────────────────────────────
 
 /** A cursor that is not one this listing gave out: malformed, tampered with, or another listing's. */
 export class InvalidCursorError extends Error {

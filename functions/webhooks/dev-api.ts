@@ -33,7 +33,8 @@ export function devEventRoutes(context: () => WebhooksContext): Route<never, nev
     handler: async ({ body }) => {
       const { deps } = context();
       const prepared = prepareEvent(deps.jobs, deps.store.tableName, body, deps.clock.now());
-      await deps.store.transact(prepared.items);
+      const result = await deps.store.transact(prepared.items);
+      if (!result.committed) throw result.error;
       await deps.jobs.afterCommit(prepared.jobs);
       return { status: 201, body: { eventId: prepared.event.id } };
     },

@@ -45,11 +45,3 @@ export class UrlRefusedError extends WebhooksError {
     this.reason = reason;
   }
 }
-
-/** DynamoDB left keys of a batch read unprocessed (throttling); the read is failed rather than half-done. */
-export class IncompleteReadError extends WebhooksError {
-  override readonly name = 'IncompleteReadError';
-  constructor(unprocessed: number) {
-    super(`${unprocessed} keys left unprocessed by BatchGetItem`);
-  }
-}

@@ -72,7 +72,7 @@ export const webhookFanoutKind = defineKind({
  *
  * @example
  * const event = prepareEvent(jobs, tables.webhooks, { tenantId, type: EventType.callCompleted, data }, clock.now());
- * await db.send(new TransactWriteCommand({ TransactItems: [...domainItems, ...event.items] }));
+ * const outcome = await transact(db, [...domainItems, ...event.items]);
  * await jobs.afterCommit(event.jobs);
  */
 export function prepareEvent(
@@ -90,6 +90,7 @@ export function prepareEvent(
   };
   const fanout = jobs.prepare(webhookFanoutKind, { eventId: event.id }, { id: `webhook.fanout:${event.id}` });
   const put: TransactItem = {
+    name: `event ${event.id}`,
     Put: {
       TableName: tableName,
       Item: { ...eventKey(event.id), ...event, expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS },

@@ -1,15 +1,13 @@
-import { BatchGetCommand, DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { conditionFailure, Expression, keyCursor, queryKeyAttributes, transactionCancelled } from '../platform/dynamo.ts';
-import { EndpointExistsError, EndpointNotFoundError, IncompleteReadError } from './errors.ts';
+import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
+import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
+import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
 import { discardMarkerKey, endpointKey, tenantEndpointKey } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
-import type { TransactItem } from '../jobs/index.ts';
 import type { EndpointChange } from './lease.ts';
 
 /** The value of `watch` on an endpoint the sweep should look at. */
@@ -45,11 +43,12 @@ export type LeaseMove =
 
 /** Condition fragments, named. */
 const is = {
-  endpoint: (e: Expression) => `attribute_exists(${e.name('pk')})`,
-  enabled: (e: Expression) => `${e.name('disabled')} = ${e.value(false)}`,
-  heldBy: (e: Expression, jobId: string) => `${e.name('holder')} = ${e.value(jobId)}`,
-  /** Nobody holds the lease, or the holder let it expire. (`when` adds the parentheses; DynamoDB refuses redundant ones.) */
-  free: (e: Expression, now: number) => `attribute_not_exists(${e.name('holder')}) OR ${e.name('busyUntil')} < ${e.value(iso(now))}`,
+  endpoint: (e: Expression) => e.exists('pk'),
+  absent: (e: Expression) => e.notExists('pk'),
+  enabled: (e: Expression) => e.eq('disabled', false),
+  heldBy: (e: Expression, jobId: string) => e.eq('holder', jobId),
+  /** Nobody holds the lease, or the holder let it expire. */
+  free: (e: Expression, now: number) => e.or(e.notExists('holder'), e.lt('busyUntil', iso(now))),
 };
 
 /**
@@ -68,25 +67,17 @@ export class WebhookStore {
 
   // ─── Endpoints ──────────────────────────────────────────────────────────────────────────────────────
 
-  /** Creates an endpoint and its tenant's index entry together. */
+  /** Creates an endpoint and its tenant's index entry together; an existing id raises {@link EndpointExistsError} with the stored row. */
   async createEndpoint(row: EndpointRow): Promise<void> {
-    try {
-      await this.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: this.tableName, Item: row, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-            { Put: { TableName: this.tableName, Item: { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId } } },
-          ],
-        }),
-      );
-    } catch (error) {
-      const cancelled = transactionCancelled(error);
-      if (cancelled.cancelled && cancelled.reasons[0] === 'ConditionalCheckFailed') {
-        const stored = (error as { CancellationReasons?: { Item?: Record<string, AttributeValue> }[] }).CancellationReasons?.[0]?.Item;
-        throw new EndpointExistsError(row.endpointId, stored ? (unmarshall(stored) as EndpointRow) : undefined, { cause: error });
-      }
-      throw error;
-    }
+    const absent = new Expression();
+    const result = await this.transact([
+      putItem('endpoint', this.tableName, row, absent.when(is.absent(absent)), { returnStored: true }),
+      putItem('tenant index', this.tableName, { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId }),
+    ]);
+    if (result.committed) return;
+    const endpoint = result.refused.endpoint;
+    if (!result.contention && endpoint?.code === 'ConditionalCheckFailed') throw new EndpointExistsError(row.endpointId, endpoint.item as EndpointRow | undefined, { cause: result.error });
+    throw result.error;
   }
 
   async getEndpoint(id: string): Promise<EndpointRow | undefined> {
@@ -97,7 +88,8 @@ export class WebhookStore {
   /** Every endpoint, up to `limit`: a Scan of the table, for the local ops panel (nothing deployed calls it). */
   async listEndpoints(limit = 100): Promise<EndpointRow[]> {
     const rows: EndpointRow[] = [];
-    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, FilterExpression: 'sk = :endpoint', ExpressionAttributeValues: { ':endpoint': 'ENDPOINT' } })) {
+    const e = new Expression();
+    for await (const page of paginateScan({ client: this.db }, { TableName: this.tableName, ...e.forScan(e.eq('sk', 'ENDPOINT')) })) {
       rows.push(...((page.Items ?? []) as EndpointRow[]));
     }
     return rows.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
@@ -106,20 +98,12 @@ export class WebhookStore {
   /** Every endpoint of a tenant, read consistently. */
   async tenantEndpoints(tenantId: string): Promise<EndpointRow[]> {
     const ids: string[] = [];
-    const pages = paginateQuery(
-      { client: this.db },
-      {
-        TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': `TENANT#${tenantId}`, ':prefix': 'ENDPOINT#' },
-        ConsistentRead: true,
-      },
-    );
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...under(new Expression(), `TENANT#${tenantId}`, 'ENDPOINT#'), ConsistentRead: true });
     for await (const page of pages) for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
     const rows: EndpointRow[] = [];
-    for (let i = 0; i < ids.length; i += 100) {
-      const keys = ids.slice(i, i + 100).map(endpointKey);
-      rows.push(...((await this.batchGet(keys)) as unknown as EndpointRow[]));
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      const keys = ids.slice(i, i + MAX_BATCH_GET_KEYS).map(endpointKey);
+      rows.push(...((await batchGet(this.db, this.tableName, keys)) as unknown as EndpointRow[]));
     }
     return rows;
   }
@@ -140,7 +124,7 @@ export class WebhookStore {
   async disable(id: string, reason: DisabledReason, now: number, failingSince?: string): Promise<EndpointRow | undefined> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e));
-    if (failingSince !== undefined) e.when(`${e.name('failingSince')} = ${e.value(failingSince)}`);
+    if (failingSince !== undefined) e.when(e.eq('failingSince', failingSince));
     e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', WATCHED);
     return this.update(id, e);
   }
@@ -149,7 +133,7 @@ export class WebhookStore {
 
   /** One consistent read of what a delivery needs: its endpoint, its event, and whether it is parked. */
   async readForDelivery(endpointId: string, eventId: string, wait: { pk: string; sk: string }): Promise<{ endpoint?: EndpointRow; event?: WebhookEvent; parked: boolean }> {
-    const items = await this.batchGet([endpointKey(endpointId), eventKey(eventId), wait]);
+    const items = await batchGet(this.db, this.tableName, [endpointKey(endpointId), eventKey(eventId), wait]);
     const endpoint = items.find((i) => i['sk'] === 'ENDPOINT') as EndpointRow | undefined;
     const event = items.find((i) => i['sk'] === 'EVENT') as (WebhookEvent & Record<string, unknown>) | undefined;
     return { ...(endpoint ? { endpoint } : {}), ...(event ? { event } : {}), parked: items.some((i) => i['sk'] === wait.sk) };
@@ -161,7 +145,7 @@ export class WebhookStore {
    */
   async acquire(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
     const e = new Expression();
-    e.when(is.endpoint(e)).when(is.enabled(e)).when(`${is.free(e, now)} OR ${is.heldBy(e, jobId)}`);
+    e.when(is.endpoint(e)).when(is.enabled(e)).when(e.or(is.free(e, now), is.heldBy(e, jobId)));
     e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', WATCHED);
     return this.update(endpointId, e);
   }
@@ -218,7 +202,7 @@ export class WebhookStore {
   /** releaseExpired: the sweep lets go of a lease its holder let expire (nobody waits). */
   async releaseExpired(endpointId: string, holder: string, busyUntil: string): Promise<boolean> {
     const e = new Expression();
-    e.when(is.heldBy(e, holder)).when(`${e.name('busyUntil')} = ${e.value(busyUntil)}`).remove('holder', 'busyUntil');
+    e.when(is.heldBy(e, holder)).when(e.eq('busyUntil', busyUntil)).remove('holder', 'busyUntil');
     return (await this.update(endpointId, e)) !== undefined;
   }
 
@@ -226,8 +210,8 @@ export class WebhookStore {
   async unwatch(endpointId: string): Promise<boolean> {
     const e = new Expression();
     e.when(is.endpoint(e))
-      .when(`attribute_not_exists(${e.name('holder')})`)
-      .when(`attribute_not_exists(${e.name('failingSince')}) OR ${e.name('disabled')} = ${e.value(true)}`)
+      .when(e.notExists('holder'))
+      .when(e.or(e.notExists('failingSince'), e.eq('disabled', true)))
       .remove('watch');
     return (await this.update(endpointId, e)) !== undefined;
   }
@@ -237,8 +221,7 @@ export class WebhookStore {
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#' },
+        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'WAIT#'),
         ConsistentRead: true,
         Limit: limit,
       }),
@@ -252,15 +235,10 @@ export class WebhookStore {
    */
   async eligibleHead(endpointId: string, at: number, limit: number): Promise<WaitEntry[]> {
     const found: WaitEntry[] = [];
+    const e = new Expression();
     const pages = paginateQuery(
       { client: this.db, pageSize: 100 },
-      {
-        TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        FilterExpression: 'attribute_not_exists(notBefore) OR notBefore <= :at',
-        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'WAIT#', ':at': iso(at) },
-        ConsistentRead: true,
-      },
+      { TableName: this.tableName, ...under(e, `ENDPOINT#${endpointId}`, 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
     );
     for await (const page of pages) {
       found.push(...((page.Items ?? []) as WaitEntry[]));
@@ -311,8 +289,7 @@ export class WebhookStore {
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': `ENDPOINT#${endpointId}`, ':prefix': 'DISCARDED#' },
+        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'DISCARDED#'),
         ConsistentRead: true,
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -324,16 +301,10 @@ export class WebhookStore {
 
   /** Deletes a marker unless it was written again since it was read (`at` changed): a re-discard keeps its own. */
   async deleteMarker(marker: DiscardMarker): Promise<boolean> {
+    const e = new Expression();
+    e.when(e.eq('at', marker.at));
     try {
-      await this.db.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: { pk: marker.pk, sk: marker.sk },
-          ConditionExpression: '#at = :at',
-          ExpressionAttributeNames: { '#at': 'at' },
-          ExpressionAttributeValues: { ':at': marker.at },
-        }),
-      );
+      await this.db.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: marker.pk, sk: marker.sk }, ...e.build() }));
       return true;
     } catch (error) {
       if (conditionFailure(error).failed) return false;
@@ -343,9 +314,9 @@ export class WebhookStore {
 
   // ─── Events ─────────────────────────────────────────────────────────────────────────────────────────
 
-  /** Commits an event with its fanout job (and whatever else the caller adds) in one transaction. */
-  async transact(items: TransactItem[]): Promise<void> {
-    await this.db.send(new TransactWriteCommand({ TransactItems: items }));
+  /** Commits an event with its fanout job (and whatever else the caller adds) in one transaction: a cancellation is an outcome, by name (`transact` in platform/dynamo.ts). */
+  transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    return transact(this.db, items);
   }
 
   async getEvent(id: string): Promise<WebhookEvent | undefined> {
@@ -359,13 +330,12 @@ export class WebhookStore {
   async watched(cursor?: string, limit = 200): Promise<{ endpointIds: string[]; cursor?: string }> {
     const pages = keyCursor(queryKeyAttributes(webhooksTable, webhooksTable.indexes[0].name), { watch: WATCHED });
     const startKey = pages.decode(cursor);
+    const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: webhooksTable.indexes[0].name,
-        KeyConditionExpression: '#watch = :watch',
-        ExpressionAttributeNames: { '#watch': 'watch' },
-        ExpressionAttributeValues: { ':watch': WATCHED },
+        ...e.forQuery(e.eq('watch', WATCHED)),
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
@@ -387,14 +357,11 @@ export class WebhookStore {
       throw error;
     }
   }
+}
 
-  /** A consistent BatchGetItem of up to 100 keys. A key DynamoDB left unprocessed fails the read. */
-  private async batchGet(keys: { pk: string; sk: string }[]): Promise<Record<string, unknown>[]> {
-    const result = await this.db.send(new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }));
-    const unprocessed = result.UnprocessedKeys?.[this.tableName]?.Keys?.length ?? 0;
-    if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
-    return result.Responses?.[this.tableName] ?? [];
-  }
+/** The Query of the items under `pk` whose sort key starts with `prefix`, optionally filtered. */
+function under(e: Expression, pk: string, prefix: string, filter?: string) {
+  return e.forQuery(e.and(e.eq('pk', pk), e.beginsWith('sk', prefix)), filter);
 }
 
 function applyHealth(e: Expression, change: EndpointChange, now: number, options: { keepNextProbe?: boolean } = {}): void {

@@ -224,7 +224,7 @@ describe('tenant PUT: other contexts add to the same transaction', () => {
   it('AHooksItemThatFailsLeavesTheTenantUnwritten', async () => {
     const fx = await fixture();
     const put = await routesWith(fx, async () => ({
-      items: [{ ConditionCheck: { TableName: fx.tableNames.jobs, Key: { id: 'no-such-row' }, ConditionExpression: 'attribute_exists(id)' } }],
+      items: [{ name: 'hook check', ConditionCheck: { TableName: fx.tableNames.jobs, Key: { id: 'no-such-row' }, ConditionExpression: 'attribute_exists(id)' } }],
       jobs: [],
     }));
     const response = await put('acme', { concurrencyLimit: 2 });

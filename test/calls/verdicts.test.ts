@@ -2,10 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { judgeCompletionCancel } from '../../functions/calls/completion.ts';
 import { judgeDialCancel } from '../../functions/calls/dialer.ts';
 import { FINALISE_CHUNK } from '../../functions/calls/finaliser.ts';
-import type { CancelReason } from '../../functions/calls/store.ts';
+import { cancelledOutcome } from '../../functions/platform/dynamo.ts';
+import type { Refusal as CancelReason } from '../../functions/platform/dynamo.ts';
 
 const ok: CancelReason = { code: 'None', item: undefined };
 const failed = (item?: Record<string, unknown>): CancelReason => ({ code: 'ConditionalCheckFailed', item });
+// DynamoDB's reasons come in item order; the outcome names them as the store and the caller named the items.
+const completion = (reasons: CancelReason[]) => cancelledOutcome(['contact', 'tenant', 'batch', 'cancel watchdog'], reasons, new Error('cancelled'));
+const dial = (reasons: CancelReason[]) => cancelledOutcome(['contact', 'tenant', 'batch', 'job watchdog'], reasons, new Error('cancelled'));
 const batch = (over: Record<string, unknown> = {}) => ({ status: 'InProgress', round: 1, dialComplete: false, nCalling: 3, ...over });
 
 describe('reading a cancelled completion from the items DynamoDB returns, without a read', () => {
@@ -27,20 +31,20 @@ describe('reading a cancelled completion from the items DynamoDB returns, withou
     ['an item nobody expected failed', [ok, ok, ok, failed(undefined)], { type: 'unexplained' }],
   ];
   it.each(cases)('%s', (_what, reasons, verdict) => {
-    expect(judgeCompletionCancel(reasons, plan, intake)).toEqual(verdict);
+    expect(judgeCompletionCancel(completion(reasons), plan, intake)).toEqual(verdict);
   });
 
   it('AJobThatNamesItsRoundDoesNotFollowTheContactIntoAnotherRound', () => {
-    expect(judgeCompletionCancel([failed({ status: 'Calling', round: 2, callId: 'call_c' }), ok, ok], plan, { callId: 'call_b', roundKnown: true })).toEqual({
+    expect(judgeCompletionCancel(completion([failed({ status: 'Calling', round: 2, callId: 'call_c' }), ok, ok]), plan, { callId: 'call_b', roundKnown: true })).toEqual({
       type: 'ignored',
       reason: 'another_call',
     });
     // A watchdog enqueued before calls had ids is bound by its round alone.
-    expect(judgeCompletionCancel([failed({ status: 'Calling', round: 2 }), ok, ok], plan, { callId: undefined, roundKnown: true })).toEqual({ type: 'ignored', reason: 'another_call' });
+    expect(judgeCompletionCancel(completion([failed({ status: 'Calling', round: 2 }), ok, ok]), plan, { callId: undefined, roundKnown: true })).toEqual({ type: 'ignored', reason: 'another_call' });
   });
 
   it('TheLastCallVariantGoesBackWhenTheRoundIsNotOverAfterAll', () => {
-    expect(judgeCompletionCancel([ok, ok, failed(batch({ dialComplete: true, nCalling: 2 }))], { round: 1, last: true }, intake)).toEqual({ type: 'replan', plan: { round: 1, last: false } });
+    expect(judgeCompletionCancel(completion([ok, ok, failed(batch({ dialComplete: true, nCalling: 2 }))]), { round: 1, last: true }, intake)).toEqual({ type: 'replan', plan: { round: 1, last: false } });
   });
 });
 
@@ -54,7 +58,7 @@ describe('reading a cancelled dial', () => {
     ['only the watchdog job failed', [ok, ok, ok, failed(undefined)], 'unexplained'],
   ];
   it.each(cases)('%s', (_what, reasons, verdict) => {
-    expect(judgeDialCancel(reasons)).toBe(verdict);
+    expect(judgeDialCancel(dial(reasons))).toBe(verdict);
   });
 });
 

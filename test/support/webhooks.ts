@@ -145,7 +145,8 @@ export async function webhooksFixture(
   /** Records an event as a domain does (event + fanout job in one transaction) and returns it. */
   async function recordEvent(tenantId: string, type: EventType = EventType.callCompleted, data: Record<string, unknown> = { n: 1 }): Promise<WebhookEvent> {
     const prepared = prepareEvent(fx.jobs.client, fx.tableNames.webhooks, { tenantId, type, data }, fx.clock.now());
-    await ctx.deps.store.transact(prepared.items);
+    const result = await ctx.deps.store.transact(prepared.items);
+    if (!result.committed) throw result.error;
     await fx.jobs.client.afterCommit(prepared.jobs);
     return prepared.event;
   }
