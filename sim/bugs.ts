@@ -46,6 +46,7 @@ class OutboxOutsideTransaction extends JobClient {
     if (this.direct) return real;
     this.rows.set(real.id, real.item.Put!);
     const check: TransactItem = {
+      name: real.item.name,
       ConditionCheck: { TableName: this.parts.store.tableName, Key: { id: `outbox-check:${real.id}` }, ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': 'id' } },
     };
     return { ...real, item: check };
@@ -94,9 +95,10 @@ function conditionOnly(item: TransactItem): TransactItem {
   const names = Object.fromEntries(Object.entries(update.ExpressionAttributeNames ?? {}).filter(([k]) => used(k)));
   const values = Object.fromEntries(Object.entries(update.ExpressionAttributeValues ?? {}).filter(([k]) => used(k)));
   return {
+    name: item.name,
     ConditionCheck: {
-      TableName: update.TableName,
-      Key: update.Key,
+      TableName: update.TableName!,
+      Key: update.Key!,
       ConditionExpression: condition,
       ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
       ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
@@ -110,17 +112,15 @@ function conditionOnly(item: TransactItem): TransactItem {
  */
 class SlotReleasedAtDial extends CallsStore {
   override dialItems(d: DialWrite): TransactItem[] {
-    const items = super.dialItems(d);
-    return items.map((item, i) => (i === 1 ? conditionOnly(item) : item));
+    return super.dialItems(d).map((item) => (item.name === 'tenant' ? conditionOnly(item) : item));
   }
 
   override completionItems(c: CompletionWrite): TransactItem[] {
-    const items = super.completionItems(c);
-    return items.map((item, i) => (i === 1 ? conditionOnly(item) : item));
+    return super.completionItems(c).map((item) => (item.name === 'tenant' ? conditionOnly(item) : item));
   }
 
   override deleteBatchItems(batch: BatchRow, now: number): TransactItem[] {
-    return super.deleteBatchItems(batch, now).slice(0, 1);
+    return super.deleteBatchItems(batch, now).filter((item) => item.name !== 'tenant');
   }
 }
 

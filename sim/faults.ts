@@ -10,7 +10,7 @@ import type { SimClock } from './clock.ts';
 import type { DispatchTransport } from '../functions/jobs/dispatch.ts';
 import type { MailTransport, RawMail } from '../functions/mail/transport.ts';
 import { describeFault } from './plan.ts';
-import type { Fault, FaultKind, RunTarget } from './plan.ts';
+import type { Fault, FaultKind, RequestClass, RunTarget } from './plan.ts';
 import { never } from './scope.ts';
 import type { RunScope, Scopes } from './scope.ts';
 
@@ -48,6 +48,8 @@ interface Boundary {
   service: AwsService | 'SMTP';
   operation: string;
   write: boolean;
+  /** A write to the run's own job row: its claim (the run's first request) or its outcome. */
+  ownJob?: boolean;
   /** For a transaction: how many items (a conflict names one of them). */
   items?: number;
 }
@@ -85,6 +87,28 @@ function lostResponse(): Error {
 /** What SQS or Scheduler answers for a send the plan fails. */
 function serviceUnavailable(service: string): Error {
   return Object.assign(new Error(`${service}: Service Unavailable`), { name: 'ServiceUnavailable', $metadata: metadata(503), $fault: 'server' });
+}
+
+/** Whether a request is of the class a fault looks at. */
+function classMatches(ops: RequestClass, boundary: Boundary, requestNo: number): boolean {
+  switch (ops) {
+    case 'any':
+      return true;
+    case 'write':
+      return boundary.write;
+    case 'read':
+      return !boundary.write;
+    case 'claim':
+      return boundary.ownJob === true && requestNo === 1;
+    case 'outcome':
+      return boundary.ownJob === true && requestNo > 1;
+  }
+}
+
+/** The job a request writes, when it is an UpdateItem on the jobs table (`…-jobs`). */
+function jobWritten(operation: string, input: Record<string, unknown>): string | undefined {
+  if (operation !== 'UpdateItem' || typeof input['TableName'] !== 'string' || !input['TableName'].endsWith('-jobs')) return undefined;
+  return (input['Key'] as { id?: { S?: string } } | undefined)?.id?.S;
 }
 
 export class FaultInjector implements RequestInterceptor {
@@ -188,7 +212,7 @@ export class FaultInjector implements RequestInterceptor {
     if (boundary.service !== 'DynamoDB') return { dead: false };
     const fault = this.take(
       ['dynamo.conflict', 'dynamo.throughput', 'dynamo.throttling', 'dynamo.internal', 'dynamo.lostResponse'],
-      (f) => matchesTarget(f.target, scope) && (f.ops === 'any' || (f.ops === 'write') === boundary.write),
+      (f) => matchesTarget(f.target, scope) && classMatches(f.ops, boundary, scope.requests),
       what,
     );
     return fault ? { dead: false, fault } : { dead: false };
@@ -208,7 +232,8 @@ export class FaultInjector implements RequestInterceptor {
         const input = args.input as Record<string, unknown>;
         const items = operation === 'TransactWriteItems' ? ((input['TransactItems'] as unknown[] | undefined)?.length ?? 1) : undefined;
         const scope = this.scopes.current();
-        const crossing = this.cross(scope, { service, operation, write: WRITE_OPS.has(operation), ...(items !== undefined ? { items } : {}) });
+        const ownJob = scope?.jobId !== undefined && jobWritten(operation, input) === scope.jobId;
+        const crossing = this.cross(scope, { service, operation, write: WRITE_OPS.has(operation), ownJob, ...(items !== undefined ? { items } : {}) });
         if (crossing.dead) return never();
         const fault = crossing.fault;
         if (fault && fault.kind !== 'dynamo.lostResponse') throw refusal(fault.kind, { service, operation, write: true, ...(items !== undefined ? { items } : {}) }, (n) => Math.floor(this.draw() * n));

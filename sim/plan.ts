@@ -87,6 +87,12 @@ export const FaultKind = {
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 export const faultKinds = Object.values(FaultKind);
 
+/**
+ * Which requests of a run a DynamoDB fault looks at: writes, reads, any request, or, in a job's run, the
+ * claim (its first request) or the outcome (a later write to its own job row: the recorded result).
+ */
+export type RequestClass = 'write' | 'read' | 'any' | 'claim' | 'outcome';
+
 /** Which runs a fault looks at: where they run and what they are (a job kind, an API route, the rescuer). */
 export interface RunTarget {
   where?: 'job' | 'api' | 'rescuer';
@@ -99,7 +105,7 @@ export interface RunTarget {
  * mail), except the endpoint faults, which last `count` requests.
  */
 export type Fault =
-  | { id: number; kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal' | 'dynamo.lostResponse'; target: RunTarget; ops: 'write' | 'read' | 'any'; nth: number }
+  | { id: number; kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal' | 'dynamo.lostResponse'; target: RunTarget; ops: RequestClass; nth: number }
   | { id: number; kind: 'sqs.duplicate' | 'sqs.late' | 'sqs.reorder' | 'sqs.sendFails'; queue?: string; nth: number; delayMs: number }
   | { id: number; kind: 'scheduler.createFails' | 'scheduler.late'; nth: number; delayMs: number }
   | { id: number; kind: 'crash.afterClaim' | 'crash.afterSideEffect' | 'crash.betweenWrites'; target: RunTarget; nth: number }
@@ -177,15 +183,23 @@ function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined 
     }
   }
   const nth = rng.int(1, 4);
+  // A job's claim and its recorded outcome are the writes whose loss the job layer must survive.
+  const jobWrite = (target: RunTarget): RequestClass => (target.where !== 'job' ? 'write' : pick(rng, ['write', 'write', 'claim', 'outcome', 'outcome'] as const));
   switch (kind) {
-    case 'dynamo.conflict':
-      return { id, kind, target: runTarget(rng), ops: 'write', nth };
-    case 'dynamo.lostResponse':
-      return { id, kind, target: runTarget(rng), ops: chance(rng, 0.85) ? 'write' : 'read', nth };
+    case 'dynamo.conflict': {
+      const target = runTarget(rng);
+      return { id, kind, target, ops: jobWrite(target), nth };
+    }
+    case 'dynamo.lostResponse': {
+      const target = runTarget(rng);
+      return { id, kind, target, ops: chance(rng, 0.85) ? jobWrite(target) : 'read', nth };
+    }
     case 'dynamo.throughput':
     case 'dynamo.throttling':
-    case 'dynamo.internal':
-      return { id, kind, target: runTarget(rng), ops: pick(rng, ['write', 'read', 'any'] as const), nth };
+    case 'dynamo.internal': {
+      const target = runTarget(rng);
+      return { id, kind, target, ops: chance(rng, 0.6) ? jobWrite(target) : pick(rng, ['read', 'any'] as const), nth };
+    }
     case 'sqs.duplicate':
     case 'sqs.late':
     case 'sqs.reorder':
@@ -283,12 +297,12 @@ function drawCampaign(rng: Rng): Campaign {
   return { tenants };
 }
 
-/** The plan of `seed`: its campaign, then up to eight faults (a few seeds run without any). */
+/** The plan of `seed`: its campaign, then up to ten faults (a few seeds run without any). */
 export function drawPlan(seed: number): Plan {
   const rng = seededRng(seed);
   const campaign = drawCampaign(rng);
   const faults: Fault[] = [];
-  const count = chance(rng, 0.05) ? 0 : rng.int(1, 8);
+  const count = chance(rng, 0.05) ? 0 : rng.int(1, 10);
   for (let id = 1; faults.length < count && id <= count * 3; id++) {
     const fault = drawFault(rng, faults.length + 1, campaign);
     if (fault) faults.push(fault);
@@ -310,7 +324,7 @@ export function describeFault(fault: Fault): string {
     case 'dynamo.throttling':
     case 'dynamo.internal':
     case 'dynamo.lostResponse':
-      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.ops === 'any' ? 'request' : fault.ops}${target}`;
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.ops === 'any' ? 'request' : fault.ops === 'write' || fault.ops === 'read' ? fault.ops : `${fault.ops} write`}${target}`;
     case 'sqs.duplicate':
     case 'sqs.late':
     case 'sqs.reorder':

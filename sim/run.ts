@@ -58,10 +58,14 @@ try {
           simulatedMs: 0,
           wallMs: 0,
           steps: 0,
+          stats: {},
         }),
       );
       results.push(result);
       load.push(loadavg()[0]!);
+      if (results.length % 50 === 0 && results.length < seeds.length) {
+        console.log(`… ${results.length} of ${seeds.length} seeds, ${results.reduce((n, r) => n + r.violations.length, 0)} violations so far (${Math.round((performance.now() - started) / 1000)} s)`);
+      }
       const line = `seed ${seed}: ${result.injections.length} faults injected, ${result.violations.length} violations, ${Math.round(result.simulatedMs / 60_000)} min simulated in ${(result.wallMs / 1000).toFixed(1)} s${result.settled ? '' : ' (horizon reached)'}`;
       if (result.violations.length === 0) {
         if (options.verbose) console.log(line);
@@ -97,6 +101,9 @@ const violations = results.reduce((n, r) => n + r.violations.length, 0);
 const kinds = new Set(results.flatMap((r) => r.injections.map((i) => i.fault.kind)));
 const seconds = (performance.now() - started) / 1000;
 const byKind = faultKinds.map((k) => `${k} ${results.reduce((n, r) => n + r.injections.filter((i) => i.fault.kind === k).length, 0)}`);
+const totals = new Map<string, number>();
+for (const r of results) for (const [k, v] of Object.entries(r.stats)) totals.set(k, (totals.get(k) ?? 0) + v);
+console.log(`exercised: ${[...totals].map(([k, v]) => `${k} ${v}`).join(', ')}`);
 console.log(`fault kinds exercised: ${kinds.size} of ${faultKinds.length} (${byKind.join(', ')})`);
 console.log(
   `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s on ${cpus().length} cores, load average ${(load.reduce((a, b) => a + b, 0) / load.length).toFixed(1)} (min ${Math.min(...load).toFixed(1)}, max ${Math.max(...load).toFixed(1)}); ${results.filter((r) => !r.settled).length} seeds reached the horizon`,

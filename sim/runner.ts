@@ -40,6 +40,8 @@ export interface SeedResult {
   wallMs: number;
   /** Clock steps taken. */
   steps: number;
+  /** What the run exercised (for the summary). */
+  stats: Record<string, number>;
 }
 
 const PERIODIC_KINDS = new Set(['webhook.sweep']);
@@ -109,6 +111,17 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
     }
     const observed = await observe(host, settled);
     violations.push(...check(observed, host, driver));
+    const stats = {
+      calls: host.placer.calls.size,
+      rounds: observed.jobs.filter((j) => j.kind === 'calls.finalise').length,
+      deliveries: host.receivers.requests.length,
+      mails: host.smtp.datas.length,
+      capSnoozes: host.metrics.total('MailCapSnoozed'),
+      drops: host.metrics.total('MailDropped'),
+      discards: observed.jobs.filter((j) => j.state === 'discarded').length,
+      lostAttempts: observed.jobs.reduce((n, j) => n + j.attempts.filter((a) => a.outcome === 'lost').length, 0),
+      snoozes: observed.jobs.reduce((n, j) => n + j.snoozes, 0),
+    };
     return {
       seed: plan.seed,
       plan,
@@ -119,6 +132,7 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       simulatedMs: host.clock.now() - SIM_START,
       wallMs: performance.now() - started,
       steps,
+      stats,
     };
   } finally {
     await host.stop();
