@@ -91,7 +91,7 @@ export class Driver {
       `batch ${key}`,
       'POST',
       '/v1/batches',
-      { tenantId, contacts: batch.contacts.map((number) => ({ number })), maxAttempts: batch.maxAttempts, retry: batch.retry },
+      { tenantId, contacts: batch.contacts.map((number) => ({ number })), maxAttempts: batch.maxAttempts, retry: batch.retry, ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}) },
       { 'idempotency-key': key },
     );
     const batchId = (response.body as { batchId?: string } | undefined)?.batchId;

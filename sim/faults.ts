@@ -50,6 +50,8 @@ interface Boundary {
   write: boolean;
   /** A write to the run's own job row: its claim (the run's first request) or its outcome. */
   ownJob?: boolean;
+  /** A write that discards a job (the run's own, or one the rescuer gives up on). */
+  discards?: boolean;
   /** For a transaction: how many items (a conflict names one of them). */
   items?: number;
 }
@@ -102,6 +104,8 @@ function classMatches(ops: RequestClass, boundary: Boundary, requestNo: number):
       return boundary.ownJob === true && requestNo === 1;
     case 'outcome':
       return boundary.ownJob === true && requestNo > 1;
+    case 'discard':
+      return boundary.discards === true;
   }
 }
 
@@ -233,7 +237,8 @@ export class FaultInjector implements RequestInterceptor {
         const items = operation === 'TransactWriteItems' ? ((input['TransactItems'] as unknown[] | undefined)?.length ?? 1) : undefined;
         const scope = this.scopes.current();
         const ownJob = scope?.jobId !== undefined && jobWritten(operation, input) === scope.jobId;
-        const crossing = this.cross(scope, { service, operation, write: WRITE_OPS.has(operation), ownJob, ...(items !== undefined ? { items } : {}) });
+        const discards = jobWritten(operation, input) !== undefined && Object.values((input['ExpressionAttributeValues'] ?? {}) as Record<string, { S?: string }>).some((v) => v.S === 'discarded');
+        const crossing = this.cross(scope, { service, operation, write: WRITE_OPS.has(operation), ownJob, discards, ...(items !== undefined ? { items } : {}) });
         if (crossing.dead) return never();
         const fault = crossing.fault;
         if (fault && fault.kind !== 'dynamo.lostResponse') throw refusal(fault.kind, { service, operation, write: true, ...(items !== undefined ? { items } : {}) }, (n) => Math.floor(this.draw() * n));

@@ -27,6 +27,8 @@ export interface BatchPlan {
   createAtMs: number;
   /** When the driver deletes it, ms after the start (rarely). */
   deleteAtMs?: number;
+  /** A calling window that opens a little after the start (London time; the clock starts at 09:00 UTC on a Monday). */
+  callingWindow?: { timezone: string; start: string; end: string; weekdays: number[] };
 }
 
 export interface TenantPlan {
@@ -89,9 +91,10 @@ export const faultKinds = Object.values(FaultKind);
 
 /**
  * Which requests of a run a DynamoDB fault looks at: writes, reads, any request, or, in a job's run, the
- * claim (its first request) or the outcome (a later write to its own job row: the recorded result).
+ * claim (its first request), the outcome (a later write to its own job row: the recorded result), or a
+ * write that discards a job (a job's own outcome, or the rescuer giving up on a lost last attempt).
  */
-export type RequestClass = 'write' | 'read' | 'any' | 'claim' | 'outcome';
+export type RequestClass = 'write' | 'read' | 'any' | 'claim' | 'outcome' | 'discard';
 
 /** Which runs a fault looks at: where they run and what they are (a job kind, an API route, the rescuer). */
 export interface RunTarget {
@@ -184,7 +187,8 @@ function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined 
   }
   const nth = rng.int(1, 4);
   // A job's claim and its recorded outcome are the writes whose loss the job layer must survive.
-  const jobWrite = (target: RunTarget): RequestClass => (target.where !== 'job' ? 'write' : pick(rng, ['write', 'write', 'claim', 'outcome', 'outcome'] as const));
+  const jobWrite = (target: RunTarget): RequestClass =>
+    target.where === 'job' ? pick(rng, ['write', 'write', 'claim', 'outcome', 'outcome', 'discard'] as const) : target.where === 'rescuer' ? pick(rng, ['write', 'discard'] as const) : 'write';
   switch (kind) {
     case 'dynamo.conflict': {
       const target = runTarget(rng);
@@ -286,6 +290,7 @@ function drawCampaign(rng: Rng): Campaign {
         retry: { baseSeconds: rng.int(1, 10), capSeconds: rng.int(30, 120) },
         createAtMs,
         ...(chance(rng, 0.06) ? { deleteAtMs: createAtMs + rng.int(5, 600) * 1000 } : {}),
+        ...(chance(rng, 0.1) ? { callingWindow: { timezone: 'Europe/London', start: `09:${String(rng.int(5, 40)).padStart(2, '0')}`, end: '17:00', weekdays: [1, 2, 3, 4, 5] } } : {}),
       });
     }
     tenants.push({
@@ -371,7 +376,7 @@ const ordinal = (n: number): string => `${n}${n % 10 === 1 && n % 100 !== 11 ? '
 export function describeCampaign(campaign: Campaign): string {
   return campaign.tenants
     .map((t) => {
-      const batches = t.batches.map((b) => `${b.contacts.length}×${b.maxAttempts}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`).join(', ');
+      const batches = t.batches.map((b) => `${b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start})` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`).join(', ');
       return `${t.id}: limit ${t.concurrencyLimit}, batches [${batches}], endpoints ${t.endpoints.length}${t.ownerEmail ? `, owner ${t.ownerEmail}, ${t.accessRequests} access requests` : ''}`;
     })
     .join('; ');

@@ -1,8 +1,10 @@
 import type { MetricsSink } from '../platform/metrics.ts';
+import { LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { Decision } from './decide.ts';
 import { DiscardReason } from './outcomes.ts';
 import type { Policy } from './policies.ts';
 import type { JobRow } from './row.ts';
+import { JobState } from './states.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 
 /** The discard metrics. `JobDiscarded` carries kind and reason; `JobDiscardedAlert` (no dimensions) drives the alarm. */
@@ -32,7 +34,8 @@ export const unknownKindDiscard = (kind: string, where: string): DiscardDecision
  * ran out, arguments that no longer parse, a kind nobody runs) and the rescuer's (a last attempt lost with
  * its lease: a crash, a timeout, out of memory). Each writes the discarded state and its reason with a
  * conditional write, then counts it: `JobDiscarded` by kind and reason, and `JobDiscardedAlert` when the
- * decision alerts. A write that is refused counts nothing.
+ * decision alerts. A write that is refused counts nothing; one whose answer was lost counts if a read shows
+ * it landed.
  */
 export class Discards {
   private readonly store: JobStore;
@@ -45,16 +48,35 @@ export class Discards {
 
   /** A claimed job's discard, written on the claim (the executor's). */
   async claimed(job: ClaimedJob, now: number, decision: DiscardDecision, durationMs: number): Promise<JobRow> {
-    const row = await this.store.discard(job, now, decision.reason, decision.error, durationMs);
+    const row = await this.written(job, 'discarded', () => this.store.discard(job, now, decision.reason, decision.error, durationMs));
     this.count(job.kind, decision);
     return row;
   }
 
   /** A running job whose lease expired, discarded instead of rescheduled (the rescuer's). */
   async lost(job: JobRow, now: number, decision: DiscardDecision): Promise<JobRow> {
-    const row = await this.store.rescue(job, now, { discard: decision.reason });
+    const row = await this.written(job, 'lost', () => this.store.rescue(job, now, { discard: decision.reason }));
     this.count(job.kind, decision);
     return row;
+  }
+
+  /**
+   * Writes a discard. When its answer is an error that does not say whether it was applied (a dropped
+   * connection, a 500), one consistent read decides: a discard that landed — the job discarded with this
+   * attempt as its last, recorded as `outcome` — is returned (and counted) like any other, because
+   * nobody else would count it (the message that comes back finds the job finished). Anything else is
+   * the write's own error. A refused condition is never read for: nothing was written.
+   */
+  private async written(job: JobRow, outcome: 'discarded' | 'lost', write: () => Promise<JobRow>): Promise<JobRow> {
+    try {
+      return await write();
+    } catch (error) {
+      if (error instanceof TransitionRefusedError || error instanceof LeaseLostError) throw error;
+      const stored = await this.store.get(job.id).catch(() => undefined);
+      const last = stored?.attempts.at(-1);
+      if (stored?.state === JobState.discarded && last?.attempt === job.attempt && last.outcome === outcome) return stored;
+      throw error;
+    }
   }
 
   private count(kind: string, decision: DiscardDecision): void {
