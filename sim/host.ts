@@ -54,6 +54,12 @@ export const SIM_START = Date.parse('2026-01-05T09:00:00.000Z');
 export const RESCUER_PERIOD_MS = 60_000;
 export const RESCUE_AFTER_MS = 180_000;
 
+/**
+ * How long the dialer waits for the placer, real ms: long enough that a loaded machine does not time
+ * out an answer sent at once, short enough that a placer.timeout fault costs little.
+ */
+export const PLACER_TIMEOUT_MS = 1_500;
+
 /** A call with no result after this long is timed out by its watchdog (short, so seeds end soon). */
 export const SIM_CALL_TIMEOUT_SECONDS = 120;
 
@@ -234,7 +240,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       faults,
       seed: plan.seed,
       secret: SIM_WEBHOOK_SECRET,
-      placerTimeoutMs: 400,
+      placerTimeoutMs: PLACER_TIMEOUT_MS,
       callTimeoutMs: SIM_CALL_TIMEOUT_SECONDS * 1000,
     });
     await placer.start();
@@ -265,7 +271,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
         callbackUrl: `${url}/v1/calls/webhook`,
         webhookSecret: SIM_WEBHOOK_SECRET,
         callTimeoutSeconds: SIM_CALL_TIMEOUT_SECONDS,
-        placerTimeoutMs: 400,
+        placerTimeoutMs: PLACER_TIMEOUT_MS,
       },
       mail: { config: mail, transport: faults.mail(alterations.mailTransport ? alterations.mailTransport(smtpTransport) : smtpTransport) },
       webhooks: { allowLoopback: true, requestTimeoutMs, ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}) },

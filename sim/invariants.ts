@@ -112,7 +112,7 @@ const oneResultPerCall: Check = (o, host) => {
       if (source === 'placer') {
         const placed = host.placer.calls.get(dial.callId);
         if (code !== CallCode.internalError || placed?.answer === 'accepted') {
-          out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: recorded ${code} from the placer, but the placer ${placed ? `answered ${placed.answer}` : 'never saw it'}` });
+          out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: recorded ${code} from the placer, but the placer ${placed ? `accepted it and its answer reached the dialer` : 'never saw it'}` });
         }
       }
       if (source === 'webhook') {

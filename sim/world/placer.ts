@@ -56,7 +56,10 @@ export interface PlacedCall {
   requests: number;
   /** The runs of the dial job that sent each request. */
   runs: number[][];
-  /** How the placer answered the dialer. */
+  /**
+   * How the placer answered the dialer: accepted (the answer reached it), refused, or late (the dialer had
+   * stopped waiting: a timeout fault, or a machine too loaded to read the answer in time).
+   */
   answer: 'accepted' | 'refused' | 'late';
   acceptedAt: number;
   reports: SentReport[];
@@ -125,6 +128,11 @@ export class SimPlacer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Whether the dialer gave up before the answer was on its way (it closes the connection).
+    let late = false;
+    res.once('close', () => {
+      if (!res.writableFinished) late = true;
+    });
     const chunks: Buffer[] = [];
     for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
     let body: { batchId: string; contactNumber: string; round: number; callId: string; callbackUrl: string };
@@ -175,13 +183,19 @@ export class SimPlacer {
       }
     }
     if (fault?.kind === 'placer.timeout') {
-      // The call goes ahead; the answer comes after the dialer stopped waiting.
+      // The call goes ahead; no answer until the dialer has stopped waiting (it closes the connection).
       call.answer = 'late';
-      setTimeout(() => {
-        if (!res.writableEnded) res.writeHead(202).end('{"accepted":true}');
-      }, this.options.placerTimeoutMs + 300);
+      const late = setTimeout(() => {
+        if (!res.writableEnded && !res.destroyed) res.writeHead(202).end('{"accepted":true}');
+      }, this.options.placerTimeoutMs * 2);
+      res.once('close', () => clearTimeout(late));
       return;
     }
+    // An answer the dialer stopped waiting for before it was sent is late, whatever the placer meant.
+    if (late || res.destroyed) call.answer = 'late';
+    res.once('close', () => {
+      if (late) call.answer = 'late';
+    });
     res.writeHead(202, { 'content-type': 'application/json' }).end('{"accepted":true}');
   }
 
