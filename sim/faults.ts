@@ -100,6 +100,8 @@ function classMatches(ops: RequestClass, boundary: Boundary, requestNo: number):
       return boundary.write;
     case 'read':
       return !boundary.write;
+    case 'transaction':
+      return boundary.operation === 'TransactWriteItems';
     case 'claim':
       return boundary.ownJob === true && requestNo === 1;
     case 'outcome':

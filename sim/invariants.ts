@@ -225,6 +225,8 @@ const everyEventDelivered: Check = (o, host) => {
   const delivered = new Set(host.receivers.requests.filter((r) => r.status >= 200 && r.status < 300).map((r) => `${r.endpoint} ${r.webhookId}`));
   for (const e of eventsOf(o)) {
     const fanout = jobs.get(`webhook.fanout:${e.id}`);
+    // The fanout job is written in the event's own transaction (the outbox): an event without one is never announced.
+    if (!fanout) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) has no webhook.fanout job: it was recorded without the job that announces it` });
     for (const p of endpoints.filter((p) => p.tenantId === e.tenantId && (!p.eventTypes || p.eventTypes.includes(e.type)))) {
       const jobId = deliveryJobId(e.id, p.endpointId);
       const job = jobs.get(jobId);
@@ -368,6 +370,14 @@ const oneMessageIdPerEvent: Check = (_o, host) => {
   return out;
 };
 
+const everyFinalisedBatchNotified: Check = (o) => {
+  const owners = new Set(tenantsOf(o).filter((t) => t.ownerEmail).map((t) => t.tenantId));
+  const jobs = new Set(o.jobs.map((j) => j.id));
+  return eventsOf(o)
+    .filter((e) => e.type === 'batch.finalised' && owners.has(e.tenantId) && !jobs.has(`owner.notify:${e.id}`))
+    .map((e) => ({ invariant: 'mail.every-finalised-batch-notified', message: `batch ${String(e.data['batchId'])} of tenant ${e.tenantId} was finalised (${e.id}) without the owner.notify job its transaction writes` }));
+};
+
 const dropsCounted: Check = (o, host) => {
   const dropped = byPk(o.mail, 'TENANT#', (sk) => sk.startsWith('NOTICE#')).filter((n) => (n as unknown as Notice).status === 'dropped').length;
   const counted = host.metrics.total(MailMetric.dropped, { reason: 'owner_burst_cap' });
@@ -410,6 +420,7 @@ export const invariants: Readonly<Record<string, Check>> = {
   'jobs.discards-counted': discardsCounted,
   'mail.recipient-cap': recipientCap,
   'mail.one-message-id-per-event': oneMessageIdPerEvent,
+  'mail.every-finalised-batch-notified': everyFinalisedBatchNotified,
   'mail.drops-counted': dropsCounted,
   'api.expected-answers': expectedAnswers,
 };

@@ -90,11 +90,11 @@ export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 export const faultKinds = Object.values(FaultKind);
 
 /**
- * Which requests of a run a DynamoDB fault looks at: writes, reads, any request, or, in a job's run, the
- * claim (its first request), the outcome (a later write to its own job row: the recorded result), or a
+ * Which requests of a run a DynamoDB fault looks at: writes, reads, any request, transactions (a domain
+ * change with the jobs and events it implies), or, in a job's run, the claim (its first request), the outcome (a later write to its own job row: the recorded result), or a
  * write that discards a job (a job's own outcome, or the rescuer giving up on a lost last attempt).
  */
-export type RequestClass = 'write' | 'read' | 'any' | 'claim' | 'outcome' | 'discard';
+export type RequestClass = 'write' | 'read' | 'any' | 'transaction' | 'claim' | 'outcome' | 'discard';
 
 /** Which runs a fault looks at: where they run and what they are (a job kind, an API route, the rescuer). */
 export interface RunTarget {
@@ -188,7 +188,11 @@ function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined 
   const nth = rng.int(1, 4);
   // A job's claim and its recorded outcome are the writes whose loss the job layer must survive.
   const jobWrite = (target: RunTarget): RequestClass =>
-    target.where === 'job' ? pick(rng, ['write', 'write', 'claim', 'outcome', 'outcome', 'discard'] as const) : target.where === 'rescuer' ? pick(rng, ['write', 'discard'] as const) : 'write';
+    target.where === 'job'
+      ? pick(rng, ['write', 'transaction', 'claim', 'outcome', 'outcome', 'discard'] as const)
+      : target.where === 'rescuer'
+        ? pick(rng, ['write', 'discard'] as const)
+        : pick(rng, ['write', 'transaction'] as const);
   switch (kind) {
     case 'dynamo.conflict': {
       const target = runTarget(rng);
@@ -332,7 +336,7 @@ export function describeFault(fault: Fault): string {
     case 'dynamo.throttling':
     case 'dynamo.internal':
     case 'dynamo.lostResponse':
-      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.ops === 'any' ? 'request' : fault.ops === 'write' || fault.ops === 'read' ? fault.ops : `${fault.ops} write`}${target}`;
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.ops === 'any' ? 'request' : fault.ops === 'write' || fault.ops === 'read' || fault.ops === 'transaction' ? fault.ops : `${fault.ops} write`}${target}`;
     case 'sqs.duplicate':
     case 'sqs.late':
     case 'sqs.reorder':

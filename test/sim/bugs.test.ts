@@ -27,17 +27,18 @@ async function expectFound(name: string, invariants: string[]): Promise<void> {
   expect(clean.violations).toEqual([]);
 }
 
-describe('the simulation finds a bug put back', () => {
-  it('AnIntakeThatIgnoresTheCallBindingAppliesALateResultToTheNextCall', () => expectFound('intake-ignores-call-binding', ['calls.one-result-per-call', 'calls.result-is-its-own']), 180_000);
+// The six run at once (each mostly waits on DynamoDB Local), each scanning seeds 1–50 in order.
+describe.concurrent('the simulation finds a bug put back', () => {
+  it('AnIntakeThatIgnoresTheCallBindingAppliesALateResultToTheNextCall', () => expectFound('intake-ignores-call-binding', ['calls.one-result-per-call', 'calls.result-is-its-own']), 300_000);
 
-  it('ATenantSlotReleasedAtTheDialLetsMoreCallsOutThanTheLimit', () => expectFound('tenant-slot-released-at-dial', ['calls.within-concurrency-limit']), 180_000);
+  it('ATenantSlotReleasedAtTheDialLetsMoreCallsOutThanTheLimit', () => expectFound('tenant-slot-released-at-dial', ['calls.within-concurrency-limit']), 300_000);
 
   it('AnOutboxJobWrittenAfterItsTransactionIsLostWithACrashOrALostResponse', () =>
-    expectFound('outbox-outside-transaction', ['calls.batches-end', 'calls.one-result-per-call', 'jobs.none-stuck', 'webhooks.every-event-delivered', 'calls.tenant-slots-return']), 180_000);
+    expectFound('outbox-outside-transaction', ['calls.batches-end', 'calls.one-result-per-call', 'jobs.none-stuck', 'webhooks.every-event-delivered', 'calls.tenant-slots-return']), 300_000);
 
-  it('ARescuerThatDoesNotCountItsDiscardsLeavesTheAlarmBlind', () => expectFound('rescuer-uncounted-discards', ['jobs.discards-counted']), 180_000);
+  it('ARescuerThatDoesNotCountItsDiscardsLeavesTheAlarmBlind', () => expectFound('rescuer-uncounted-discards', ['jobs.discards-counted']), 300_000);
 
-  it('AMailTransportThatRetriesOnItsOwnSendsAMessageTwiceInOneRun', () => expectFound('mail-transport-retries', ['retries.one-send-per-run']), 180_000);
+  it('AMailTransportThatRetriesOnItsOwnSendsAMessageTwiceInOneRun', () => expectFound('mail-transport-retries', ['retries.one-send-per-run']), 300_000);
 
-  it('AWebhookClientThatRetriesOnItsOwnSendsADeliveryTwiceInOneRun', () => expectFound('webhook-client-retries', ['retries.one-send-per-run']), 180_000);
+  it('AWebhookClientThatRetriesOnItsOwnSendsADeliveryTwiceInOneRun', () => expectFound('webhook-client-retries', ['retries.one-send-per-run']), 300_000);
 });

@@ -6,7 +6,7 @@ import { dynamoEndpoint } from '../support/dynamo.ts';
  * A small fixed set of seeds of the fault simulation (the full run is `npm run simulate -- --seeds 500`,
  * docs/simulation.md): each runs its campaign under its fault plan to rest, and every invariant holds.
  */
-const SEEDS = [1, 2, 3, 4, 5, 6];
+const SEEDS = [1, 2, 3, 4];
 
 describe('the fault simulation, on a fixed set of seeds', () => {
   it.each(SEEDS)('Seed%sRunsToRestUnderItsFaultsWithEveryInvariantHolding', async (seed) => {
