@@ -1,20 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../functions/calls/config.ts';
 import { batchKey, callIdFor, contactKey, jobIds, tenantKey } from '../functions/calls/model.ts';
 import type { BatchRow, ContactRow, TenantRow } from '../functions/calls/model.ts';
 import { signCallWebhook } from '../functions/calls/signature.ts';
-import { createJobRuntime } from '../functions/jobs/runtime.ts';
-import { queueNames, queues } from '../functions/jobs/queues.ts';
+import type { JobClient } from '../functions/jobs/index.ts';
 import { watchdogKind } from '../functions/calls/kinds.ts';
 import { parseMailConfig } from '../functions/mail/config.ts';
 import { transportFor } from '../functions/mail/transport.ts';
-import { allRoutes } from '../functions/ops/system.ts';
-import type { SystemDeps } from '../functions/ops/system.ts';
+import type { TableNames } from '../functions/app/system.ts';
+import { createLocalHost } from '../functions/local/host.ts';
 import { systemClock } from '../functions/platform/clock.ts';
-import { createApiHandler } from '../functions/platform/http.ts';
-import { startHttpServer } from '../functions/platform/local/http-server.ts';
-import { LocalQueue, LocalTransport } from '../functions/platform/local/queues.ts';
 import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import { seededRng } from '../functions/platform/rng.ts';
@@ -32,10 +29,17 @@ export interface CallsBenchResult {
   requestsPerWebhook: Record<string, number>;
 }
 
+/** Where the bench writes its seed state directly. */
+interface SeedTarget {
+  db: DynamoDBDocumentClient;
+  tableNames: TableNames;
+  jobs: JobClient;
+}
+
 const numberOf = (i: number) => `+1415${String(1_000_000 + i)}`;
 
 /** One tenant and one batch with `n` contacts Calling in round 1, each with its pending watchdog: the state results arrive in. */
-async function seedCalling(deps: SystemDeps, n: number): Promise<string> {
+async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   const batchId = `b_bench${randomUUID().slice(0, 8)}`;
   const now = systemClock.now();
   const at = new Date(now).toISOString();
@@ -53,7 +57,7 @@ async function seedCalling(deps: SystemDeps, n: number): Promise<string> {
     const callId = callIdFor(batchId, numberOf(i), 1);
     const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, callId, watchdogJobId: jobIds.watchdog(batchId, numberOf(i), 1), dialledAt: at, updatedAt: at };
     await put(deps.tableNames.calls, contact);
-    const watchdog = deps.jobs.client.prepare(watchdogKind, { batchId, contactNumber: numberOf(i), round: 1, callId }, { id: contact.watchdogJobId!, at: now + 3_600_000 });
+    const watchdog = deps.jobs.prepare(watchdogKind, { batchId, contactNumber: numberOf(i), round: 1, callId }, { id: contact.watchdogJobId!, at: now + 3_600_000 });
     await put(deps.tableNames.jobs, watchdog.item.Put!.Item!);
   });
   return batchId;
@@ -64,7 +68,7 @@ async function seedCalling(deps: SystemDeps, n: number): Promise<string> {
  * hot tenant and batch (contact Calling with this callId → Completed, tenant − 1, batch counters, watchdog cancel, event,
  * fanout job), `CONCURRENCY` in flight, no HTTP, no classification, no job layer.
  */
-async function rawIntakeShapeRate(deps: SystemDeps, batchId: string, n: number): Promise<number> {
+async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number): Promise<number> {
   const started = performance.now();
   await pool(n, CONCURRENCY, async (i) => {
     const now = new Date().toISOString();
@@ -85,24 +89,27 @@ async function rawIntakeShapeRate(deps: SystemDeps, batchId: string, n: number):
   return n / ((performance.now() - started) / 1000);
 }
 
-/** The local stack's intake (real clock): routes, job layer and in-process queues; nothing consumes the queues. */
+/** The local host's intake (real clock): routes, job layer and in-process queues; no worker consumes the queues. */
 async function localIntake(endpoint: string) {
   const { clients, tableNames, counter } = await benchTables(endpoint);
-  const logger = createLogger('bench');
-  const localQueues = queueNames.map((name) => new LocalQueue({ name, clock: systemClock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 360_000 }));
-  const transport = new LocalTransport(localQueues, systemClock);
-  const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock: systemClock, rng: seededRng(1), logger, metrics: new MemoryMetrics() });
-  const deps: SystemDeps = {
-    jobs, db: clients.dynamo, tableNames, clock: systemClock, rng: seededRng(2), logger, metrics: new MemoryMetrics(),
-    calls: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: SECRET, callTimeoutSeconds: 600 },
-    // Nothing consumes the mail queue here: configured, never sends.
-    mail: (() => {
-      const config = parseMailConfig({ MAIL_DOMAIN: 'bench.redial', PUBLIC_BASE_URL: 'http://127.0.0.1:9', MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
-      return { config, transport: transportFor(config.transport, clients) };
-    })(),
-  };
-  const server = await startHttpServer({ port: 0, handler: createApiHandler(allRoutes(deps), logger) });
-  return { deps, counter, transport, server, stop: async () => { await server.close(); transport.stop(); await Promise.all(localQueues.map((q) => q.stop())); } };
+  // Nothing consumes the mail queue here: configured, never sends.
+  const mailConfig = parseMailConfig({ MAIL_DOMAIN: 'bench.redial', PUBLIC_BASE_URL: 'http://127.0.0.1:9', MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
+  const host = await createLocalHost({
+    db: clients.dynamo,
+    tableNames,
+    clock: systemClock,
+    rng: seededRng(2),
+    logger: createLogger('bench'),
+    metrics: new MemoryMetrics(),
+    workers: [],
+    contexts: {
+      calls: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: SECRET, callTimeoutSeconds: 600 },
+      mail: { config: mailConfig, transport: transportFor(mailConfig.transport, clients) },
+    },
+    serve: { port: 0 },
+  });
+  const seed: SeedTarget = { db: clients.dynamo, tableNames, jobs: host.jobs.client };
+  return { seed, counter, transport: host.local!, url: host.url!, stop: () => host.stop() };
 }
 
 /** Intake throughput and latency over HTTP (signed, `CONCURRENCY` in flight) next to the raw rate of its transaction shape, and AWS requests per applied result. */
@@ -112,21 +119,21 @@ export async function benchCalls(endpoint: string, n = 1500): Promise<CallsBench
   // the ratio should not favour either side.
   const rawRate = async () => {
     const raw = await localIntake(endpoint);
-    const batch = await seedCalling(raw.deps, n);
-    const rate = await rawIntakeShapeRate(raw.deps, batch, n);
+    const batch = await seedCalling(raw.seed, n);
+    const rate = await rawIntakeShapeRate(raw.seed, batch, n);
     await raw.stop();
     return rate;
   };
   // Warm DynamoDB Local's JIT on this shape first (not measured).
   {
     const warm = await localIntake(endpoint);
-    await rawIntakeShapeRate(warm.deps, await seedCalling(warm.deps, 300), 300);
+    await rawIntakeShapeRate(warm.seed, await seedCalling(warm.seed, 300), 300);
     await warm.stop();
   }
   const rawBefore = await rawRate();
 
   const intake = await localIntake(endpoint);
-  const batchId = await seedCalling(intake.deps, n + 1);
+  const batchId = await seedCalling(intake.seed, n + 1);
   // Signed up front: signing is the caller's work, not the intake's.
   const requests = Array.from({ length: n + 1 }, (_, i) => {
     const body = JSON.stringify({ batchId, contactNumber: numberOf(i), callId: callIdFor(batchId, numberOf(i), 1), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
@@ -134,7 +141,7 @@ export async function benchCalls(endpoint: string, n = 1500): Promise<CallsBench
   });
   const post = async (i: number) => {
     const started = performance.now();
-    const response = await fetch(`${intake.server.url}/v1/calls/webhook`, { method: 'POST', ...requests[i]! });
+    const response = await fetch(`${intake.url}/v1/calls/webhook`, { method: 'POST', ...requests[i]! });
     const answer = (await response.json()) as { outcome?: string };
     if (response.status !== 200 || answer.outcome !== 'applied') throw new Error(`result ${i}: ${response.status} ${JSON.stringify(answer)}`);
     return performance.now() - started;

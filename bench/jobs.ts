@@ -4,34 +4,30 @@ import { systemClock } from '../functions/platform/clock.ts';
 import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import { seededRng } from '../functions/platform/rng.ts';
-import { LocalQueue, LocalTransport } from '../functions/platform/local/queues.ts';
-import { defineKind, handle, policies } from '../functions/jobs/index.ts';
+import { defaultPolicy, defineKind, handle } from '../functions/jobs/index.ts';
 import type { JobHandler } from '../functions/jobs/index.ts';
-import { queues } from '../functions/jobs/queues.ts';
-import { createJobRuntime } from '../functions/jobs/runtime.ts';
+import { createLocalHost } from '../functions/local/host.ts';
+import { opsModule } from '../functions/ops/module.ts';
 import { benchTables, fmt, percentile, pool } from './support.ts';
 
-const noopKind = defineKind({ kind: 'bench.noop', queue: 'ops', policy: policies['ops.probe'], args: z.object({ i: z.number() }), description: 'does nothing' });
+const noopKind = defineKind({ kind: 'bench.noop', queue: 'ops', policy: defaultPolicy, args: z.object({ i: z.number() }), description: 'does nothing' });
+const opsQueue = opsModule.queues.ops;
 
-/** The job layer on the local runtime's queues, on the real clock, against DynamoDB Local. */
+/** The job layer on the local host's queues, on the real clock, against DynamoDB Local: only the ops queue's worker runs, with a no-op kind. */
 async function localJobs(endpoint: string, onRun: (id: string) => void = () => undefined) {
   const { clients, tableNames, counter } = await benchTables(endpoint);
-  const spec = queues.ops;
-  const queue = new LocalQueue({ name: 'ops', clock: systemClock, batchSize: spec.batchSize, maxConcurrency: spec.maxConcurrency, visibilityMs: 6 * spec.timeoutSeconds * 1000 });
-  const transport = new LocalTransport([queue], systemClock);
-  const jobs = createJobRuntime({
+  const handler = handle(noopKind, async (_args, ctx) => onRun(ctx.id)) as unknown as JobHandler<unknown>;
+  const host = await createLocalHost({
     db: clients.dynamo,
-    jobsTable: tableNames.jobs,
-    transport,
+    tableNames,
     clock: systemClock,
     rng: seededRng(1),
     logger: createLogger('bench'),
     metrics: new MemoryMetrics(),
+    workers: ['ops'],
+    handlers: () => [handler],
   });
-  const handler = handle(noopKind, async (_args, ctx) => onRun(ctx.id)) as unknown as JobHandler<never>;
-  const worker = jobs.worker('ops', [handler]);
-  queue.consume((event) => worker(event, {} as never));
-  return { clients, tableNames, counter, jobs, queue, transport };
+  return { clients, tableNames, counter, jobs: host.jobs, queue: host.queue('ops'), transport: host.local!, stop: () => host.stop() };
 }
 
 /** Raw DynamoDB Local rate of the job layer's write shape: a conditional UpdateItem that moves the item in the byState index, `concurrency` in flight. */
@@ -66,7 +62,7 @@ export interface JobsBenchResult {
 
 /** Throughput against the raw rate, requests per job by operation, and timer lateness with 1,000 jobs due at once. */
 export async function benchJobs(endpoint: string, n = 2000): Promise<JobsBenchResult> {
-  const inFlight = queues.ops.batchSize * queues.ops.maxConcurrency;
+  const inFlight = opsQueue.batchSize * opsQueue.maxConcurrency;
   const lines: string[] = [];
 
   // 1. Throughput: n no-op jobs enqueued (16 at a time, as API requests would) and run to completion.
@@ -89,7 +85,7 @@ export async function benchJobs(endpoint: string, n = 2000): Promise<JobsBenchRe
   for (const [op, count] of Object.entries(a.counter.toJSON())) requestsPerJob[op] = count / n;
   requestsPerJob['SQS.SendMessage'] = a.transport.counts.sendMessage / n;
   requestsPerJob['Scheduler.CreateSchedule'] = a.transport.counts.createSchedule / n;
-  await a.queue.stop();
+  await a.stop();
 
   lines.push(`job throughput            ${fmt(jobsPerSecond)} jobs/s (${n} no-op jobs, enqueue → completed)`);
   lines.push(`raw conditional updates   ${fmt(rawUpdatesPerSecond)} UpdateItem/s (same run, same shape: a state change that moves the item in the index, ${inFlight} in flight)`);
@@ -111,7 +107,7 @@ export async function benchJobs(endpoint: string, n = 2000): Promise<JobsBenchRe
     if (!page.cursor) break;
     page = await b.jobs.store.list({ state: 'completed', limit: 200, cursor: page.cursor });
   }
-  await b.queue.stop();
+  await b.stop();
   const latenessP50 = percentile(late, 50);
   const latenessP99 = percentile(late, 99);
   lines.push(`timer lateness            p50 ${fmt(latenessP50)} ms, p99 ${fmt(latenessP99)} ms, max ${fmt(Math.max(...late))} ms (${late.length} jobs due at once, ${inFlight} run at a time)`);

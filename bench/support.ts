@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createAwsClients, localCredentials, RequestCounter } from '../functions/platform/aws.ts';
 import type { AwsClients } from '../functions/platform/aws.ts';
 import { ensureTables } from '../functions/platform/local/dynamodb-local.ts';
-import { tables } from '../functions/ops/system.ts';
-import type { TableNames } from '../functions/ops/system.ts';
+import { tables } from '../functions/app/system.ts';
+import type { TableNames } from '../functions/app/system.ts';
 
 /** Fresh tables under a unique prefix in a running DynamoDB Local, with a request counter on the clients. */
 export async function benchTables(endpoint: string): Promise<{ clients: AwsClients; tableNames: TableNames; counter: RequestCounter }> {

@@ -9,13 +9,11 @@ import type { TimerClock } from '../functions/platform/clock.ts';
 import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import { seededRng } from '../functions/platform/rng.ts';
-import { LocalQueue, LocalTransport } from '../functions/platform/local/queues.ts';
-import { policies, schedule } from '../functions/jobs/index.ts';
+import type { LocalQueue } from '../functions/platform/local/queues.ts';
+import { retrySchedule } from '../functions/jobs/index.ts';
 import type { JobRow } from '../functions/jobs/index.ts';
-import { queues } from '../functions/jobs/queues.ts';
-import { createJobRuntime } from '../functions/jobs/runtime.ts';
 import { JobStore } from '../functions/jobs/store.ts';
-import { createWebhooksContext } from '../functions/webhooks/context.ts';
+import { createLocalHost } from '../functions/local/host.ts';
 import { deliveryJobId } from '../functions/webhooks/endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, prepareEvent } from '../functions/webhooks/events.ts';
 import { webhookDeliverKind } from '../functions/webhooks/kinds.ts';
@@ -113,29 +111,40 @@ async function receiver(answer: () => number, delayMs: number, clock: TimerClock
   };
 }
 
-/** The webhooks queue, its worker and the webhooks context on a clock, with separate request counters per table. */
+/**
+ * The local host with only the webhooks queue's worker, on a clock, with separate request counters for the
+ * job layer's client and the webhooks context's. The worker starts when `start()` is called.
+ */
 async function webhookSystem(endpoint: string, clock: TimerClock) {
   const { clients, tableNames } = await benchTables(endpoint);
   const jobCounter = new RequestCounter();
   const hookCounter = new RequestCounter();
   const jobClients = createAwsClients({ region: 'local', endpoints: { dynamodb: endpoint }, credentials: localCredentials, requestCounter: jobCounter });
   const hookClients = createAwsClients({ region: 'local', endpoints: { dynamodb: endpoint }, credentials: localCredentials, requestCounter: hookCounter });
-  const spec = queues.webhooks;
-  const queue = new LocalQueue({ name: 'webhooks', clock, batchSize: spec.batchSize, maxConcurrency: spec.maxConcurrency, visibilityMs: 6 * spec.timeoutSeconds * 1000 });
-  const transport = new LocalTransport([queue], clock);
-  const logger = createLogger('bench');
-  const metrics = new MemoryMetrics();
-  const jobs = createJobRuntime({ db: jobClients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng: seededRng(7), logger, metrics });
-  const webhooks = createWebhooksContext({ jobs, db: hookClients.dynamo, tableNames, clock, logger, metrics, webhooks: { allowLoopback: true } });
-  const worker = jobs.worker('webhooks', webhooks.handlers);
+  const host = await createLocalHost({
+    db: hookClients.dynamo,
+    jobsDb: jobClients.dynamo,
+    tableNames,
+    clock,
+    rng: seededRng(7),
+    logger: createLogger('bench'),
+    metrics: new MemoryMetrics(),
+    contexts: { webhooks: { allowLoopback: true } },
+    // No worker yet: the benches write their backlog before any delivery runs, then start() attaches it.
+    workers: [],
+  });
+  const webhooks = host.system.webhooks;
   /** Stops the queue and the transport's schedule timers (a parked delivery's 6 h wake-up), closes every client. */
   const stop = async () => {
-    await queue.stop();
-    transport.stop();
-    await webhooks.close();
+    await host.stop();
     for (const c of [clients, jobClients, hookClients]) c.dynamo.destroy();
   };
-  return { clients, tableNames, jobCounter, hookCounter, queue, transport, jobs, webhooks, stop, start: () => queue.consume((event) => worker(event, {} as never)) };
+  const queue = host.queue('webhooks');
+  const start = () => {
+    const worker = host.jobs.worker('webhooks', host.system.handlers('webhooks'));
+    queue.consume((event) => worker(event, {} as never));
+  };
+  return { clients, tableNames, jobCounter, hookCounter, queue, transport: host.local!, jobs: host.jobs, webhooks, stop, start };
 }
 
 /** Every delivery job row of an endpoint's events, read through the uncounted client. */
@@ -214,7 +223,7 @@ export async function benchDeadEndpoint(endpoint: string, n = 1000, outageMs = h
   const undelivered = rows.filter((r) => r.state !== 'completed').length;
 
   // Per-message retry: each message on its own schedule, from its own creation time.
-  const offsets = [0, ...schedule(policies['webhook.deliver']).map((r) => r.cumulativeMs)];
+  const offsets = [0, ...retrySchedule(webhookDeliverKind.policy).map((r) => r.cumulativeMs)];
   let perMessage = 0;
   let perMessageLast = 0;
   for (const row of rows) {

@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-// npm start: redial on one machine (brief §8). It assembles; functions/ops/local.ts decides.
+// npm start: redial on one machine. It assembles; functions/local/runtime.ts decides.
 import { Command } from 'commander';
 import { z } from 'zod';
 import { parseConfig } from '../functions/platform/config.ts';
 import { join } from 'node:path';
-import { startLocalRuntime } from '../functions/ops/local.ts';
-import { DEMO_TIME_SCALE, runDemo } from '../functions/ops/demo/campaign.ts';
-import { DemoApi } from '../functions/ops/demo/client.ts';
-import { DemoReceivers } from '../functions/ops/demo/receivers.ts';
-import { progressView } from '../functions/ops/demo/progress-view.ts';
+import { startLocalRuntime } from '../functions/local/runtime.ts';
+import { DEMO_TIME_SCALE, runDemo } from '../functions/demo/campaign.ts';
+import { DemoApi } from '../functions/demo/client.ts';
+import { DemoReceivers } from '../functions/demo/receivers.ts';
+import { progressView } from '../functions/demo/progress-view.ts';
 import { DEV_WEBHOOK_SECRET, localCallsEnv } from '../functions/calls/local/config.ts';
 
 const program = new Command('redial-local')
@@ -58,8 +58,8 @@ console.log(`redial is running
   DynamoDB Local  ${runtime.dynamo.endpoint}   pid ${runtime.dynamo.pid}, data ${flags.memory ? 'in memory' : env.DATA_DIR}
   mail            ${runtime.smtpSink ? `SMTP sink ${runtime.smtpSink.url}, messages at ${runtime.url}/v1/ops/mail` : `SMTP ${env.SMTP_URL ?? ''}`}; Message-ID domain ${runtime.mail.domain}
   time scale      ${timeScale === 1 ? '1 (real time)' : `${timeScale}: time is scaled, 1 s of job time passes in ${timeScale} s (${+(1 / timeScale).toFixed(1)}× real time)${env.TIME_SCALE === undefined ? '; TIME_SCALE=1 for real time' : ''}`}
-  call placer     ${runtime.simulator ? `${runtime.simulator.url}   (built-in simulator, seed ${env.SIMULATOR_SEED})` : runtime.deps.calls.placerUrl}
-  call intake     ${runtime.deps.calls.callbackUrl}   secret ${env.CALL_WEBHOOK_SECRET ? '(CALL_WEBHOOK_SECRET)' : `${DEV_WEBHOOK_SECRET} (dev default)`}
+  call placer     ${runtime.simulator ? `${runtime.simulator.url}   (built-in simulator, seed ${env.SIMULATOR_SEED})` : runtime.calls.placerUrl}
+  call intake     ${runtime.calls.callbackUrl}   secret ${env.CALL_WEBHOOK_SECRET ? '(CALL_WEBHOOK_SECRET)' : `${DEV_WEBHOOK_SECRET} (dev default)`}
   ops panel       ${runtime.url}/panel
   ops CLI         npm run ops -- jobs list --api ${runtime.url}
 Press Ctrl-C to stop.`);

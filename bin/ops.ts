@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// npm run ops -- …: the ops CLI (brief §3, §7). It assembles; functions/ops/cli.ts decides.
+// npm run ops -- …: the ops CLI. It assembles; functions/cli/cli.ts decides.
 import { defaultCredentialChain } from '../functions/platform/credentials.ts';
-import { runCli } from '../functions/ops/cli.ts';
+import { runCli } from '../functions/cli/cli.ts';
 
 process.exitCode = await runCli(
   process.argv.slice(2),

@@ -1,5 +1,5 @@
-import type { QueueName } from '../functions/jobs/queues.ts';
-import type { TableKey } from '../functions/ops/system.ts';
+import type { QueueName } from '../functions/app/system.ts';
+import type { TableKey } from '../functions/app/system.ts';
 
 /**
  * What each deployed function may touch, read off the code it runs. The stack grants exactly this and
@@ -103,7 +103,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     sendTo: [],
   },
   /**
-   * Every IAM route (functions/ops/system.ts `apiRoutes`, `auth: 'iam'`):
+   * Every IAM route (functions/app/system.ts `routesServedBy(system, 'api')`, `auth: 'iam'`):
    * - tenants and batches (functions/calls/api.ts): `getTenant`/`getBatch` (GetItem), the tenant upsert and
    *   batch delete (UpdateItem), batch creation (PutItem of batch and list pages, ConditionCheckItem of the
    *   tenant), contacts pages (Query of list pages, BatchGetItem of contact rows);
@@ -131,10 +131,12 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
   /**
    * The rescuer (functions/jobs/rescuer.ts): `findDue` (Query of `byState`), `rescue` and `touchDispatch`
    * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); it wakes jobs of every queue, and a
-   * rescued job's backoff may be longer than 15 minutes (a schedule).
+   * rescued job's backoff may be longer than 15 minutes (a schedule). A last attempt it discards runs the
+   * kind's discard hook: webhook.deliver's writes the endpoint's discard marker (PutItem on `ENDPOINT#…`,
+   * functions/webhooks/delivery.ts `discarded`).
    */
   rescuer: {
-    tables: { jobs: { actions: ['PutItem', 'UpdateItem'], indexes: ['byState'] } },
+    tables: { jobs: { actions: ['PutItem', 'UpdateItem'], indexes: ['byState'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
     sendTo: ['ops', 'calls', 'webhooks', 'mail'],
     schedules: { create: true },
   },

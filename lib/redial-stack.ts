@@ -18,13 +18,12 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/config.ts';
-import { queueNames, queues } from '../functions/jobs/queues.ts';
-import type { QueueName } from '../functions/jobs/queues.ts';
+
 import { mailEnv } from '../functions/mail/config.ts';
 import { linkPaths } from '../functions/mail/links.ts';
-import { tableEnvName } from '../functions/ops/aws.ts';
-import { tables } from '../functions/ops/system.ts';
-import type { HttpFunction, TableKey } from '../functions/ops/system.ts';
+import { tableEnvName } from '../functions/app/aws.ts';
+import { queueNames, queues, tables } from '../functions/app/system.ts';
+import type { HttpFunction, QueueName, TableKey } from '../functions/app/system.ts';
 import { FUNCTION_ACCESS, WORKER_ACCESS } from './access.ts';
 import type { FunctionAccess } from './access.ts';
 import { RedialFunction } from './constructs/function.ts';
@@ -55,15 +54,15 @@ class UnqualifiedLambdaInvoke extends LambdaInvoke {
 export interface PublicRoute {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   readonly path: string;
-  /** The function that serves it (functions/ops/system.ts `routesServedBy`). */
+  /** The function that serves it (functions/app/system.ts `routesServedBy`). */
   readonly servedBy: Exclude<HttpFunction, 'api'>;
   /** Why no IAM signature is asked for; shown to cdk-nag as the APIG4 acknowledgement. */
   readonly reason: string;
 }
 
 /**
- * The routes API Gateway serves without IAM auth (brief §7); every other route needs a SigV4 signature and
- * goes to the API function. The call-result intake (signed webhooks) and the links sent by mail (single-use
+ * The routes API Gateway serves without IAM auth (docs/operations.md, "What each function may do"); every
+ * other route needs a SigV4 signature and goes to the API function. The call-result intake (signed webhooks) and the links sent by mail (single-use
  * tokens) belong here; each must be declared `auth: 'none'` in functions/ too, and a test holds the two
  * lists together.
  */
@@ -116,20 +115,14 @@ export const PUBLIC_ROUTES: readonly PublicRoute[] = [
 
 /** The entry file of each HTTP function and the rescuer, relative to the repository root. */
 export const FUNCTION_ENTRIES: Readonly<Record<HttpFunction | 'rescuer', string>> = {
-  intake: 'functions/calls/lambda/intake.ts',
-  publicLinks: 'functions/mail/lambda/links.ts',
-  api: 'functions/ops/lambda/api.ts',
-  rescuer: 'functions/ops/lambda/rescuer.ts',
+  intake: 'functions/app/lambda/intake.ts',
+  publicLinks: 'functions/app/lambda/links.ts',
+  api: 'functions/app/lambda/api.ts',
+  rescuer: 'functions/app/lambda/rescuer.ts',
 };
 
-/**
- * Worker entry files of queues whose folder is not `functions/<queue>/lambda/worker.ts`, relative to the
- * repository root.
- */
-export const WORKER_ENTRY_OVERRIDES: Partial<Record<QueueName, string>> = {};
-
-/** The entry file of a queue's worker: `functions/<queue>/lambda/worker.ts` unless overridden. */
-export const workerEntry = (queue: QueueName): string => WORKER_ENTRY_OVERRIDES[queue] ?? `functions/${queue}/lambda/worker.ts`;
+/** The entry file of a queue's worker, relative to the repository root. */
+export const workerEntry = (queue: QueueName): string => `functions/app/lambda/${queue}-worker.ts`;
 
 /** Mail on AWS: SES v2 sends, from a verified identity. */
 export interface RedialMailProps {
@@ -177,7 +170,7 @@ export const DEFAULT_INTAKE_RESERVED_CONCURRENCY = 100;
 /** Properties of the {@link RedialStack}. */
 export interface RedialStackProps extends StackProps {
   /**
-   * The call placer's URL (`POST {batchId, contactNumber, round, callId, callbackUrl}`, brief §8), https.
+   * The call placer's URL (`POST {batchId, contactNumber, round, callId, callbackUrl}`, docs/calls.md), https.
    * Required: a stack that cannot dial is refused at synth, not discovered by every dial for days.
    */
   readonly callPlacerUrl: string;
@@ -359,7 +352,7 @@ export class RedialStack extends Stack {
   }
 
   /**
-   * What every function parses at cold start (functions/ops/aws.ts `awsSystem`): the table names, every
+   * What every function parses at cold start (functions/app/aws.ts `awsSystem`): the table names, every
    * queue's address, the Scheduler group and role, the mail configuration. Names and addresses only: what a
    * function may do with them is its role's business ({@link grantAccess}).
    */
@@ -477,7 +470,7 @@ export class RedialStack extends Stack {
     for (const route of PUBLIC_ROUTES) {
       const added = api.addRoutes({ path: route.path, methods: [apigw.HttpMethod[route.method]], integration: integrations[route.servedBy], authorizer: new apigw.HttpNoneAuthorizer() });
       for (const r of added) {
-        Validations.of(r).acknowledge({ id: 'AwsSolutions-APIG4', reason: `Public by design (brief §7): ${route.reason}` });
+        Validations.of(r).acknowledge({ id: 'AwsSolutions-APIG4', reason: `Public by design: ${route.reason}` });
         // A stage's route settings name existing routes: CloudFormation must create the route first.
         stage.node.addDependency(r);
       }

@@ -1,12 +1,12 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../functions/app/system.ts';
+import type { TransactOutcome } from '../functions/platform/dynamo.ts';
 import { CallsStore } from '../functions/calls/store.ts';
 import type { CompletionWrite, DialWrite } from '../functions/calls/store.ts';
 import type { BatchRow } from '../functions/calls/model.ts';
 import type { WebhookHttp } from '../functions/webhooks/deps.ts';
-import { JobClient } from '../functions/jobs/client.ts';
-import type { EnqueueOptions, PreparedJob } from '../functions/jobs/client.ts';
 import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../functions/jobs/discards.ts';
-import type { JobKind } from '../functions/jobs/kinds.ts';
 import type { TransactItem } from '../functions/jobs/store.ts';
 import type { MailTransport } from '../functions/mail/transport.ts';
 import type { MetricsSink } from '../functions/platform/metrics.ts';
@@ -24,56 +24,33 @@ export interface Bug {
   alterations: Alterations;
 }
 
-type ClientParts = Parameters<NonNullable<Alterations['jobClient']>>[0];
-
 /**
- * A job client whose outbox is not transactional: prepare() hands the caller's transaction a harmless
- * check instead of the job's row, and afterCommit() writes the row after the commit, then wakes it. A
- * crash or a lost response between the commit and the write loses the job for good.
+ * A calls store whose outbox is not transactional: it commits the domain change without the jobs it
+ * implies (the rows for the jobs table), then writes them one by one. A crash or a lost response between
+ * the commit and the writes loses the job for good (a watchdog, a finaliser, an event's fanout).
  */
-class OutboxOutsideTransaction extends JobClient {
-  private readonly parts: ClientParts;
-  private readonly rows = new Map<string, NonNullable<TransactItem['Put']>>();
-  private direct = false;
+class OutboxOutsideTransaction extends CallsStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly jobsTable: string;
 
-  constructor(parts: ClientParts) {
-    super(parts);
-    this.parts = parts;
+  constructor(db: DynamoDBDocumentClient, tableNames: TableNames) {
+    super(db, tableNames.calls);
+    this.client = db;
+    this.jobsTable = tableNames.jobs;
   }
 
-  override prepare<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): PreparedJob {
-    const real = super.prepare(kind, args, options);
-    if (this.direct) return real;
-    this.rows.set(real.id, real.item.Put!);
-    const check: TransactItem = {
-      name: real.item.name,
-      ConditionCheck: { TableName: this.parts.store.tableName, Key: { id: `outbox-check:${real.id}` }, ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': 'id' } },
-    };
-    return { ...real, item: check };
-  }
-
-  override enqueue<A>(kind: JobKind<A>, args: A, options: EnqueueOptions = {}): Promise<{ id: string; created: boolean }> {
-    // enqueue() calls prepare() before its first await: the real row, for a job enqueued on its own.
-    this.direct = true;
-    try {
-      return super.enqueue(kind, args, options);
-    } finally {
-      this.direct = false;
-    }
-  }
-
-  override async afterCommit(prepared: readonly PreparedJob[]): Promise<void> {
-    for (const job of prepared) {
-      const row = this.rows.get(job.id);
-      if (!row) continue;
-      this.rows.delete(job.id);
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    const isJob = (item: TransactItem) => item.Put?.TableName === this.jobsTable;
+    const outcome = await super.transact(items.filter((item) => !isJob(item)));
+    if (!outcome.committed) return outcome;
+    for (const job of items.filter(isJob)) {
       try {
-        await this.parts.db.send(new PutCommand(row));
+        await this.client.send(new PutCommand(job.Put!));
       } catch (error) {
         if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) throw error;
       }
     }
-    await super.afterCommit(prepared);
+    return outcome;
   }
 }
 
@@ -161,12 +138,12 @@ export const bugs: readonly Bug[] = [
   {
     name: 'intake-ignores-call-binding',
     description: "the intake completes whichever call of the contact's round is in progress, not the result's own call",
-    alterations: { callsStore: (db, table) => new IntakeIgnoresCallBinding(db, table) },
+    alterations: { callsStore: (db, tables) => new IntakeIgnoresCallBinding(db, tables.calls) },
   },
   {
     name: 'tenant-slot-released-at-dial',
     description: "the tenant's concurrency slot is checked when a call is dialled but released before the call's outcome is written",
-    alterations: { callsStore: (db, table) => new SlotReleasedAtDial(db, table) },
+    alterations: { callsStore: (db, tables) => new SlotReleasedAtDial(db, tables.calls) },
   },
   {
     name: 'webhook-client-retries',
@@ -175,12 +152,12 @@ export const bugs: readonly Bug[] = [
   },
   {
     name: 'outbox-outside-transaction',
-    description: 'a job implied by a domain change is written after the change commits, not in its transaction',
-    alterations: { jobClient: (parts) => new OutboxOutsideTransaction(parts) },
+    description: 'the jobs a calls change implies are written after the change commits, not in its transaction',
+    alterations: { callsStore: (db, tables) => new OutboxOutsideTransaction(db, tables) },
   },
   {
     name: 'rescuer-uncounted-discards',
-    description: 'the rescuer discards a job whose last attempt was lost without counting it in JobDiscarded',
+    description: 'the rescuer, a function of its own, is built without the metrics sink: its discards (a lost last attempt) are never counted',
     alterations: { rescuerMetrics: withoutDiscards },
   },
   {

@@ -5,9 +5,9 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { batchKey } from '../../functions/calls/model.ts';
 import type { BatchRow } from '../../functions/calls/model.ts';
 import { pendingStates } from '../../functions/jobs/states.ts';
-import { DemoApi } from '../../functions/ops/demo/client.ts';
-import { tables } from '../../functions/ops/system.ts';
-import type { TableKey } from '../../functions/ops/system.ts';
+import { DemoApi } from '../../functions/demo/client.ts';
+import { tables } from '../../functions/app/system.ts';
+import type { TableKey } from '../../functions/app/system.ts';
 import { inIndex, itemSize, projection } from '../../functions/platform/item-size.ts';
 import type { CapacityHost } from './host.ts';
 

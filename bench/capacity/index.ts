@@ -4,7 +4,7 @@ import { retentionSeconds } from '../../functions/jobs/row.ts';
 import { mailKinds } from '../../functions/mail/kinds.ts';
 import { MAIL_RECORD_RETENTION_SECONDS } from '../../functions/mail/store.ts';
 import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
-import { allKinds } from '../../functions/ops/system.ts';
+import { allKinds } from '../../functions/app/system.ts';
 import type { Recorded, RunRecord, ScheduleFiredRecord, SqsRecord } from '../../functions/platform/recorder.ts';
 import { fmt } from '../support.ts';
 import { runDay, representativeDay, ROUNDS } from './day.ts';

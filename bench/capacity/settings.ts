@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { queueNames } from '../../functions/jobs/queues.ts';
-import type { QueueName } from '../../functions/jobs/queues.ts';
-import type { HttpFunction } from '../../functions/ops/system.ts';
+import { queueNames } from '../../functions/app/system.ts';
+import type { HttpFunction, QueueName } from '../../functions/app/system.ts';
 import { stackPropsFromContext } from '../../lib/context.ts';
 import { DEFAULT_THROTTLING, RedialStack } from '../../lib/redial-stack.ts';
 

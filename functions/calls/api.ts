@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { HttpError, notFound, route, unavailable } from '../platform/http.ts';
 import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
-import type { ApiResponse, Route } from '../platform/http.ts';
+import { HttpError, notFound, route, unavailable, withErrors } from '../platform/http.ts';
+import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import { classifyCallReport } from './classify.ts';
 import { completeCall } from './completion.ts';
@@ -25,12 +25,13 @@ import {
   tenantParams,
   tenantResponse,
 } from './schemas.ts';
-import { callWebhookVerifier, SignatureError } from './signature.ts';
+import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
+import { callWebhookVerifier } from './signature.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
 
-/** GET /v1/batches/{id}'s body (brief §7). */
+/** GET /v1/batches/{id}'s body (docs/openapi.json). */
 export function batchView(row: BatchRow) {
   return {
     batchId: row.batchId,
@@ -84,14 +85,15 @@ const contactsQuery = z.object({
     .describe('the `cursor` of the previous page'),
 });
 
-/** A page read that DynamoDB left incomplete is a 503 (ask again), not a half answer. */
-async function readContacts<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    if (error instanceof IncompleteReadError) throw unavailable();
-    throw error;
-  }
+/**
+ * The calls routes' errors as HTTP answers, in one place: a refused signature is a 401; an intake with
+ * no secret, or a page read DynamoDB left incomplete, a 503 (ask again), never a half answer.
+ */
+export function callsHttpError(error: unknown): HttpError | undefined {
+  if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
+  if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
+  if (error instanceof IncompleteReadError) return unavailable();
+  return undefined;
 }
 
 /**
@@ -107,12 +109,17 @@ function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: stri
 }
 
 /**
- * The calls routes (brief §7): tenants, batches and the call-result intake. Every route but the intake
+ * The calls routes (docs/openapi.json, docs/calls.md): tenants, batches and the call-result intake. Every route but the intake
  * is behind IAM on AWS; the intake's Standard Webhooks signature is its authentication.
  */
-export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
-  const { store, jobs, clock, logger } = deps;
-  const verify = deps.config.webhookSecret ? callWebhookVerifier(deps.config.webhookSecret) : undefined;
+export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
+  // Resolved on the first request, so listing the routes needs no configuration.
+  let verify: ReturnType<typeof callWebhookVerifier> | undefined;
+  const verifier = () => {
+    const secret = calls().config.webhookSecret;
+    if (!secret) throw new IntakeNotConfiguredError();
+    return (verify ??= callWebhookVerifier(secret));
+  };
 
   const putTenant = route({
     method: 'PUT',
@@ -123,16 +130,17 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     body: tenantBody,
     responses: { 200: { description: 'the tenant', schema: tenantResponse } },
     handler: async ({ params, body }) => {
+      const { store, jobs, clock, ports } = calls();
       const now = clock.now();
       const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, now };
-      // Other contexts (mail's owner-email confirmation) add their items to this same transaction.
-      const contributions = await Promise.all(deps.tenantWriteHooks.map((hook) => hook(input)));
-      const result = await store.transact([store.upsertTenantItem(input), ...contributions.flatMap((c) => c.items)]);
+      // The owner's mail (a new address is asked to confirm itself) commits in this same transaction.
+      const mail = body.ownerEmail ? await ports.ownerMail.ownerEmailChanged({ tenantId: params.tenantId, ownerEmail: body.ownerEmail, now }) : { items: [], jobs: [] };
+      const result = await store.transact([store.upsertTenantItem(input), ...mail.items]);
       if (!result.committed) {
         if (result.contention) throw unavailable();
         throw new HttpError(409, 'conflict', 'the tenant could not be written; nothing was written', { refused: refusedCodes(result) });
       }
-      await jobs.afterCommit(contributions.flatMap((c) => c.jobs));
+      await jobs.afterCommit(mail.jobs);
       const tenant = await store.getTenant(params.tenantId);
       if (!tenant) throw unavailable();
       return { status: 200, body: tenantView(tenant) };
@@ -147,7 +155,7 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     params: tenantParams,
     responses: { 200: { description: 'the tenant', schema: tenantResponse }, 404: { description: 'no such tenant' } },
     handler: async ({ params }) => {
-      const tenant = await store.getTenant(params.tenantId);
+      const tenant = await calls().store.getTenant(params.tenantId);
       if (!tenant) throw notFound(`tenant ${params.tenantId}`);
       return { status: 200, body: tenantView(tenant) };
     },
@@ -169,6 +177,7 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
       422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
     },
     handler: async ({ body, headers }) => {
+      const { store, jobs, clock, logger } = calls();
       const now = clock.now();
       const key = headers['idempotency-key'];
       const hash = key === undefined ? undefined : requestHash(body);
@@ -236,7 +245,7 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     params: batchParams,
     responses: { 200: { description: 'the batch', schema: batchResponse }, 404: { description: 'no such batch' } },
     handler: async ({ params }) => {
-      const batch = await store.getBatch(params.id);
+      const batch = await calls().store.getBatch(params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       return { status: 200, body: batchView(batch) };
     },
@@ -256,11 +265,12 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
       503: { description: 'DynamoDB left part of the page unread; ask again' },
     },
     handler: async ({ params, query }) => {
+      const { store } = calls();
       const batch = await store.getBatch(params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       const offset = query.cursor ?? 0;
       const limit = query.limit ?? MAX_CONTACTS_PAGE;
-      const contacts = offset < batch.contactCount ? await readContacts(() => store.contactsPage(params.id, offset, limit)) : [];
+      const contacts = offset < batch.contactCount ? await store.contactsPage(params.id, offset, limit) : [];
       const next = offset + contacts.length;
       return { status: 200, body: { contacts: contacts.map((c) => contactView(c.number, c.state)), ...(next < batch.contactCount ? { cursor: encodeContactsCursor(next) } : {}) } };
     },
@@ -274,6 +284,7 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     params: batchParams,
     responses: { 200: { description: 'the batch, Deleted', schema: batchResponse }, 404: { description: 'no such batch' } },
     handler: async ({ params }) => {
+      const { store, jobs, clock } = calls();
       const batch = await store.getBatch(params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       if (batch.status === BatchStatus.Deleted) return { status: 200, body: batchView(batch) };
@@ -303,15 +314,11 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
       503: { description: 'transient: nothing was written, try again' },
     },
     guard: ({ headers, rawBody }) => {
-      if (!verify) throw unavailable('the call-result intake has no CALL_WEBHOOK_SECRET');
-      try {
-        verify(headers, rawBody, deps.wallClock.now());
-      } catch (error) {
-        if (error instanceof SignatureError) throw new HttpError(401, 'invalid_signature', error.message);
-        throw error;
-      }
+      verifier()(headers, rawBody, calls().wallClock.now());
     },
     handler: async ({ body }) => {
+      const deps = calls();
+      const { logger } = deps;
       const batch = await deps.batches.get(body.batchId);
       if (!batch) return { status: 200, body: { outcome: 'ignored' } };
       const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
@@ -337,5 +344,5 @@ export function callsRoutes(deps: CallsDeps): Route<never, never, never>[] {
     },
   });
 
-  return [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake] as unknown as Route<never, never, never>[];
+  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, getBatch, listContacts, deleteBatch, intake]);
 }

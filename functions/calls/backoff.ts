@@ -1,6 +1,6 @@
 import type { Rng } from '../platform/rng.ts';
 
-/** A batch's delay between rounds, in seconds (brief §4). */
+/** A batch's delay between rounds, in seconds (docs/calls.md, "Rounds and the finaliser"). */
 export interface RoundRetry {
   baseSeconds: number;
   capSeconds: number;
@@ -10,7 +10,7 @@ export interface RoundRetry {
 export const DEFAULT_ROUND_RETRY: RoundRetry = { baseSeconds: 30, capSeconds: 3600 };
 
 /**
- * The seed's `ExponentialWithJitter` (seeds/002, "Backoff That's Deliberately Boring"): the wait before
+ * The rounds' `ExponentialWithJitter` (docs/calls.md, "Rounds and the finaliser"): the wait before
  * the next round is `min(cap, base · 2^roundsUsed + uniform 1..1000 ms)`. The jitter only has to keep
  * batches that finished together from dialling again on the same tick.
  */

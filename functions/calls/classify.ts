@@ -14,7 +14,7 @@ export interface Classification {
 }
 
 /**
- * The seed's `FromWebhook` (seeds/002): re-derives the outcome from the code plus its evidence.
+ * `FromWebhook` (docs/calls.md, "Classification"): re-derives the outcome from the code plus its evidence.
  *
  * | reported code | evidence | normalised | retryable |
  * |---|---|---|---|

@@ -1,6 +1,6 @@
 /**
  * Call outcome codes: the coarse codes the AI call handler reports, the normalised codes redial derives
- * from them (seeds/002, "A Code Is a Claim, Not a Conclusion"), and the one list that says which
+ * from them (a code is a claim, not a conclusion: docs/calls.md, "Classification"), and the one list that says which
  * normalised codes earn another round.
  */
 export const CallCode = {
@@ -18,7 +18,7 @@ export const CallCode = {
   completedUserRejection: 'COMPLETED_USER_REJECTION',
   /** The watchdog ended a call whose result never arrived. */
   timeout: 'TIMEOUT',
-  /** A call ended in a state the platform did not expect (kept from the seed's list; redial sets it nowhere yet). */
+  /** A call ended in a state the platform did not expect (kept from the calling platform's list of codes; redial sets it nowhere yet). */
   timeoutUnexpectedStatus: 'TIMEOUT_UNEXPECTED_STATUS',
   /** The call placer refused or failed the dial. */
   internalError: 'INTERNAL_ERROR',
@@ -28,7 +28,7 @@ export type KnownCallCode = (typeof CallCode)[keyof typeof CallCode];
 
 /**
  * The single authority on what is retried: a contact whose normalised code is in this list is promoted
- * to RetryEligible by the finaliser while the batch has rounds left (seeds/002 `retryableCompletedCodes`).
+ * to RetryEligible by the finaliser while the batch has rounds left (docs/calls.md, "Classification").
  * TEMPORARY_UNAVAILABLE is redial's deliberate addition (docs/deviations.md §1): a SIP 480 is temporary
  * by definition.
  */

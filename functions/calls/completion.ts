@@ -1,4 +1,4 @@
-import { EventType, prepareEvent } from '../webhooks/events.ts';
+import { CallsEvent } from './ports.ts';
 import type { BatchConfig } from './batch-config.ts';
 import type { Classification } from './classify.ts';
 import type { CallsDeps } from './deps.ts';
@@ -113,12 +113,10 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
   let plan: CompletionPlan = { round: request.round ?? batch.round, last: false };
 
   for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
-    const event = prepareEvent(
-      jobs,
-      deps.webhooksTable,
+    const event = deps.ports.events.prepare(
       {
         tenantId: batch.tenantId,
-        type: EventType.callCompleted,
+        type: CallsEvent.callCompleted,
         data: {
           batchId: batch.batchId,
           contactNumber: request.contactNumber,

@@ -4,7 +4,7 @@ import { isWebhookSecret } from './signature.ts';
 
 /** The calls context's configuration, parsed once at start-up (cold start). */
 export interface CallsConfig {
-  /** Where the dialer asks for calls (`POST`, brief §8). Unset in functions that do not dial. */
+  /** Where the dialer asks for calls (`POST`, docs/calls.md "Configuration"). Unset in functions that do not dial. */
   placerUrl: string | undefined;
   /** The intake's public URL, handed to the placer as `callbackUrl`. Unset in functions that do not dial. */
   callbackUrl: string | undefined;

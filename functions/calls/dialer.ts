@@ -54,7 +54,7 @@ const advance = (batch: BatchRow, pageLength: number) =>
   batch.dialPos + 1 < pageLength ? { page: batch.dialPage, pos: batch.dialPos + 1 } : { page: batch.dialPage + 1, pos: 0 };
 
 /**
- * calls.dial: dials one round of a batch, in list order (brief §4).
+ * calls.dial: dials one round of a batch, in list order (docs/calls.md, "The dialer").
  *
  * Each dial is ONE transaction — the contact becomes Calling, the tenant's slot is taken (a conditional
  * counter), the batch counts the call and moves its cursor, the watchdog job is enqueued — and only

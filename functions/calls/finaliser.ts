@@ -3,8 +3,7 @@ import { describeRefusals } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler, PreparedJob } from '../jobs/index.ts';
-import { ownerNotifyKind } from '../mail/kinds.ts';
-import { EventType, prepareEvent } from '../webhooks/events.ts';
+import { CallsEvent } from './ports.ts';
 import { roundDelayMs } from './backoff.ts';
 import { isRetryableCode } from './codes.ts';
 import type { CallsDeps } from './deps.ts';
@@ -110,17 +109,15 @@ async function promote(deps: CallsDeps, start: BatchRow, ctx: JobContext): Promi
   return batch;
 }
 
-/** The next round: InProgress, round + 1, the dialer delayed by the seed's ExponentialWithJitter, and batch.round_scheduled. */
+/** The next round: InProgress, round + 1, the dialer delayed by the rounds' ExponentialWithJitter (backoff.ts), and batch.round_scheduled. */
 async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactOutcome> {
   const { store, jobs } = deps;
   const now = ctx.now();
   const nextRound = batch.round + 1;
   const delayMs = roundDelayMs(batch.round, batch.retry, deps.rng);
   const dial = jobs.prepare(dialKind, { batchId: batch.batchId, round: nextRound }, { id: jobIds.dial(batch.batchId, nextRound), delayMs });
-  const event = prepareEvent(
-    jobs,
-    deps.webhooksTable,
-    { tenantId: batch.tenantId, type: EventType.batchRoundScheduled, data: { batchId: batch.batchId, round: nextRound, contacts: batch.nextSize, dialAt: iso(now + delayMs) } },
+  const event = deps.ports.events.prepare(
+    { tenantId: batch.tenantId, type: CallsEvent.batchRoundScheduled, data: { batchId: batch.batchId, round: nextRound, contacts: batch.nextSize, dialAt: iso(now + delayMs) } },
     now,
   );
   return commit(deps, [store.rearmItem(batch, now), dial.item, ...event.items], [dial, ...event.jobs]);
@@ -128,15 +125,13 @@ async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise
 
 /** Finalised, with batch.finalised and, when the tenant has an owner email, owner.notify — one transaction. */
 async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise<TransactOutcome> {
-  const { store, jobs } = deps;
+  const { store, ports } = deps;
   const now = ctx.now();
   const summary = finalSummary(batch);
-  const event = prepareEvent(jobs, deps.webhooksTable, { tenantId: batch.tenantId, type: EventType.batchFinalised, data: summary }, now);
+  const event = ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
   const tenant = await store.getTenant(batch.tenantId);
-  const notify = tenant?.ownerEmail
-    ? jobs.prepare(ownerNotifyKind, { tenantId: batch.tenantId, eventId: event.event.id, template: 'batch.finalised', data: summary }, { id: `owner.notify:${event.event.id}` })
-    : undefined;
-  return commit(deps, [store.finaliseItem(batch, now), ...event.items, ...(notify ? [notify.item] : [])], [...event.jobs, ...(notify ? [notify] : [])]);
+  const notify = tenant?.ownerEmail ? ports.ownerMail.batchFinalised({ tenantId: batch.tenantId, eventId: event.eventId, summary }) : { items: [], jobs: [] };
+  return commit(deps, [store.finaliseItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs]);
 }
 
 async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[]): Promise<TransactOutcome> {

@@ -1,6 +1,6 @@
 import { isTransientAwsError } from '../platform/aws.ts';
 import { HttpError } from '../platform/http.ts';
-import type { Route } from '../platform/http.ts';
+import type { ApiRoute } from '../platform/http.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 
 /** Counted once per call result that reached the intake's handler, by `outcome`: applied, ignored, unavailable, failed. */
@@ -12,8 +12,8 @@ export const CALL_RESULT_METRIC = 'CallResult';
  * written, the sender tries again); `failed` for anything else thrown. Requests refused before the
  * handler (401, 400, 413) are not results; the API's access log has them.
  */
-export function countingCallResults<R extends Route<never, never, never>>(intake: R, metrics: MetricsSink): R {
-  const handler = intake.handler as (request: unknown) => ReturnType<R['handler']>;
+export function countingCallResults(intake: ApiRoute, metrics: MetricsSink): ApiRoute {
+  const handler = intake.handler as (request: unknown) => ReturnType<ApiRoute['handler']>;
   return {
     ...intake,
     handler: async (request: unknown) => {

@@ -26,7 +26,7 @@ export const callsTable = {
   ttlAttribute: 'expiresAt',
 } as const satisfies TableDefinition;
 
-/** A contact's status (seeds/002): only a Calling contact accepts a result. */
+/** A contact's status (docs/calls.md, "States"): only a Calling contact accepts a result. */
 export const ContactStatus = {
   Queued: 'Queued',
   Calling: 'Calling',
@@ -34,7 +34,6 @@ export const ContactStatus = {
   RetryEligible: 'RetryEligible',
 } as const;
 export type ContactStatus = (typeof ContactStatus)[keyof typeof ContactStatus];
-export const contactStatuses = Object.values(ContactStatus);
 
 /** A batch's status. */
 export const BatchStatus = {
@@ -60,9 +59,6 @@ export interface TenantRow {
   createdAt: string;
   updatedAt: string;
 }
-
-/** Contacts per status, as the batch row counts them (`n<Status>`). */
-export type StatusCounts = Record<ContactStatus, number>;
 
 export interface BatchRow {
   pk: string;

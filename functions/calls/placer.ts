@@ -1,6 +1,6 @@
 import { sendOnce } from '../platform/outbound.ts';
 
-/** What the dialer asks the call placer for (brief §8): `POST CALL_PLACER_URL` with this JSON. */
+/** What the dialer asks the call placer for (docs/calls.md, "The dialer"): `POST CALL_PLACER_URL` with this JSON. */
 export interface PlaceCallRequest {
   batchId: string;
   contactNumber: string;

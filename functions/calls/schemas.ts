@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { callingWindowSchema } from './window.ts';
 
 /**
- * The calls API's request and response schemas (brief §7). Validation happens here, at the edge: a
+ * The calls API's request and response schemas (docs/openapi.json is generated from them). Validation happens here, at the edge: a
  * request that fails gets a 400 naming the field, and nothing is written.
  */
 

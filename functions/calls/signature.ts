@@ -1,26 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { SignatureError } from './errors.ts';
 
 /** How far a webhook's timestamp may be from now, either way (Standard Webhooks' default). */
 export const SIGNATURE_TOLERANCE_SECONDS = 5 * 60;
 
-/** Why a call-result webhook's signature was refused; the intake answers 401 with it. */
-export type SignatureRefusal = 'missing_headers' | 'invalid_timestamp' | 'timestamp_too_old' | 'timestamp_too_new' | 'no_matching_signature';
-
-/** A refused signature. */
-export class SignatureError extends Error {
-  override readonly name = 'SignatureError';
-  readonly refusal: SignatureRefusal;
-  constructor(refusal: SignatureRefusal) {
-    super(`webhook signature refused: ${refusal}`);
-    this.refusal = refusal;
-  }
-}
 
 /**
  * A Standard Webhooks verifier on an injected clock. The `standardwebhooks` package computes the
  * signature; the timestamp is checked here against `nowMs`, because the package reads `Date.now()`
- * itself (STYLE.md). Returns nothing: the caller parses and validates the body it already has.
+ * itself, and tests run on a fake clock. Returns nothing: the caller parses and validates the body it already has.
  *
  * @example
  * const verify = callWebhookVerifier('whsec_…');

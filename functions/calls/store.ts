@@ -392,7 +392,7 @@ export class CallsStore {
 
   /**
    * Re-arms a batch for its next round, item [batch]: the round's list is what the finaliser promoted,
-   * the dial cursor starts again at its head (the seed's "reset the offset"). The caller adds the next
+   * the dial cursor starts again at its head ("reset the offset"). The caller adds the next
    * round's dialer, delayed, and the event.
    */
   rearmItem(batch: BatchRow, now: number): TransactItem {

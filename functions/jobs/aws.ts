@@ -6,6 +6,7 @@ import { createLogger } from '../platform/logger.ts';
 import { powertoolsMetrics } from '../platform/metrics.ts';
 import { systemRng } from '../platform/rng.ts';
 import { AwsDispatchTransport } from './dispatch.ts';
+import type { QueueSpec } from './queues.ts';
 import { createJobRuntime } from './runtime.ts';
 import type { JobRuntime } from './runtime.ts';
 
@@ -21,14 +22,15 @@ export const jobsAwsConfig = z.object({
 
 export type JobsAwsConfig = z.infer<typeof jobsAwsConfig>;
 
-/** Builds the job layer for a Lambda at cold start: configuration parsed once, clients with retries off. */
-export function awsJobRuntime(service: string): { runtime: JobRuntime; config: JobsAwsConfig; clients: ReturnType<typeof createAwsClients> } {
+/** Builds the job layer for a Lambda at cold start over `queues`: configuration parsed once, clients with retries off. */
+export function awsJobRuntime(service: string, queues: Readonly<Record<string, QueueSpec>>): { runtime: JobRuntime; config: JobsAwsConfig; clients: ReturnType<typeof createAwsClients> } {
   const config = parseConfig(jobsAwsConfig);
   const clients = createAwsClients();
   const logger = createLogger(service);
   const runtime = createJobRuntime({
     db: clients.dynamo,
     jobsTable: config.JOBS_TABLE,
+    queues,
     transport: new AwsDispatchTransport({
       sqs: clients.sqs,
       scheduler: clients.scheduler,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
+import type { JobChanges } from './apply.ts';
 import type { Dispatcher, WakeUp } from './dispatch.ts';
 import { DuplicateJobError, InvalidJobArgsError } from './errors.ts';
 import type { JobKind } from './kinds.ts';
@@ -37,12 +38,14 @@ const ID_PATTERN = /^[A-Za-z0-9._:@#-]{1,200}$/;
 export class JobClient {
   private readonly store: JobStore;
   private readonly dispatcher: Dispatcher;
+  private readonly changes: JobChanges;
   private readonly clock: Clock;
   private readonly logger: Logger;
 
-  constructor(options: { store: JobStore; dispatcher: Dispatcher; clock: Clock; logger: Logger }) {
+  constructor(options: { store: JobStore; dispatcher: Dispatcher; changes: JobChanges; clock: Clock; logger: Logger }) {
     this.store = options.store;
     this.dispatcher = options.dispatcher;
+    this.changes = options.changes;
     this.clock = options.clock;
     this.logger = options.logger;
   }
@@ -118,25 +121,21 @@ export class JobClient {
   }
 
   /** Runs a discarded, cancelled or waiting job now, keeping its history. */
-  async retry(id: string): Promise<JobRow> {
-    const row = await this.store.retryNow(id, this.clock.now());
-    await this.afterCommit([{ id, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
-    return row;
+  retry(id: string): Promise<JobRow> {
+    return this.changes.apply({ type: 'retryNow', id });
   }
 
   /**
-   * Runs a waiting job now: what a domain uses to hand work on (a webhook delivery given its endpoint's
-   * lease). Unlike {@link retry}, a discarded or cancelled job is refused ({@link TransitionRefusedError}),
+   * Runs a waiting job now: what a domain uses to hand work on (one job, done, waking the next that waited
+   * for it). Unlike {@link retry}, a discarded or cancelled job is refused ({@link TransitionRefusedError}),
    * never revived.
    */
-  async wake(id: string): Promise<JobRow> {
-    const row = await this.store.wake(id, this.clock.now());
-    await this.afterCommit([{ id, wakeUp: { jobId: id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) } }]);
-    return row;
+  wake(id: string): Promise<JobRow> {
+    return this.changes.apply({ type: 'wake', id });
   }
 
   /** Cancels a pending or running job. */
   cancel(id: string): Promise<JobRow> {
-    return this.store.cancel(id, this.clock.now());
+    return this.changes.apply({ type: 'cancel', id });
   }
 }

@@ -1,9 +1,11 @@
+import { assertNever } from '../platform/assert.ts';
 import type { Rng } from '../platform/rng.ts';
+import { JobDiscardReason } from './outcomes.ts';
 import type { DiscardReason, RunOutcome } from './outcomes.ts';
 import { retryDelayMs } from './policies.ts';
 import type { Policy } from './policies.ts';
 
-/** What the executor writes after a run: the next state and, where it runs again, when. */
+/** What the job layer writes after a run (or a lost one): the next state and, where it runs again, when. */
 export type Decision =
   | { type: 'complete' }
   | { type: 'retry'; at: number; error: string }
@@ -25,14 +27,10 @@ export function decide(outcome: RunOutcome, job: { attempt: number; maxAttempts:
       return { type: 'discard', reason: outcome.reason, error: outcome.error, alert: false };
     case 'retryable':
       if (job.attempt >= job.maxAttempts || policy.backoff.type === 'none') {
-        return { type: 'discard', reason: 'exhausted', error: outcome.error, alert: policy.onExhausted === 'discard_alert' };
+        return { type: 'discard', reason: JobDiscardReason.exhausted, error: outcome.error, alert: policy.onExhausted === 'discard_alert' };
       }
       return { type: 'retry', at: now + retryDelayMs(policy, job.attempt, rng), error: outcome.error };
     default:
       return assertNever(outcome);
   }
-}
-
-export function assertNever(value: never): never {
-  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }

@@ -1,19 +1,19 @@
+import { assertNever } from '../platform/assert.ts';
 import { clockMs } from '../platform/clock.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
-import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
-import { assertNever, decide } from './decide.ts';
+import type { JobChanges } from './apply.ts';
+import { decide } from './decide.ts';
 import type { Decision } from './decide.ts';
-import { Discards, unknownKindDiscard } from './discards.ts';
-import type { Dispatcher, WakeUpMessage } from './dispatch.ts';
+import { unknownKindDiscard } from './discards.ts';
+import type { WakeUpMessage } from './dispatch.ts';
 import { ClaimRefusedError, LeaseLostError } from './errors.ts';
 import type { JobHandler } from './kinds.ts';
-import { classifyRun, describeError, DiscardReason } from './outcomes.ts';
+import { classifyRun, describeError, JobDiscardReason } from './outcomes.ts';
 import type { RunOutcome } from './outcomes.ts';
-import { leaseMs, queues } from './queues.ts';
-import type { QueueName } from './queues.ts';
-import type { JobRow } from './row.ts';
+import { leaseMs } from './queues.ts';
+import type { QueueSpec } from './queues.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 import { periodicStatusId } from './store.ts';
 
@@ -22,12 +22,13 @@ export { DISCARD_ALERT_METRIC, DISCARD_METRIC } from './discards.ts';
 
 export interface ExecutorDeps {
   store: JobStore;
-  dispatcher: Dispatcher;
+  changes: JobChanges;
   clock: Clock;
   rng: Rng;
   logger: Logger;
-  metrics: MetricsSink;
-  handlers: readonly JobHandler<never>[];
+  /** The queue this executor's worker serves: its timeout bounds each run and sets the lease. */
+  queue: { name: string; spec: QueueSpec };
+  handlers: ReadonlyMap<string, JobHandler<unknown>>;
 }
 
 /** What one wake-up led to (for logs, tests and benchmarks). */
@@ -39,49 +40,44 @@ export type ExecutionResult =
   | { jobId: string; result: 'lease_lost' };
 
 /**
- * Runs one wake-up: claim the job, run its handler under a timeout, classify the run, write the next
- * state on the claim, then send the next wake-up. A job's failure is recorded, never thrown; only an
- * infrastructure failure to claim or record escapes (the SQS message is then redelivered, and the claim
- * makes that safe).
+ * Runs one wake-up: claim the job, run its handler under a timeout, classify the run, decide the next
+ * state, and hand the decision to the one path that applies it (apply.ts: the write on the claim, then
+ * the next wake-up). A job's failure is recorded, never thrown; only an infrastructure failure to claim or
+ * record escapes (the SQS message is then redelivered, and the claim makes that safe).
  */
 export class Executor {
   private readonly deps: ExecutorDeps;
-  private readonly handlers: Map<string, JobHandler<unknown>>;
-  private readonly discards: Discards;
 
   constructor(deps: ExecutorDeps) {
     this.deps = deps;
-    this.handlers = new Map(deps.handlers.map((h) => [h.kind.kind, h as unknown as JobHandler<unknown>]));
-    this.discards = new Discards(deps.store, deps.metrics);
   }
 
-  async execute(message: WakeUpMessage, queue: QueueName): Promise<ExecutionResult> {
-    const { store, clock, logger } = this.deps;
+  async execute(message: WakeUpMessage): Promise<ExecutionResult> {
+    const { store, clock, logger, queue } = this.deps;
     let job: ClaimedJob;
     try {
-      job = await store.claim(message.jobId, message.seq, clock.now(), clockMs(clock, leaseMs(queue)));
+      job = await store.claim(message.jobId, message.seq, clock.now(), clockMs(clock, leaseMs(queue.spec)));
     } catch (error) {
       if (error instanceof ClaimRefusedError) return this.refused(error, message);
       throw error;
     }
 
-    const handler = this.handlers.get(job.kind);
+    const handler = this.deps.handlers.get(job.kind);
     const started = performance.now();
     let decision: Decision;
     if (!handler) {
-      decision = unknownKindDiscard(job.kind, `on queue ${queue}`);
+      decision = unknownKindDiscard(job.kind, `on queue ${queue.name}`);
     } else {
       const parsed = handler.kind.args.safeParse(job.args);
       const outcome: RunOutcome = parsed.success
         ? classifyRun(await this.run(handler, parsed.data, job))
-        : { type: 'discarded', reason: DiscardReason.invalid_args, error: `invalid args: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
+        : { type: 'discarded', reason: JobDiscardReason.invalid_args, error: `invalid args: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
       decision = decide(outcome, job, handler.kind.policy, clock.now(), this.deps.rng);
     }
     const durationMs = performance.now() - started;
 
-    let row: JobRow;
     try {
-      row = await this.record(job, decision, durationMs);
+      await this.deps.changes.apply({ type: 'run', job, decision, durationMs });
     } catch (error) {
       if (error instanceof LeaseLostError) {
         // The lease ran out and the rescuer moved the job on, or ops cancelled it: this run's result is void.
@@ -92,13 +88,13 @@ export class Executor {
     }
 
     if (handler?.kind.periodic) await this.recordPeriodic(job, decision);
-    if (decision.type === 'retry' || decision.type === 'snooze') await this.wake(row);
     return { jobId: job.id, result: resultOf(decision) };
   }
 
   private async run(handler: JobHandler<unknown>, args: unknown, job: ClaimedJob): Promise<unknown> {
-    const { clock, logger } = this.deps;
-    const timeoutMs = Math.min(handler.kind.timeoutSeconds, queues[job.queue as QueueName]?.timeoutSeconds ?? Infinity) * 1000;
+    const { clock, logger, queue } = this.deps;
+    const timeoutMs = Math.min(handler.kind.timeoutSeconds, queue.spec.timeoutSeconds) * 1000;
+    const policy = handler.kind.policy;
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -115,6 +111,9 @@ export class Executor {
           kind: job.kind,
           attempt: job.attempt,
           maxAttempts: job.maxAttempts,
+          policy,
+          // The same test decide() applies: a retryable failure now is discarded as exhausted.
+          isLastAttempt: job.attempt >= job.maxAttempts || policy.backoff.type === 'none',
           createdAt: job.createdAt,
           signal: controller.signal,
           logger: logger.createChild({ persistentKeys: { jobId: job.id, kind: job.kind, attempt: job.attempt } }),
@@ -130,46 +129,20 @@ export class Executor {
     }
   }
 
-  private record(job: ClaimedJob, decision: Decision, durationMs: number): Promise<JobRow> {
-    const { store, clock } = this.deps;
-    const now = clock.now();
-    switch (decision.type) {
-      case 'complete':
-        return store.complete(job, now, durationMs);
-      case 'retry':
-        return store.retry(job, now, decision.at, decision.error, durationMs);
-      case 'snooze':
-        return store.snooze(job, now, decision.until, decision.reason);
-      case 'discard':
-        return this.discards.claimed(job, now, decision, durationMs);
-      default:
-        return assertNever(decision);
-    }
-  }
-
   private async refused(error: ClaimRefusedError, message: WakeUpMessage): Promise<ExecutionResult> {
-    const { store, clock, logger } = this.deps;
+    const { changes, logger } = this.deps;
     const row = error.current;
     if (error.refusal === 'not_due' && row) {
       // Early (a Scheduler minute, a rounded timer): send it again for the time that remains.
-      await this.wake(row);
+      await changes.apply({ type: 'redispatch', row });
       return { jobId: message.jobId, result: 'redispatched' };
     }
     if (error.refusal === 'cancel_requested' && row) {
-      await store.cancelRequested(row, clock.now());
+      await changes.apply({ type: 'cancelRequested', job: row });
       return { jobId: message.jobId, result: 'cancelled' };
     }
     logger.debug('wake-up dropped', { jobId: message.jobId, seq: message.seq, refusal: error.refusal });
     return { jobId: message.jobId, result: 'dropped', refusal: error.refusal };
-  }
-
-  /** Sends the row's next wake-up. A failed send is logged, not thrown: the outcome is recorded, and the rescuer finds a due job that nobody woke. */
-  private async wake(row: JobRow): Promise<void> {
-    try {
-      await this.deps.dispatcher.dispatch({ jobId: row.id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) });
-    } catch (error) {
-      this.deps.logger.error('wake-up not sent; the rescuer will send it', { jobId: row.id, error: describeError(error) });
-    }
   }
 
   private async recordPeriodic(job: ClaimedJob, decision: Decision): Promise<void> {

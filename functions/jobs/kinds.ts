@@ -1,46 +1,59 @@
 import type { z } from 'zod';
 import type { Logger } from '../platform/logger.ts';
+import { JobDiscardReason } from './outcomes.ts';
+import type { DiscardReason } from './outcomes.ts';
 import type { Policy } from './policies.ts';
-import type { QueueName } from './queues.ts';
 
 /**
- * A job kind, declared as data: its stable dotted name, its policy, its queue, its timeout and the
- * schema of its arguments. Handlers are bound to kinds separately ({@link handle}), so the table of kinds
- * and policies can be read and printed without loading any handler.
+ * A job kind, declared as data: its stable dotted name, its policy, its queue, its timeout, the schema of
+ * its arguments and the discard reasons its handler may give. Handlers are bound to kinds separately
+ * ({@link handle}), so the table of kinds and policies can be read and printed without loading any handler.
  */
 export interface JobKind<A = unknown> {
   readonly kind: string;
-  readonly queue: QueueName;
+  /** The queue whose worker runs it: one its context declares. */
+  readonly queue: string;
   readonly policy: Policy;
   /** A run longer than this is abandoned and counted as a retryable failure. */
   readonly timeoutSeconds: number;
   readonly args: z.ZodType<A>;
+  /** The reasons its handler discards with (beside the job layer's own: exhausted, invalid_args, unknown_kind); ops filter on them. */
+  readonly discardReasons: readonly DiscardReason[];
   /** Set for periodic kinds: one job per period, enqueued by the rescuer's tick. */
   readonly periodic?: { readonly everySeconds: number };
   readonly description: string;
 }
 
+const KIND_NAME = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+const REASON_NAME = /^[a-z][a-z0-9_]*$/;
+
 /**
- * Declares a job kind.
+ * Declares a job kind. Refuses, at load time, a name that is not dotted lower case, a reason that is not
+ * snake case, and a reason the job layer gives itself.
  *
  * @example
- * export const probeKind = defineKind({
- *   kind: 'ops.probe', queue: 'ops', policy: policies['ops.probe'], timeoutSeconds: 10,
- *   args: z.object({ failTimes: z.number().int() }), description: 'fails N times, then succeeds',
+ * export const renderKind = defineKind({
+ *   kind: 'report.render', queue: 'reports', policy: defaultPolicy, timeoutSeconds: 10,
+ *   args: z.object({ reportId: z.string() }), discardReasons: ['template_missing'], description: 'renders a report',
  * });
  */
 export function defineKind<A>(spec: {
   kind: string;
-  queue: QueueName;
+  queue: string;
   policy: Policy;
   timeoutSeconds?: number;
   args: z.ZodType<A>;
+  discardReasons?: readonly DiscardReason[];
   periodic?: { everySeconds: number };
   description: string;
 }): JobKind<A> {
-  if (!/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/.test(spec.kind)) throw new Error(`job kind "${spec.kind}" is not a dotted lower-case name`);
+  if (!KIND_NAME.test(spec.kind)) throw new Error(`job kind "${spec.kind}" is not a dotted lower-case name`);
   if (spec.policy.maxAttempts < 1) throw new Error(`job kind ${spec.kind}: maxAttempts must be at least 1`);
-  return { timeoutSeconds: 30, ...spec };
+  for (const reason of spec.discardReasons ?? []) {
+    if (!REASON_NAME.test(reason)) throw new Error(`job kind ${spec.kind}: discard reason "${reason}" is not snake_case`);
+    if (reason in JobDiscardReason) throw new Error(`job kind ${spec.kind}: "${reason}" is the job layer's own reason; do not declare it`);
+  }
+  return { timeoutSeconds: 30, discardReasons: [], ...spec };
 }
 
 /** What a handler can see of the job it runs. */
@@ -50,6 +63,10 @@ export interface JobContext {
   /** This run's attempt, 1-based. A snoozed run gives its attempt back. */
   readonly attempt: number;
   readonly maxAttempts: number;
+  /** The kind's policy (a handler that plans around its own retries reads its schedule here). */
+  readonly policy: Policy;
+  /** Whether a retryable failure of this run would be the last: the job layer would discard it as exhausted. */
+  readonly isLastAttempt: boolean;
   readonly createdAt: string;
   /** Aborted when the kind's timeout passes. */
   readonly signal: AbortSignal;
@@ -58,11 +75,36 @@ export interface JobContext {
   now(): number;
 }
 
+/** What a discard hook is told: the job being discarded, and why. */
+export interface DiscardedJob {
+  readonly id: string;
+  readonly kind: string;
+  readonly reason: DiscardReason;
+  readonly error: string;
+  /** The discard's time, epoch ms (the row's `finalizedAt`). */
+  readonly at: number;
+}
+
 /** A kind bound to the code that runs it. */
 export interface JobHandler<A = unknown> {
   readonly kind: JobKind<A>;
   run(args: A, ctx: JobContext): Promise<void>;
+  /**
+   * Runs whenever a discard of this kind is decided, whoever decided it (the handler's own discard,
+   * attempts that ran out, or a last attempt lost with its worker: the rescuer's), just before the discard
+   * is written; not for arguments that no longer parse. Running first, its effect survives a crash between
+   * the two: the job stays running and is decided again, hook and all. So it must be idempotent, and
+   * harmless if the discard is then refused. If it throws, the discard is not written (discards.ts).
+   */
+  onDiscard?(args: A, job: DiscardedJob): Promise<void>;
 }
 
-/** Binds a handler to its kind. A handler only classifies: return, throw `snooze(...)`, throw `discard(...)`, or throw. */
-export const handle = <A>(kind: JobKind<A>, run: (args: A, ctx: JobContext) => Promise<void>): JobHandler<A> => ({ kind, run });
+/**
+ * Binds a handler to its kind. A handler only classifies: return, throw `snooze(...)`, throw `discard(...)`,
+ * or throw. `onDiscard` runs whenever a discard of the kind is decided, before it is written.
+ */
+export const handle = <A>(
+  kind: JobKind<A>,
+  run: (args: A, ctx: JobContext) => Promise<void>,
+  hooks: { onDiscard?: (args: A, job: DiscardedJob) => Promise<void> } = {},
+): JobHandler<A> => ({ kind, run, ...(hooks.onDiscard ? { onDiscard: hooks.onDiscard } : {}) });

@@ -4,20 +4,19 @@
  * {@link classifyRun} is the one place that turns a run into an outcome.
  */
 
-/** Why a job was discarded; ops filter on it. `exhausted` means attempts ran out; every other reason is the handler's. */
-export const DiscardReason = {
+/**
+ * The discard reasons the job layer itself gives; ops filter on them. `exhausted`: attempts ran out;
+ * `invalid_args`: the stored arguments no longer parse; `unknown_kind`: no code here runs the kind. Every
+ * other reason is a handler's, declared by its kind (`discardReasons`).
+ */
+export const JobDiscardReason = {
   exhausted: 'exhausted',
-  http_4xx: 'http_4xx',
-  gone: 'gone',
-  ssrf_blocked: 'ssrf_blocked',
-  endpoint_disabled: 'endpoint_disabled',
-  mail_rejected: 'mail_rejected',
   invalid_args: 'invalid_args',
   unknown_kind: 'unknown_kind',
-  not_found: 'not_found',
 } as const;
 
-export type DiscardReason = (typeof DiscardReason)[keyof typeof DiscardReason];
+/** Why a job was discarded: one of {@link JobDiscardReason} or a reason its kind declares. */
+export type DiscardReason = string;
 
 /** Thrown by a handler to run again later without spending an attempt. Build it with {@link snooze}. */
 export class JobSnooze extends Error {
@@ -54,10 +53,11 @@ export class JobDiscard extends Error {
 export const snooze = (when: { until: number } | { delayMs: number }, reason: string): JobSnooze => new JobSnooze(when, reason);
 
 /**
- * Give up on the job permanently, with a reason ops can filter on.
+ * Give up on the job permanently, with a reason ops can filter on: one its kind declares in
+ * `discardReasons`, or the job layer's `invalid_args`.
  *
  * @example
- * if (response.status === 410) throw discard('gone', 'endpoint answered 410 Gone');
+ * if (!template) throw discard('template_missing', `no template ${args.templateId}`);
  */
 export const discard = (reason: DiscardReason, message: string, options?: { cause?: unknown }): JobDiscard =>
   new JobDiscard(reason, message, options);

@@ -11,9 +11,9 @@ export type Backoff =
 
 /** What happens when the last attempt fails. */
 export type OnExhausted =
-  /** Discarded, and the alerting metric fires (the seed's "discarded + alert"). */
+  /** Discarded, and the alerting metric fires ("discarded + alert"). */
   | 'discard_alert'
-  /** Discarded without an alert (webhook.deliver: its endpoint's own rules take over). */
+  /** Discarded without an alert (the kind's own rules take over, e.g. through its `onDiscard` hook). */
   | 'discard'
   /** A periodic job: nothing is retried, the next period runs; the panel shows the last failure. */
   | 'next_period';
@@ -27,58 +27,53 @@ export interface Policy {
   onExhausted: OnExhausted;
 }
 
-/** River's and the seed's DefaultBackoff: 1 s doubling, capped at 15 min. */
-export const DefaultBackoff: Backoff = { type: 'exponential', initialSeconds: 1, factor: 2, capSeconds: 15 * 60 };
+/** Every backoff gets ±10 % uniform jitter unless a policy says otherwise. */
+export const DEFAULT_JITTER = 0.1;
 
-/** Mail: 20 s, then ×3 per attempt (7 waits over 8 attempts, about 6.07 h in all). */
-export const MailBackoff: Backoff = { type: 'exponential', initialSeconds: 20, factor: 3, capSeconds: Number.POSITIVE_INFINITY };
+/**
+ * An exponential backoff: `initialSeconds · factor^(attempt−1)`, capped at `capSeconds`.
+ *
+ * @example
+ * exponential({ initialSeconds: 20, factor: 3 }) // 20 s, 60 s, 180 s, …
+ */
+export const exponential = (spec: { initialSeconds: number; factor: number; capSeconds?: number }): Backoff => ({
+  type: 'exponential',
+  initialSeconds: spec.initialSeconds,
+  factor: spec.factor,
+  capSeconds: spec.capSeconds ?? Number.POSITIVE_INFINITY,
+});
 
-/** Webhook delivery: 5 s, 5 min, 30 min, 2 h, 5 h, then 10 h each (17 waits over 18 attempts, about 5.32 days). */
-export const WebhookBackoff: Backoff = {
-  type: 'schedule',
-  delaysSeconds: [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600],
+/**
+ * A fixed schedule of delays, in seconds; its last entry repeats.
+ *
+ * @example
+ * schedule([5, 300, 1800]) // 5 s, 5 min, then 30 min each
+ */
+export const schedule = (delaysSeconds: readonly number[]): Backoff => {
+  if (delaysSeconds.length === 0) throw new RangeError('a schedule needs at least one delay');
+  return { type: 'schedule', delaysSeconds };
 };
 
-const JITTER = 0.1;
+/** River's DefaultBackoff: 1 s doubling, capped at 15 min. */
+export const DefaultBackoff: Backoff = exponential({ initialSeconds: 1, factor: 2, capSeconds: 15 * 60 });
 
-const standard: Policy = { maxAttempts: 10, backoff: DefaultBackoff, jitter: JITTER, onExhausted: 'discard_alert' };
-const mail: Policy = { maxAttempts: 8, backoff: MailBackoff, jitter: JITTER, onExhausted: 'discard_alert' };
+/**
+ * A policy: `maxAttempts` and `backoff`, ±10 % jitter, discarded with an alert when exhausted unless said
+ * otherwise.
+ *
+ * @example
+ * policy({ maxAttempts: 8, backoff: exponential({ initialSeconds: 20, factor: 3 }) })
+ */
+export function policy(spec: { maxAttempts: number; backoff: Backoff; jitter?: number; onExhausted?: OnExhausted }): Policy {
+  if (!Number.isInteger(spec.maxAttempts) || spec.maxAttempts < 1) throw new RangeError(`maxAttempts must be a whole number ≥ 1, got ${spec.maxAttempts}`);
+  return { maxAttempts: spec.maxAttempts, backoff: spec.backoff, jitter: spec.jitter ?? DEFAULT_JITTER, onExhausted: spec.onExhausted ?? 'discard_alert' };
+}
+
+/** The default policy of a kind: DefaultBackoff, 10 attempts, discarded with an alert. */
+export const defaultPolicy: Policy = policy({ maxAttempts: 10, backoff: DefaultBackoff });
 
 /** Periodic jobs: one attempt; a failure waits for the next period. */
 export const periodicPolicy: Policy = { maxAttempts: 1, backoff: { type: 'none' }, jitter: 0, onExhausted: 'next_period' };
-
-/**
- * The policy of every job kind, keyed by its stable dotted name. This is the seed's policy table
- * (seeds/000: "Policy (declared on the job kind, as data)"), plus redial's own kinds:
- *
- * | kind | max attempts | backoff | exhausted |
- * |---|---|---|---|
- * | owner.notify, access_request.approval_mail, owner.email_confirmation | 8 | 20 s then ×3 | discarded + alert |
- * | webhook.fanout | 10 | DefaultBackoff | discarded + alert |
- * | webhook.deliver | 18 | 5 s, 5 min, 30 min, 2 h, 5 h, 10 h… | discarded; endpoint rules |
- * | webhook.wake | 10 | DefaultBackoff | discarded + alert |
- * | calls.dial, calls.watchdog, calls.finalise | 10 | DefaultBackoff | discarded + alert |
- * | ops.probe | 10 | DefaultBackoff | discarded + alert |
- *
- * The seed's corpus.index and corpus.reindex use DefaultBackoff with 10 attempts; redial has no search
- * index, so it declares no corpus kinds.
- */
-export const policies = {
-  'owner.notify': mail,
-  'access_request.approval_mail': mail,
-  'owner.email_confirmation': mail,
-  'webhook.fanout': standard,
-  'webhook.deliver': { maxAttempts: 18, backoff: WebhookBackoff, jitter: JITTER, onExhausted: 'discard' },
-  // redial's own: wakes a parked delivery that was handed the lease while it was still running.
-  'webhook.wake': standard,
-  'calls.dial': standard,
-  'calls.watchdog': standard,
-  'calls.finalise': standard,
-  'ops.probe': standard,
-} as const satisfies Record<string, Policy>;
-
-/** A kind that has a policy in {@link policies}. */
-export type PolicyKind = keyof typeof policies;
 
 /**
  * The un-jittered wait after attempt `attempt` (1-based) fails, in milliseconds.
@@ -104,7 +99,7 @@ export function retryDelayMs(policy: Policy, attempt: number, rng: Rng): number 
   return Math.round(base * (1 + policy.jitter * (2 * rng.float() - 1)));
 }
 
-/** One row of a printed schedule. */
+/** One row of a printed retry schedule. */
 export interface ScheduleRow {
   /** The attempt that failed. */
   afterAttempt: number;
@@ -116,7 +111,7 @@ export interface ScheduleRow {
 }
 
 /** Every wait a policy can impose, from the first failure to the last attempt; `ops policies` prints it. */
-export function schedule(policy: Policy): ScheduleRow[] {
+export function retrySchedule(policy: Policy): ScheduleRow[] {
   if (policy.backoff.type === 'none') return [];
   const rows: ScheduleRow[] = [];
   let cumulative = 0;
@@ -135,4 +130,4 @@ export function schedule(policy: Policy): ScheduleRow[] {
 }
 
 /** Total un-jittered time from the first attempt to the last one. */
-export const totalScheduleMs = (policy: Policy): number => schedule(policy).at(-1)?.cumulativeMs ?? 0;
+export const totalScheduleMs = (policy: Policy): number => retrySchedule(policy).at(-1)?.cumulativeMs ?? 0;

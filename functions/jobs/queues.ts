@@ -1,6 +1,7 @@
 /**
- * The job queues: one SQS queue and one worker function each on AWS, one in-process queue each locally.
- * A job kind names its queue; a queue's worker runs every kind on it.
+ * A job queue: one SQS queue and one worker function each on AWS, one in-process queue each locally. The
+ * contexts declare their queues (each module's `queues`); a job kind names its queue, and a queue's worker
+ * runs every kind on it.
  */
 export interface QueueSpec {
   /** The worker function's timeout. A claim's lease is this plus {@link LEASE_MARGIN_SECONDS}. */
@@ -14,20 +15,15 @@ export interface QueueSpec {
 /** Clock skew allowance added to a worker's timeout to form its lease. */
 export const LEASE_MARGIN_SECONDS = 5;
 
-export const queues = {
-  /** Ops' own kinds (ops.probe). */
-  ops: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 },
-  /** calls.dial, calls.watchdog, calls.finalise. */
-  calls: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
-  /** webhook.fanout, webhook.deliver. */
-  webhooks: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
-  /** owner.notify, access_request.approval_mail, owner.email_confirmation. */
-  mail: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 },
-} as const satisfies Record<string, QueueSpec>;
+/**
+ * A queue's visibility timeout as a multiple of its worker's timeout: AWS's advice for SQS event sources
+ * (at least 6×), so a message is not handed to a second worker while the first may still run it. CDK
+ * (lib/constructs/job-queue.ts) and the local host both use it.
+ */
+export const VISIBILITY_FACTOR = 6;
 
-export type QueueName = keyof typeof queues;
+/** The lease a worker of a queue holds on a claimed job, in milliseconds. */
+export const leaseMs = (spec: QueueSpec): number => (spec.timeoutSeconds + LEASE_MARGIN_SECONDS) * 1000;
 
-export const queueNames = Object.keys(queues) as QueueName[];
-
-/** The lease a worker of `queue` holds on a claimed job, in milliseconds. */
-export const leaseMs = (queue: QueueName): number => (queues[queue].timeoutSeconds + LEASE_MARGIN_SECONDS) * 1000;
+/** The visibility timeout of a queue's messages, in seconds. */
+export const visibilitySeconds = (spec: QueueSpec): number => VISIBILITY_FACTOR * spec.timeoutSeconds;

@@ -1,12 +1,11 @@
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
-import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
+import type { JobChanges } from './apply.ts';
 import type { JobClient } from './client.ts';
-import { assertNever, decide } from './decide.ts';
+import { decide } from './decide.ts';
 import type { Decision } from './decide.ts';
-import { Discards, unknownKindDiscard } from './discards.ts';
-import type { Dispatcher } from './dispatch.ts';
+import { unknownKindDiscard } from './discards.ts';
 import { TransitionRefusedError } from './errors.ts';
 import type { JobKind } from './kinds.ts';
 import { describeError } from './outcomes.ts';
@@ -27,14 +26,13 @@ export interface RescueReport {
 export interface RescuerOptions {
   store: JobStore;
   client: JobClient;
-  dispatcher: Dispatcher;
+  /** The one path that applies decisions (a lost attempt's retry or discard, a re-sent wake-up). */
+  changes: JobChanges;
   clock: Clock;
   rng: Rng;
   logger: Logger;
-  /** Where a discard is counted (a lost last attempt): the same metrics as the executor's. */
-  metrics: MetricsSink;
   /** Every kind the system runs: their policies price a lost attempt, the periodic ones are enqueued here. */
-  kinds: readonly JobKind<never>[];
+  kinds: readonly JobKind<unknown>[];
   /** A job due longer ago than this with no claim is taken for a lost wake-up. */
   rescueAfterMs: number;
   /** Rows read per state per pass. */
@@ -49,13 +47,11 @@ export interface RescuerOptions {
  */
 export class Rescuer {
   private readonly options: RescuerOptions;
-  private readonly kinds: Map<string, JobKind<never>>;
-  private readonly discards: Discards;
+  private readonly kinds: Map<string, JobKind<unknown>>;
 
   constructor(options: RescuerOptions) {
     this.options = options;
     this.kinds = new Map(options.kinds.map((k) => [k.kind, k]));
-    this.discards = new Discards(options.store, options.metrics);
   }
 
   async run(): Promise<RescueReport> {
@@ -75,7 +71,7 @@ export class Rescuer {
       do {
         const page = await store.list({ state, limit: 200, ...(cursor ? { cursor } : {}) });
         for (const row of page.jobs) {
-          await this.wake(row);
+          await this.options.changes.apply({ type: 'redispatch', row });
           count++;
         }
         cursor = page.cursor;
@@ -93,28 +89,10 @@ export class Rescuer {
       const kind = this.kinds.get(row.kind);
       // A lost attempt is a retryable failure, priced by the kind's policy; a kind nobody runs is discarded as the executor would.
       const decision: Decision = kind ? decide({ type: 'retryable', error: 'worker lost' }, row, kind.policy, now, rng) : unknownKindDiscard(row.kind, 'in the rescuer');
-      const rescued = await this.attempt(() => this.rescue(row, decision, now), row);
-      if (!rescued) continue;
-      count++;
-      if (rescued.state === JobState.retryable) await this.wake(rescued);
+      const rescued = await this.attempt(() => this.options.changes.apply({ type: 'lost', job: row, decision }), row);
+      if (rescued) count++;
     }
     return count;
-  }
-
-  /** Writes a lost attempt's decision: run it again, or discard it (through the one discard path). */
-  private rescue(row: JobRow, decision: Decision, now: number): Promise<JobRow> {
-    switch (decision.type) {
-      case 'retry':
-        return this.options.store.rescue(row, now, { at: decision.at });
-      case 'discard':
-        return this.discards.lost(row, now, decision);
-      // A lost attempt is classified retryable: decide() never completes or snoozes it.
-      case 'complete':
-      case 'snooze':
-        throw new Error(`a lost attempt cannot end as ${decision.type}`);
-      default:
-        return assertNever(decision);
-    }
   }
 
   private async rewakeIdle(): Promise<number> {
@@ -129,7 +107,7 @@ export class Rescuer {
         const touched = await this.attempt(() => store.touchDispatch(row, now, cutoff), row);
         if (!touched) continue;
         count++;
-        await this.wake(touched);
+        await this.options.changes.apply({ type: 'redispatch', row: touched });
       }
     }
     return count;
@@ -143,7 +121,7 @@ export class Rescuer {
       if (!kind.periodic) continue;
       const period = kind.periodic.everySeconds * 1000;
       const periodStart = Math.floor(now / period) * period;
-      const { created } = await client.enqueue(kind, {} as never, { id: `${kind.kind}@${new Date(periodStart).toISOString()}` });
+      const { created } = await client.enqueue(kind, {}, { id: `${kind.kind}@${new Date(periodStart).toISOString()}` });
       if (created) count++;
     }
     return count;
@@ -157,14 +135,6 @@ export class Rescuer {
       if (error instanceof TransitionRefusedError) return undefined;
       this.options.logger.error('rescue write failed', { jobId: row.id, error: describeError(error) });
       return undefined;
-    }
-  }
-
-  private async wake(row: JobRow): Promise<void> {
-    try {
-      await this.options.dispatcher.dispatch({ jobId: row.id, seq: row.seq, queue: row.queue, at: Date.parse(row.scheduledAt) });
-    } catch (error) {
-      this.options.logger.error('rescuer could not send a wake-up; the next pass will', { jobId: row.id, error: describeError(error) });
     }
   }
 }

@@ -31,6 +31,11 @@ export interface JobRow {
   createdAt: string;
   updatedAt: string;
   attemptedAt?: string;
+  /**
+   * When the job reached a terminal state. River's name for it (`finalized_at`, like the states), kept as
+   * it is stored and served (GET /v1/ops/jobs/{id}); everywhere else redial spells it the British way
+   * (finalise, finalised).
+   */
   finalizedAt?: string;
   leaseToken?: string;
   leaseUntil?: string;

@@ -67,7 +67,7 @@ export const transitions = {
     from: [JobState.discarded, JobState.cancelled, JobState.retryable, JobState.snoozed, JobState.scheduled],
     to: [JobState.available],
   },
-  /** A domain runs a waiting job now (a webhook delivery handed its endpoint's lease); never a finished one. */
+  /** A domain runs a waiting job now (work handed on from the job before it); never a finished one. */
   wake: { from: [JobState.retryable, JobState.snoozed, JobState.scheduled], to: [JobState.available] },
 } as const satisfies Record<string, { from: readonly JobState[]; to: readonly JobState[] }>;
 

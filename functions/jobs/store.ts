@@ -235,7 +235,7 @@ export class JobStore {
   }
 
   /**
-   * The Update that asks a job to stop, for a domain transaction (a call's result cancels its watchdog),
+   * The Update that asks a job to stop, for a domain transaction (an event that makes a pending job moot),
    * named `cancel <id>`.
    * It never fails the caller's transaction on the job's state: a pending job is cancelled at its next
    * wake-up, a running one finishes as it would have.

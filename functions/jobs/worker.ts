@@ -1,47 +1,51 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { describeError } from './outcomes.ts';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Logger } from '../platform/logger.ts';
 import { wakeUpMessage } from './dispatch.ts';
 import type { ExecutionResult, Executor } from './executor.ts';
-import type { QueueName } from './queues.ts';
-import type { Logger } from '../platform/logger.ts';
+import { describeError } from './outcomes.ts';
 
-/** The SQS handler's result, with what each message led to (the local runtime and tests read `results`). */
+/** The SQS handler's result, with what each message led to (the local host and tests read `results`). */
 export type WorkerResponse = SQSBatchResponse & { results?: ExecutionResult[] };
 
 /**
- * The SQS worker entry point for one queue: it runs any set of kinds. Records run concurrently. A job's
- * failure is recorded by the executor and never thrown to SQS; only a failure to claim or record (an
- * infrastructure error) becomes a batch item failure, so SQS redelivers that one message and nothing else.
- * A malformed message is dropped: redelivery cannot mend it.
+ * The SQS worker entry point for one queue, in Powertools' partial-batch convention: each record is run
+ * by the record handler, in parallel; a record whose handler throws becomes a batch item failure, so SQS
+ * redelivers that one message and nothing else. The record handler throws only when a job's outcome could
+ * not be claimed or recorded (an infrastructure error; the claim makes the redelivery safe): a job's own
+ * failure is recorded by the executor and never thrown. A malformed message is dropped: redelivery cannot
+ * mend it. A batch whose every record failed is answered like any other (no FullBatchFailureError): SQS
+ * redelivers the failed items either way.
  */
-export function createWorker(options: { queue: QueueName; executor: Executor; logger: Logger }) {
-  const { queue, executor, logger } = options;
-  const base = async (event: SQSEvent): Promise<WorkerResponse> => {
-    const failures: { itemIdentifier: string }[] = [];
+export function createWorker(options: { executor: Executor; logger: Logger }) {
+  const { executor, logger } = options;
+  return middy<SQSEvent, WorkerResponse>().handler(async (event) => {
     const results: ExecutionResult[] = [];
-    await Promise.all(
-      event.Records.map(async (record) => {
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(record.body);
-        } catch {
-          parsed = undefined;
-        }
-        const message = wakeUpMessage.safeParse(parsed);
-        if (!message.success) {
-          logger.error('malformed job message dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
-          return;
-        }
-        try {
-          results.push(await executor.execute(message.data, queue));
-        } catch (error) {
-          logger.error('job outcome not recorded; SQS will redeliver', { jobId: message.data.jobId, error: describeError(error) });
-          failures.push({ itemIdentifier: record.messageId });
-        }
-      }),
-    );
-    return { batchItemFailures: failures, results };
-  };
-  return middy<SQSEvent, WorkerResponse>().handler(base);
+    const runRecord = async (record: SQSRecord): Promise<void> => {
+      const message = wakeUpMessage.safeParse(parseJson(record.body));
+      if (!message.success) {
+        logger.error('malformed job message dropped', { messageId: record.messageId, body: record.body.slice(0, 200) });
+        return;
+      }
+      try {
+        results.push(await executor.execute(message.data));
+      } catch (error) {
+        logger.error('job outcome not recorded; SQS will redeliver', { jobId: message.data.jobId, error: describeError(error) });
+        throw error;
+      }
+    };
+    // A processor per invocation: it holds the batch's records, and the local host runs batches concurrently.
+    const processor = new BatchProcessor(EventType.SQS, { logger });
+    const response = await processPartialResponse(event, runRecord, processor, { throwOnFullBatchFailure: false });
+    return { ...response, results };
+  });
 }
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};

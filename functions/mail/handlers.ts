@@ -7,7 +7,7 @@ import { classifySendError } from './classify.ts';
 import { MailMetric } from './context.ts';
 import type { MailDeps } from './context.ts';
 import { MarkRefusedError } from './errors.ts';
-import { approvalMailKind, emailConfirmationKind, ownerNotifyKind, tenantIdSchema } from './kinds.ts';
+import { approvalMailKind, emailConfirmationKind, MailDiscardReason, ownerNotifyKind, tenantIdSchema } from './kinds.ts';
 import { linkPaths, linkTo } from './links.ts';
 import { composeRaw, isMessageIdSafe, messageIdFor } from './message.ts';
 import type { OutgoingMail } from './message.ts';
@@ -16,7 +16,7 @@ import type { Rendered } from './templates.ts';
 import { hashToken } from './tokens.ts';
 
 /**
- * The three mail kinds' handlers. Each follows the same order, the seed's "send, then mark":
+ * The three mail kinds' handlers. Each follows the same order, "send, then mark" (docs/mail.md):
  *
  *   1. read the domain row: marked already (a run after the mark) → done, nothing sent;
  *      nothing to send (superseded, resolved, no confirmed owner) → done, counted;
@@ -27,8 +27,8 @@ import { hashToken } from './tokens.ts';
  *
  * A crash between 3 and 4 sends the mail again on the next run, with the same Message-ID.
  */
-export function mailHandlers(deps: MailDeps): JobHandler<never>[] {
-  return [ownerNotifyHandler(deps), emailConfirmationHandler(deps), approvalMailHandler(deps)] as unknown as JobHandler<never>[];
+export function mailHandlers(deps: MailDeps): JobHandler<unknown>[] {
+  return [ownerNotifyHandler(deps), emailConfirmationHandler(deps), approvalMailHandler(deps)] as JobHandler<unknown>[];
 }
 
 /** Takes the slots a mail needs. Returns 'dropped' if a drop cap is spent; throws a snooze if the recipient cap is. */
@@ -54,7 +54,7 @@ async function send(deps: MailDeps, ctx: JobContext, mail: OutgoingMail): Promis
     const failure = classifySendError(deps.transport.name, error);
     switch (failure.type) {
       case 'rejected':
-        throw discard('mail_rejected', failure.reason, { cause: error });
+        throw discard(MailDiscardReason.mail_rejected, failure.reason, { cause: error });
       case 'throttled':
         deps.metrics.count(MailMetric.throttled, { kind: ctx.kind, transport: deps.transport.name });
         throw snooze({ delayMs: failure.delayMs }, failure.reason);
@@ -165,7 +165,7 @@ function approvalMailHandler(deps: MailDeps) {
   return handle(approvalMailKind, async (args, ctx) => {
     const { tenantId, requestId } = args;
     const request = await deps.store.getAccessRequest(tenantId, requestId);
-    if (!request) throw discard('not_found', `access request ${requestId} of tenant ${tenantId} not found`);
+    if (!request) throw discard(MailDiscardReason.not_found, `access request ${requestId} of tenant ${tenantId} not found`);
     if (request.mailedAt) {
       ctx.logger.info('approval mail sent already', { tenantId, requestId });
       return;

@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { defineKind, policies } from '../jobs/index.ts';
+import { defineKind, exponential, policy } from '../jobs/index.ts';
+
+/** The mail kinds' policy: 8 attempts, 20 s then ×3 per attempt (7 waits, about 6.07 h in all); exhausted → discarded + alert. */
+export const mailPolicy = policy({ maxAttempts: 8, backoff: exponential({ initialSeconds: 20, factor: 3 }) });
+
+/** Why a mail job is discarded (beside the job layer's own): the transport refused it for good, or its subject is gone. */
+export const MailDiscardReason = {
+  mail_rejected: 'mail_rejected',
+  not_found: 'not_found',
+} as const;
 
 /** A tenant id as the mail store keys it: no `#`, no spaces. */
 export const tenantIdSchema = z
@@ -22,7 +31,7 @@ const legacyTokenArg = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'not a link token
 export const ownerNotifyKind = defineKind({
   kind: 'owner.notify',
   queue: 'mail',
-  policy: policies['owner.notify'],
+  policy: mailPolicy,
   timeoutSeconds: 30,
   args: z.object({
     tenantId: z.string().min(1),
@@ -31,6 +40,7 @@ export const ownerNotifyKind = defineKind({
     template: z.enum(['batch.finalised']),
     data: z.record(z.string(), z.unknown()),
   }),
+  discardReasons: [MailDiscardReason.mail_rejected],
   description: 'Mails the tenant owner about a domain event (batch finalised)',
 });
 
@@ -41,7 +51,7 @@ export const ownerNotifyKind = defineKind({
 export const emailConfirmationKind = defineKind({
   kind: 'owner.email_confirmation',
   queue: 'mail',
-  policy: policies['owner.email_confirmation'],
+  policy: mailPolicy,
   timeoutSeconds: 30,
   args: z.object({
     tenantId: tenantIdSchema,
@@ -49,6 +59,7 @@ export const emailConfirmationKind = defineKind({
     confirmationId: z.string().regex(/^conf_[0-9a-f]{32}$/),
     token: legacyTokenArg,
   }),
+  discardReasons: [MailDiscardReason.mail_rejected],
   description: 'Mails a new owner address the link that confirms it',
 });
 
@@ -59,7 +70,7 @@ export const emailConfirmationKind = defineKind({
 export const approvalMailKind = defineKind({
   kind: 'access_request.approval_mail',
   queue: 'mail',
-  policy: policies['access_request.approval_mail'],
+  policy: mailPolicy,
   timeoutSeconds: 30,
   args: z.object({
     tenantId: tenantIdSchema,
@@ -67,6 +78,7 @@ export const approvalMailKind = defineKind({
     requestId: z.string().regex(/^areq_[0-9a-f]{32}$/),
     token: legacyTokenArg,
   }),
+  discardReasons: [MailDiscardReason.mail_rejected, MailDiscardReason.not_found],
   description: 'Asks the tenant owner to approve or deny an access request',
 });
 

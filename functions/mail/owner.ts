@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JobClient, PreparedJob, TransactItem } from '../jobs/index.ts';
-import { emailConfirmationKind } from './kinds.ts';
+import { emailConfirmationKind, ownerNotifyKind } from './kinds.ts';
 import type { OwnerContact } from './store.ts';
 import type { MailStore } from './store.ts';
 import { LinkRefusedError } from './errors.ts';
@@ -93,4 +93,12 @@ export function ownerView(tenantId: string, contact: OwnerContact | undefined, n
       ? { email: contact.pendingEmail!, requestedAt: contact.pendingRequestedAt ?? null, expiresAt: contact.pendingExpiresAt!, mailedAt: contact.pendingMailedAt ?? null }
       : null,
   };
+}
+
+/**
+ * The owner.notify job that tells a tenant's owner a batch is finalised, for the caller's transaction; its
+ * id follows from the event, so a repeated finalisation prepares the same job.
+ */
+export function prepareBatchFinalisedNotice(jobs: JobClient, input: { tenantId: string; eventId: string; summary: Record<string, unknown> }): PreparedJob {
+  return jobs.prepare(ownerNotifyKind, { tenantId: input.tenantId, eventId: input.eventId, template: 'batch.finalised', data: input.summary }, { id: `owner.notify:${input.eventId}` });
 }

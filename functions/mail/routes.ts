@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { conflict, notFound, route } from '../platform/http.ts';
-import type { ApiResponse, Route } from '../platform/http.ts';
+import { conflict, notFound, route, withErrors } from '../platform/http.ts';
+import type { ApiResponse, ApiRoute, HttpError } from '../platform/http.ts';
 import { accessView, requestAccess, resolveAccess } from './access.ts';
 import type { MailDeps } from './context.ts';
 import { LinkRefusedError, NoConfirmedOwnerError } from './errors.ts';
 import { tenantIdSchema } from './kinds.ts';
 import { linkPaths } from './links.ts';
 import { confirmOwnerEmail, emailSchema, ownerView } from './owner.ts';
-import { escapeHtml } from './templates.ts';
+import { escapeHtml } from '../platform/html.ts';
 
 const tenantParams = z.object({ tenantId: tenantIdSchema });
 const requestParams = z.object({ tenantId: tenantIdSchema, requestId: z.string().regex(/^areq_[0-9a-f]{32}$/, 'not an access request id') });
@@ -77,7 +77,7 @@ function refusal(headers: Record<string, string>, error: LinkRefusedError): ApiR
  * request and owner-address views (IAM). `deps` is resolved per request, so listing the routes needs
  * no configuration.
  */
-export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
+export function mailRoutes(deps: () => MailDeps): ApiRoute[] {
   const confirmEmail = route({
     method: 'POST',
     path: linkPaths.confirmEmail,
@@ -137,15 +137,10 @@ export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
     handler: async ({ params, body }) => {
       const d = deps();
       const now = d.clock.now();
-      try {
-        const result = await requestAccess(d, params.tenantId, body.email, now);
-        const request = await d.store.getAccessRequest(params.tenantId, result.requestId);
-        if (!request) throw notFound(`access request ${result.requestId}`);
-        return { status: result.created ? 201 : 200, body: accessView(request, now) };
-      } catch (error) {
-        if (error instanceof NoConfirmedOwnerError) throw conflict(error.message, { reason: 'no_confirmed_owner' });
-        throw error;
-      }
+      const result = await requestAccess(d, params.tenantId, body.email, now);
+      const request = await d.store.getAccessRequest(params.tenantId, result.requestId);
+      if (!request) throw notFound(`access request ${result.requestId}`);
+      return { status: result.created ? 201 : 200, body: accessView(request, now) };
     },
   });
 
@@ -201,14 +196,19 @@ export function mailRoutes(deps: () => MailDeps): Route<never, never, never>[] {
     },
   });
 
-  return [
+  return withErrors(mailHttpError, [
     linkPreview(linkPaths.confirmEmail, tenantParams, 'Confirm the owner address', 'Confirm'),
     linkPreview(linkPaths.approveAccess, requestParams, 'Approve this access request', 'Approve'),
     linkPreview(linkPaths.denyAccess, requestParams, 'Deny this access request', 'Deny'),
-    confirmEmail, resolve('approved', linkPaths.approveAccess), resolve('denied', linkPaths.denyAccess), createRequest, showRequest, showOwner, listNotices] as unknown as Route<
-    never,
-    never,
-    never
-  >[];
+    confirmEmail, resolve('approved', linkPaths.approveAccess), resolve('denied', linkPaths.denyAccess), createRequest, showRequest, showOwner, listNotices]);
+}
+
+/**
+ * The mail routes' errors as HTTP answers, in one place. A refused link is not here: its answer is a
+ * page or JSON depending on who opened it, so its route renders it.
+ */
+export function mailHttpError(error: unknown): HttpError | undefined {
+  if (error instanceof NoConfirmedOwnerError) return conflict(error.message, { reason: 'no_confirmed_owner' });
+  return undefined;
 }
 

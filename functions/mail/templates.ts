@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { escapeHtml } from '../platform/html.ts';
 
 /**
  * The mail templates: pure functions from data to a subject, a plain-text body and an HTML body. Every
@@ -33,10 +34,6 @@ export const notifyTemplates = {
   'batch.finalised': { data: batchFinalisedData, render: renderBatchFinalised },
 } as const;
 export type NotifyTemplate = keyof typeof notifyTemplates;
-
-/** HTML-escapes text for element content and double-quoted attributes. */
-export const escapeHtml = (value: string): string =>
-  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** A subject line: one line, no control characters, at most 200 characters. */
 const subjectLine = (value: string): string => {

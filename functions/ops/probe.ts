@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineKind, handle, policies } from '../jobs/index.ts';
+import { defaultPolicy, defineKind, handle } from '../jobs/index.ts';
 
 /**
  * ops.probe: a job that fails its first `failTimes` attempts, then succeeds. Ops enqueue it
@@ -14,7 +14,7 @@ export const probeArgs = z.object({
 export const probeKind = defineKind({
   kind: 'ops.probe',
   queue: 'ops',
-  policy: policies['ops.probe'],
+  policy: defaultPolicy,
   timeoutSeconds: 10,
   args: probeArgs,
   description: 'Fails its first failTimes attempts, then completes: a smoke test of retries.',

@@ -1,4 +1,4 @@
-import type { RescueReport } from '../jobs/rescuer.ts';
+import type { RescueReport } from '../jobs/index.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 

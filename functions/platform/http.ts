@@ -1,18 +1,29 @@
 import middy from '@middy/core';
+import type { MiddlewareObj, Request } from '@middy/core';
+import httpErrorHandler from '@middy/http-error-handler';
+import httpHeaderNormalizer from '@middy/http-header-normalizer';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpRouterHandler from '@middy/http-router';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import httpSecurityHeaders from '@middy/http-security-headers';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { z } from 'zod';
 import { isTransientAwsError } from './aws.ts';
 import type { Logger } from './logger.ts';
 
-/** An error a route handler throws to answer with a given status and a short, fixed code. */
+/**
+ * An error a route throws (or a context's error map returns) to answer with a given status, a short fixed
+ * code and a message: the body is `{error: code, message, ...details}`.
+ */
 export class HttpError extends Error {
   override readonly name = 'HttpError';
   readonly status: number;
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;
-  constructor(status: number, code: string, message: string, details?: Record<string, unknown>) {
-    super(message);
+  /** Response headers beside the body (`retry-after`). */
+  readonly headers: Record<string, string>;
+  constructor(status: number, code: string, message: string, details?: Record<string, unknown>, options?: { cause?: unknown; headers?: Record<string, string> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.headers = options?.headers ?? {};
     this.status = status;
     this.code = code;
     this.details = details;
@@ -21,8 +32,8 @@ export class HttpError extends Error {
 
 export const notFound = (what: string): HttpError => new HttpError(404, 'not_found', `${what} not found`);
 export const conflict = (message: string, details?: Record<string, unknown>): HttpError => new HttpError(409, 'conflict', message, details);
-export const unavailable = (message = 'temporarily unavailable; nothing was written, try again'): HttpError =>
-  new HttpError(503, 'unavailable', message);
+export const unavailable = (message = 'temporarily unavailable; nothing was written, try again', headers?: Record<string, string>): HttpError =>
+  new HttpError(503, 'unavailable', message, undefined, headers ? { headers } : undefined);
 
 /** A validated request. */
 export interface ApiRequest<P, Q, B, H = unknown> {
@@ -68,12 +79,23 @@ export interface Route<P = unknown, Q = unknown, B = unknown, H = unknown> {
   responses?: Record<number, { description: string; schema?: z.ZodType }>;
   /** Runs before parsing, on the raw request (the intake verifies its signature here). */
   guard?: (request: { headers: Record<string, string>; rawBody: string }) => Promise<void> | void;
+  /** The route's context's error map: a domain error in, its HTTP answer out (undefined: not a domain error). */
+  errors?: ErrorMap;
   handler: (request: ApiRequest<P, Q, B, H>) => Promise<ApiResponse>;
 }
 
+/** A context's one mapping from its domain errors to HTTP answers; undefined for an error it does not know. */
+export type ErrorMap = (error: unknown) => HttpError | undefined;
+
+/** A route with its types erased: what route lists, routers and the OpenAPI document take. */
+export type ApiRoute = Route<never, never, never, never>;
+
 /** Declares a route; the types of params, query, body and declared headers follow from their schemas. */
-export const route = <P = Record<string, never>, Q = Record<string, never>, B = undefined, H = unknown>(definition: Route<P, Q, B, H>): Route<P, Q, B, H> =>
-  definition;
+export const route = <P = Record<string, never>, Q = Record<string, never>, B = undefined, H = unknown>(definition: Route<P, Q, B, H>): ApiRoute =>
+  definition as unknown as ApiRoute;
+
+/** The same routes, each answering its context's domain errors through `errors` (one map per context). */
+export const withErrors = (errors: ErrorMap, routes: readonly ApiRoute[]): ApiRoute[] => routes.map((r) => ({ ...r, errors }));
 
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 
@@ -101,6 +123,72 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return { statusCode: status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
 }
 
+/** What the middlewares hand on to the route's handler, on the Lambda context (as middy's own middlewares do). */
+interface RouteState {
+  rawBody: string;
+  params: unknown;
+  query: unknown;
+  headers: Record<string, string>;
+}
+
+type RouteContext = Context & { route: RouteState };
+type HttpRequest = Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RouteContext>;
+type HttpMiddleware = MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RouteContext>;
+
+/** 413 for a body over `maxBytes`, checked before anything reads it. */
+const bodyLimit = (maxBytes: number): HttpMiddleware => ({
+  before: (request: HttpRequest) => {
+    const { body, isBase64Encoded } = request.event;
+    const size = Buffer.byteLength(body ?? '', isBase64Encoded ? 'base64' : 'utf8');
+    if (size > maxBytes) throw new HttpError(413, 'payload_too_large', `body is ${size} bytes; the limit is ${maxBytes}`);
+  },
+});
+
+/**
+ * A JSON route takes JSON only (415 otherwise): a browser sends text/plain or a form cross-site without
+ * asking first. Checked before the guard, so the raw body is kept for it and for the handler.
+ */
+const jsonOnly = (): HttpMiddleware => ({
+  before: (request: HttpRequest) => {
+    if (!isJson(request.event.headers?.['content-type'])) {
+      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json (Content-Type: application/json)');
+    }
+  },
+});
+
+/** Keeps the body as received (signature checks read it), decoded from base64 if API Gateway encoded it. */
+const rawBody = (): HttpMiddleware => ({
+  before: (request: HttpRequest) => {
+    const { body, isBase64Encoded } = request.event;
+    request.context.route = { rawBody: '', params: {}, query: {}, headers: {} };
+    request.context.route.rawBody = isBase64Encoded ? Buffer.from(body ?? '', 'base64').toString('utf8') : (body ?? '');
+  },
+});
+
+/** Runs the route's guard on the raw request, before anything is parsed (the intake's signature check). */
+const guard = (check: NonNullable<Route['guard']>): HttpMiddleware => ({
+  before: async (request: HttpRequest) => {
+    await check({ headers: request.event.headers as Record<string, string>, rawBody: request.context.route.rawBody });
+  },
+});
+
+/**
+ * middy's JSON body parser, after the guard; an empty body is left undefined for the schema to refuse
+ * with its field path, as any other missing field is.
+ */
+const jsonBody = (): HttpMiddleware => {
+  const parser = httpJsonBodyParser({ disableContentTypeCheck: true });
+  return {
+    before: async (request: HttpRequest) => {
+      if (!request.event.body) {
+        (request.event as { body?: unknown }).body = undefined;
+        return;
+      }
+      await parser.before?.(request);
+    },
+  };
+};
+
 /**
  * Path parameters as the route sees them: percent-decoded (`webhook.deliver%3Aevt_1` → `webhook.deliver:evt_1`).
  * The router matches the raw path; a malformed escape is left as it is and fails the route's schema.
@@ -117,77 +205,112 @@ function decodeParams(params: APIGatewayProxyEventV2['pathParameters']): Record<
   return out;
 }
 
-function lowerHeaders(headers: APIGatewayProxyEventV2['headers']): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers ?? {})) if (v !== undefined) out[k.toLowerCase()] = v;
-  return out;
+/** The zod validator: path, query, declared headers and body, each refused with its field paths (400). */
+const validator = (definition: Route<unknown, unknown, unknown, unknown>): HttpMiddleware => ({
+  before: (request: HttpRequest) => {
+    const { event } = request;
+    const check = <T>(where: 'path' | 'query' | 'headers' | 'body', schema: z.ZodType<T> | undefined, value: unknown): unknown => {
+      if (!schema) return where === 'body' ? undefined : {};
+      const parsed = schema.safeParse(value);
+      if (!parsed.success) throw invalid(where, parsed.error);
+      return parsed.data;
+    };
+    request.context.route.params = check('path', definition.params, decodeParams(event.pathParameters));
+    request.context.route.query = check('query', definition.query, event.queryStringParameters ?? {});
+    const declared = check('headers', definition.headers, event.headers ?? {});
+    request.context.route.headers = { ...(event.headers as Record<string, string>), ...(declared as object) };
+    if (definition.body) (event as { body?: unknown }).body = check('body', definition.body, event.body);
+  },
+});
+
+/**
+ * Turns what a route threw into an answer http-error-handler renders: an {@link HttpError} as it says, a
+ * domain error through the route's context's {@link ErrorMap}, a body middy's parser could not read as
+ * `invalid_json`, a transient AWS error as 503 with Retry-After (nothing was written; the caller decides),
+ * and anything else as a logged 500 that shows nothing of the error.
+ */
+const errorAnswers = (definition: Route<unknown, unknown, unknown, unknown>, logger: Logger): HttpMiddleware => ({
+  onError: (request: HttpRequest) => {
+    const error = request.error;
+    const answer = toHttpError(error, definition.errors);
+    if (answer) {
+      request.error = renderable(answer);
+      return;
+    }
+    const path = request.event.rawPath;
+    if (isTransientAwsError(error)) {
+      logger.warn('transient failure answered 503', { path, error: error instanceof Error ? error.name : String(error) });
+      request.error = renderable(unavailable(undefined, { 'retry-after': '1' }));
+      return;
+    }
+    logger.error('unhandled error', { path, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) });
+    request.error = renderable(new HttpError(500, 'internal', 'internal error'));
+  },
+});
+
+function toHttpError(error: unknown, errors: ErrorMap | undefined): HttpError | undefined {
+  if (error instanceof HttpError) return error;
+  const mapped = errors?.(error);
+  if (mapped) return mapped;
+  const cause = (error as { cause?: { package?: unknown } } | undefined)?.cause;
+  if (cause?.package === '@middy/http-json-body-parser') return new HttpError(400, 'invalid_json', 'body is not valid JSON', undefined, { cause: error });
+  return undefined;
 }
 
-function adapt(definition: Route<unknown, unknown, unknown>, logger: Logger) {
-  return async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
-    try {
-      const raw = event.body ?? '';
-      const size = Buffer.byteLength(raw, event.isBase64Encoded ? 'base64' : 'utf8');
-      const max = definition.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-      if (size > max) throw new HttpError(413, 'payload_too_large', `body is ${size} bytes; the limit is ${max}`);
-      const rawBody = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
-      const headers = lowerHeaders(event.headers);
-      // A JSON route takes JSON only: a browser sends text/plain or a form cross-site without asking first.
-      if (definition.body && !isJson(headers['content-type'])) {
-        throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json (Content-Type: application/json)');
-      }
-      if (definition.guard) await definition.guard({ headers, rawBody });
+/** An HttpError in the shape http-error-handler renders: status, exposed, its JSON body as the message. */
+const renderable = (error: HttpError): Error =>
+  Object.assign(new Error(JSON.stringify({ error: error.code, message: error.message, ...error.details })), {
+    statusCode: error.status,
+    expose: true,
+    // http-error-handler sets Content-Type: application/json for a JSON message.
+    headers: error.headers,
+  });
 
-      const params = definition.params ? definition.params.safeParse(decodeParams(event.pathParameters)) : { success: true as const, data: {} };
-      if (!params.success) throw invalid('path', params.error);
-      const query = definition.query ? definition.query.safeParse(event.queryStringParameters ?? {}) : { success: true as const, data: {} };
-      if (!query.success) throw invalid('query', query.error);
-      const declared = definition.headers ? definition.headers.safeParse(headers) : { success: true as const, data: {} };
-      if (!declared.success) throw invalid('headers', declared.error);
-      let body: unknown = undefined;
-      if (definition.body) {
-        let parsedJson: unknown;
-        try {
-          parsedJson = rawBody === '' ? undefined : JSON.parse(rawBody);
-        } catch {
-          throw new HttpError(400, 'invalid_json', 'body is not valid JSON');
-        }
-        const parsed = definition.body.safeParse(parsedJson);
-        if (!parsed.success) throw invalid('body', parsed.error);
-        body = parsed.data;
-      }
-      const response = await definition.handler({ params: params.data, query: query.data, body, headers: { ...headers, ...(declared.data as object) }, rawBody, event });
-      if (response.text !== undefined) {
-        return { statusCode: response.status, headers: { 'content-type': 'text/plain; charset=utf-8', ...response.headers }, body: response.text };
-      }
-      return response.body === undefined
-        ? { statusCode: response.status, headers: response.headers ?? {}, body: '' }
-        : json(response.status, response.body, response.headers);
-    } catch (error) {
-      if (error instanceof HttpError) return json(error.status, { error: error.code, message: error.message, ...error.details });
-      if (isTransientAwsError(error)) {
-        logger.warn('transient failure answered 503', { path: event.rawPath, error: error instanceof Error ? error.name : String(error) });
-        return json(503, { error: 'unavailable', message: 'temporarily unavailable; nothing was written, try again' }, { 'retry-after': '1' });
-      }
-      logger.error('unhandled error', { path: event.rawPath, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) });
-      return json(500, { error: 'internal', message: 'internal error' });
-    }
-  };
+/** A route's answer as API Gateway takes it. */
+function respond(response: ApiResponse): APIGatewayProxyStructuredResultV2 {
+  if (response.text !== undefined) {
+    return { statusCode: response.status, headers: { 'content-type': 'text/plain; charset=utf-8', ...response.headers }, body: response.text };
+  }
+  return response.body === undefined ? { statusCode: response.status, headers: response.headers ?? {}, body: '' } : json(response.status, response.body, response.headers);
 }
 
 /**
- * The API Gateway (HTTP API, payload 2.0) handler for a set of routes: middy with its HTTP router.
- * The same handler serves API Gateway on AWS and the local runtime's HTTP server.
+ * One route as a middy chain, read top to bottom: security headers, errors rendered, header names lower
+ * case, the body cap, JSON only, the raw body kept, the guard, the JSON body parsed, the zod validator, then
+ * the handler.
  */
-export function createApiHandler(routes: readonly Route<never, never, never>[], logger: Logger) {
-  const router = httpRouterHandler({
-    routes: routes.map((r) => ({ method: r.method, path: r.path, handler: adapt(r as unknown as Route<unknown, unknown, unknown>, logger) })),
-    notFoundResponse: ({ method, path }: { method: string; path: string }) =>
-      json(404, { error: 'not_found', message: `no route for ${method} ${path}` }) as never,
+function routeHandler(r: ApiRoute, logger: Logger) {
+  const definition = r as unknown as Route<unknown, unknown, unknown, unknown>;
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RouteContext>()
+    // Referrer-Policy same-origin, not middy's no-referrer: under no-referrer a browser sends `Origin: null`
+    // on a page's own form posts, and the local runtime's same-origin guard (platform/local/same-origin.ts)
+    // would refuse the panel's buttons.
+    .use(httpSecurityHeaders({ contentSecurityPolicy: false, referrerPolicy: { policy: 'same-origin' } }))
+    .use(httpErrorHandler({ logger: false }))
+    .use(errorAnswers(definition, logger))
+    .use(httpHeaderNormalizer())
+    .use(bodyLimit(definition.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
+  if (definition.body) chain.use(jsonOnly());
+  chain.use(rawBody());
+  if (definition.guard) chain.use(guard(definition.guard));
+  if (definition.body) chain.use(jsonBody());
+  chain.use(validator(definition));
+  return chain.handler(async (event, context) => {
+    const { rawBody: raw, params, query, headers } = context.route;
+    return respond(await definition.handler({ params, query, body: event.body, headers, rawBody: raw, event }));
   });
-  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>().handler(
-    router,
-  );
+}
+
+/**
+ * The API Gateway (HTTP API, payload 2.0) handler for a set of routes: middy's HTTP router over one middy
+ * chain per route. The same handler serves API Gateway on AWS and the local host's HTTP server.
+ */
+export function createApiHandler(routes: readonly ApiRoute[], logger: Logger) {
+  const router = httpRouterHandler({
+    routes: routes.map((r) => ({ method: r.method, path: r.path, handler: routeHandler(r, logger) as never })),
+    notFoundResponse: ({ method, path }: { method: string; path: string }) => json(404, { error: 'not_found', message: `no route for ${method} ${path}` }) as never,
+  });
+  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>().handler(router as never);
 }
 
 /** Query-string helpers for zod schemas. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Route } from './http.ts';
+import type { ApiRoute, Route } from './http.ts';
 
 /** An OpenAPI 3.1 document (the parts redial writes). */
 export interface OpenApiDocument {
@@ -45,7 +45,7 @@ function parameters(route: Route<unknown, unknown, unknown>): unknown[] {
  * The OpenAPI document of a set of routes, generated from the same zod schemas that validate requests,
  * so it cannot drift from what the API accepts. Routes with `auth: 'iam'` carry the SigV4 security scheme.
  */
-export function openApiDocument(routes: readonly Route<never, never, never>[], info: OpenApiDocument['info']): OpenApiDocument & Record<string, unknown> {
+export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocument['info']): OpenApiDocument & Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes as unknown as Route<unknown, unknown, unknown>[]) {
     const responses = Object.fromEntries(

@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { conflict, HttpError, notFound, route } from '../platform/http.ts';
-import type { Route } from '../platform/http.ts';
+import { conflict, HttpError, notFound, route, withErrors } from '../platform/http.ts';
+import type { ApiRoute } from '../platform/http.ts';
 import { idempotencyKeyHeaders, idempotencyKeyReused } from '../platform/idempotency.ts';
 import type { WebhooksContext } from './context.ts';
 import { endpointViewSchema } from './endpoint.ts';
-import { EndpointDisabledError } from './endpoints.ts';
-import { EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
+import { EndpointDisabledError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import { eventTypes } from './events.ts';
 
 /** The body of `POST /v1/endpoints`. Unknown fields are refused, so a misspelt `eventType` is not silently dropped. */
@@ -20,10 +19,10 @@ const registeredSchema = z.object({ endpointId: z.string(), secret: z.string() }
 const endpointParams = z.object({ id: z.string().regex(/^ep_[a-f0-9]{32}$/, 'not an endpoint id') });
 
 /**
- * The endpoint routes (brief §7): register, show, enable, redeliver. `context` is called on the first
+ * The endpoint routes (docs/openapi.json, docs/webhooks.md): register, show, enable, redeliver. `context` is called on the first
  * request, so building the routes touches nothing.
  */
-export function webhookRoutes(context: () => WebhooksContext): Route<never, never, never>[] {
+export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
   const register = route({
     method: 'POST',
     path: '/v1/endpoints',
@@ -38,16 +37,8 @@ export function webhookRoutes(context: () => WebhooksContext): Route<never, neve
       422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
     },
     handler: async ({ body, headers }) => {
-      try {
-        const { replayed, ...registered } = await context().endpoints.register(body, headers['idempotency-key']);
-        return { status: replayed ? 200 : 201, body: registered };
-      } catch (error) {
-        if (error instanceof UrlRefusedError) {
-          throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });
-        }
-        if (error instanceof IdempotencyKeyReusedError) throw idempotencyKeyReused('endpoint');
-        throw error;
-      }
+      const { replayed, ...registered } = await context().endpoints.register(body, headers['idempotency-key']);
+      return { status: replayed ? 200 : 201, body: registered };
     },
   });
   const show = route({
@@ -57,7 +48,7 @@ export function webhookRoutes(context: () => WebhooksContext): Route<never, neve
     summary: 'One endpoint: URL, event types, health, disabled state (never the secret)',
     params: endpointParams,
     responses: { 200: { description: 'the endpoint', schema: endpointViewSchema }, 404: { description: 'no such endpoint' } },
-    handler: async ({ params }) => ({ status: 200, body: await found(params.id, () => context().endpoints.get(params.id)) }),
+    handler: async ({ params }) => ({ status: 200, body: await context().endpoints.get(params.id) }),
   });
   const enable = route({
     method: 'POST',
@@ -66,7 +57,7 @@ export function webhookRoutes(context: () => WebhooksContext): Route<never, neve
     summary: 'Enable an endpoint again; clears failingSince and the disable reason',
     params: endpointParams,
     responses: { 200: { description: 'the endpoint', schema: endpointViewSchema }, 404: { description: 'no such endpoint' } },
-    handler: async ({ params }) => ({ status: 200, body: await found(params.id, () => context().endpoints.enable(params.id)) }),
+    handler: async ({ params }) => ({ status: 200, body: await context().endpoints.enable(params.id) }),
   });
   const redeliver = route({
     method: 'POST',
@@ -80,22 +71,17 @@ export function webhookRoutes(context: () => WebhooksContext): Route<never, neve
       409: { description: 'the endpoint is disabled; enable it first' },
     },
     handler: async ({ params }) => {
-      try {
-        return { status: 200, body: await found(params.id, () => context().endpoints.redeliver(params.id)) };
-      } catch (error) {
-        if (error instanceof EndpointDisabledError) throw conflict(error.message, { disabled: true });
-        throw error;
-      }
+      return { status: 200, body: await context().endpoints.redeliver(params.id) };
     },
   });
-  return [register, show, enable, redeliver] as unknown as Route<never, never, never>[];
+  return withErrors(webhooksHttpError, [register, show, enable, redeliver]);
 }
 
-async function found<T>(id: string, read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    if (error instanceof EndpointNotFoundError) throw notFound(`endpoint ${id}`);
-    throw error;
-  }
+/** The webhooks routes' errors as HTTP answers, in one place. */
+export function webhooksHttpError(error: unknown): HttpError | undefined {
+  if (error instanceof EndpointNotFoundError) return notFound(`endpoint ${error.endpointId}`);
+  if (error instanceof EndpointDisabledError) return conflict(error.message, { disabled: true });
+  if (error instanceof UrlRefusedError) return new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });
+  if (error instanceof IdempotencyKeyReusedError) return idempotencyKeyReused('endpoint');
+  return undefined;
 }

@@ -1,5 +1,5 @@
 /**
- * What one delivery attempt's answer means (brief §5, the seed's status matrix). Pure: the response's
+ * What one delivery attempt's answer means (the status matrix of docs/webhooks.md, "Delivery"). Pure: the response's
  * status and Retry-After, or the error the request failed with, and the time, in; a classified result out.
  *
  * | answer | result | the job |

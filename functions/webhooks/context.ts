@@ -5,7 +5,7 @@ import type { MetricsSink } from '../platform/metrics.ts';
 import { VettedHttpClient } from '../platform/vetted-http.ts';
 import type { Resolver } from '../platform/vetted-http.ts';
 import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
-import type { JobClient, JobHandler, JobKind } from '../jobs/index.ts';
+import type { JobClient, JobHandler } from '../jobs/index.ts';
 import { Deliveries } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
@@ -30,11 +30,12 @@ export interface WebhookOptions {
   wrapHttp?: (client: WebhookHttp) => WebhookHttp;
 }
 
-/** What the webhooks context takes from its host (the composition root's SystemDeps fits). */
+/** What the webhooks context takes from its host (the composition root builds it once per process). */
 export interface WebhookHost {
-  jobs: { client: JobClient };
+  jobs: JobClient;
   db: DynamoDBDocumentClient;
-  tableNames: { webhooks: string };
+  /** The webhooks table's physical name. */
+  table: string;
   clock: Clock;
   /** The outside world's time where it differs from `clock` (a scaled local clock): receivers check webhook-timestamp against it. */
   wallClock?: Clock;
@@ -50,25 +51,14 @@ export interface WebhooksContext {
   deliveries: Deliveries;
   waitList: WaitList;
   /** webhook.fanout, webhook.deliver, webhook.wake and webhook.sweep, for the webhooks queue's worker. */
-  handlers: JobHandler<never>[];
+  handlers: JobHandler<unknown>[];
   sweep(now: number): Promise<SweepReport>;
   /** Closes the HTTP client's pooled connections. */
   close(): Promise<void>;
 }
 
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds: readonly JobKind<never>[] = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookSweepKind] as unknown as JobKind<never>[];
-
-const contexts = new WeakMap<WebhookHost, WebhooksContext>();
-
-/** The webhooks context of a host, built once per host (per Lambda cold start, per local runtime). */
-export function webhooksContext(host: WebhookHost): WebhooksContext {
-  const known = contexts.get(host);
-  if (known) return known;
-  const context = createWebhooksContext(host);
-  contexts.set(host, context);
-  return context;
-}
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookSweepKind] as const;
 
 /**
  * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their
@@ -81,8 +71,8 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const own = http ?? new VettedHttpClient({ policy: addressPolicy(guard), ...(options.resolve ? { resolve: options.resolve } : {}) });
   const client = options.wrapHttp ? options.wrapHttp(own) : own;
   const deps: WebhookDeps = {
-    store: new WebhookStore(host.db, host.tableNames.webhooks),
-    jobs: host.jobs.client,
+    store: new WebhookStore(host.db, host.table),
+    jobs: host.jobs,
     clock: host.clock,
     wallClock: host.wallClock ?? host.clock,
     logger: host.logger,
@@ -99,7 +89,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     handle(webhookFanoutKind, async (args, ctx) => {
       await fanout(deps, args, ctx);
     }),
-    handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx)),
+    handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx), { onDiscard: (args, job) => deliveries.discarded(args, job) }),
     handle(webhookWakeKind, async (args) => {
       const row = await deps.store.getEndpoint(args.endpointId);
       if (!row || row.holder !== args.jobId) return;
@@ -117,7 +107,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
       const report = await sweep(deps, waitList, ctx.now());
       if (report.disabled + report.restarted + report.released > 0) ctx.logger.info('webhook sweep', { ...report });
     }),
-  ] as unknown as JobHandler<never>[];
+  ] as JobHandler<unknown>[];
 
   return {
     deps,

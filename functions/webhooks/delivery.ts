@@ -1,14 +1,17 @@
-import { discard, policies, snooze } from '../jobs/index.ts';
-import type { JobContext } from '../jobs/index.ts';
+import { assertNever } from '../platform/assert.ts';
+import { discard, snooze } from '../jobs/index.ts';
+import type { DiscardedJob, JobContext, RunOutcome } from '../jobs/index.ts';
 import { AddressRefusedError } from '../platform/vetted-http.ts';
 import { classifyResponse } from './classify.ts';
 import type { DeliveryResult } from './classify.ts';
 import type { WebhookDeps } from './deps.ts';
 import { waitKey } from './endpoint.ts';
+import { DeliveryFailedError } from './errors.ts';
 import type { EndpointRow } from './endpoint.ts';
 import type { WebhookEvent } from './events.ts';
 import { admit, afterAttempt, LEASE_MS, leaseStateOf, PARK_MS } from './lease.ts';
-import type { Admission, JobOutcome } from './lease.ts';
+import type { Admission } from './lease.ts';
+import { DeliveryDiscardReason } from './kinds.ts';
 import { signedRequest } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
 import { WaitList } from './waitlist.ts';
@@ -44,9 +47,9 @@ export class Deliveries {
     const read = await store.readForDelivery(args.endpointId, args.eventId, wait);
     if (!read.endpoint) {
       if (read.parked) await store.unpark(wait);
-      throw discard('not_found', `endpoint ${args.endpointId} not found`);
+      throw discard(DeliveryDiscardReason.not_found, `endpoint ${args.endpointId} not found`);
     }
-    if (!read.event) return this.leave(read.endpoint, wait, read.parked, ctx, 'not_found', `event ${args.eventId} not found (pruned after its retention)`);
+    if (!read.event) return this.leave(read.endpoint, wait, read.parked, ctx, DeliveryDiscardReason.not_found, `event ${args.eventId} not found (pruned after its retention)`);
 
     const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now);
     const endpointId = args.endpointId;
@@ -54,12 +57,10 @@ export class Deliveries {
     const unparked = turn.parked ? store.unpark(wait).catch((error: unknown) => ctx.logger.warn('wait-list entry not removed', { error: String(error) })) : undefined;
     const heads = store.waitListHead(endpointId, 3);
     heads.catch(() => undefined);
-    // The last attempt may end in the job layer's own discard (exhausted), or be lost in a crash: mark it first.
-    if (ctx.attempt >= ctx.maxAttempts) await store.markDiscarded(endpointId, ctx.id, 'exhausted', now);
 
     const result = await this.attempt(turn.row, read.event, ctx);
     const at = ctx.now();
-    const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: policies['webhook.deliver'] });
+    const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy });
     await unparked;
     if (step.rejoin) await store.park(wait, ctx.id, at, step.rejoin.notBefore);
     await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads, at);
@@ -68,7 +69,6 @@ export class Deliveries {
       this.deps.metrics.count(DISABLED_METRIC, { reason: step.endpoint.disable });
       ctx.logger.warn('endpoint disabled', { endpointId, reason: step.endpoint.disable });
     }
-    if (step.job.type === 'discard') await store.markDiscarded(endpointId, ctx.id, step.job.reason, at);
     return outcome(step.job);
   }
 
@@ -102,7 +102,7 @@ export class Deliveries {
   private async hold(row: EndpointRow, admission: Admission, wait: Wait, parked: boolean, ctx: JobContext, now: number): Promise<EndpointRow | undefined> {
     switch (admission.type) {
       case 'disabled':
-        return this.leave(row, wait, parked, ctx, 'endpoint_disabled', 'endpoint is disabled');
+        return this.leave(row, wait, parked, ctx, DeliveryDiscardReason.endpoint_disabled, 'endpoint is disabled');
       case 'park':
         throw snooze({ delayMs: PARK_MS }, `parked: endpoint busy (lease held by ${row.holder ?? '?'})`);
       case 'wait':
@@ -127,14 +127,23 @@ export class Deliveries {
     return { row: again, admission: admit(leaseStateOf(again), ctx.id, now) };
   }
 
-  /** Discards without sending: out of the wait list, the lease passed on if held, a marker for redeliver. */
-  private async leave(row: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, reason: 'endpoint_disabled' | 'not_found', message: string): Promise<never> {
+  /** Discards without sending: out of the wait list, the lease passed on if held (the discard hook leaves the marker for redeliver). */
+  private async leave(row: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, reason: DeliveryDiscardReason, message: string): Promise<never> {
     const { store } = this.deps;
     const now = ctx.now();
     if (parked) await store.unpark(wait);
     if (row.holder === ctx.id) await this.waitList.finish(row.endpointId, ctx.id, undefined, await store.waitListHead(row.endpointId, 3), now);
-    await store.markDiscarded(row.endpointId, ctx.id, reason, now);
     throw discard(reason, message);
+  }
+
+  /**
+   * webhook.deliver's discard hook, run by the job layer whenever a delivery's discard is decided (its own,
+   * its attempts running out, or its last attempt lost with its worker), before the discard is written: the
+   * marker redeliver finds. A Put, so running it again is harmless; a marker whose job was not discarded
+   * after all is kept while the job may still be, and dropped once it completed (endpoints.ts, redeliver).
+   */
+  async discarded(args: { endpointId: string }, job: DiscardedJob): Promise<void> {
+    await this.deps.store.markDiscarded(args.endpointId, job.id, job.reason, job.at);
   }
 
   /** One attempt: check the URL, sign, send once to the vetted address, classify. Never throws a send error. */
@@ -154,24 +163,19 @@ export class Deliveries {
 }
 
 /** Tells the job layer: return for completed, throw for the rest. */
-function outcome(job: JobOutcome): void {
+function outcome(job: RunOutcome): void {
   switch (job.type) {
-    case 'complete':
+    case 'completed':
       return;
-    case 'snooze':
-      throw snooze({ until: job.until }, job.reason);
-    case 'retry':
+    case 'snoozed':
+      throw snooze(job.until === undefined ? { delayMs: job.delayMs ?? 0 } : { until: job.until }, job.reason);
+    case 'retryable':
       throw new DeliveryFailedError(job.error);
-    case 'discard':
-      throw discard(job.reason, job.message);
+    case 'discarded':
+      throw discard(job.reason, job.error);
     default:
       return assertNever(job);
   }
-}
-
-/** A failed attempt (5xx, 408, 429 without Retry-After, 3xx, timeout, connection failure): retryable. */
-export class DeliveryFailedError extends Error {
-  override readonly name = 'DeliveryFailedError';
 }
 
 /** A short description of a network error, with its code (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, …). */
@@ -180,8 +184,4 @@ function describe(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
   return `${error.name}${typeof code === 'string' ? ` ${code}` : ''}: ${error.message}${cause}`.slice(0, 500);
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }

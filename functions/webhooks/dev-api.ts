@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { unstorableParts } from '../platform/dynamo.ts';
 import { route } from '../platform/http.ts';
-import type { Route } from '../platform/http.ts';
+import type { ApiRoute } from '../platform/http.ts';
 import type { WebhooksContext } from './context.ts';
 import { eventTypes, prepareEvent } from './events.ts';
 
 /**
  * A local-runtime-only route that records an event the way a domain does (the event and its
  * webhook.fanout job in one transaction), for trying webhooks by hand before the calls pipeline emits
- * any. Not deployed: only functions/ops/local.ts adds it.
+ * any. Not deployed: only the local runtime (functions/local/runtime.ts) adds it.
  */
-export function devEventRoutes(context: () => WebhooksContext): Route<never, never, never>[] {
+export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
   const create = route({
     method: 'POST',
     path: '/v1/dev/events',
@@ -39,5 +39,5 @@ export function devEventRoutes(context: () => WebhooksContext): Route<never, nev
       return { status: 201, body: { eventId: prepared.event.id } };
     },
   });
-  return [create] as unknown as Route<never, never, never>[];
+  return [create];
 }

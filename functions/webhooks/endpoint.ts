@@ -43,7 +43,7 @@ export interface EndpointRow {
   requestHash?: string;
 }
 
-/** What `GET /v1/endpoints/{id}` shows: never the secret (brief §7). */
+/** What `GET /v1/endpoints/{id}` shows: never the secret (docs/webhooks.md, "Endpoints"). */
 export const endpointViewSchema = z.object({
   endpointId: z.string(),
   url: z.string(),

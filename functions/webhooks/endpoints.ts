@@ -6,21 +6,11 @@ import { TransitionRefusedError } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointKey, endpointView } from './endpoint.ts';
 import type { EndpointRow, EndpointView } from './endpoint.ts';
-import { EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError, WebhooksError } from './errors.ts';
+import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
 import type { DiscardMarker } from './store.ts';
-
-/** Redeliver was asked of a disabled endpoint: enable it first, or every delivery is discarded again. */
-export class EndpointDisabledError extends WebhooksError {
-  override readonly name = 'EndpointDisabledError';
-  readonly endpointId: string;
-  constructor(endpointId: string) {
-    super(`endpoint ${endpointId} is disabled; enable it before redelivering`);
-    this.endpointId = endpointId;
-  }
-}
 
 /** How many discarded deliveries redeliver handles at once. */
 const REDELIVER_CONCURRENCY = 8;

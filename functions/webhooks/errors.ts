@@ -15,6 +15,16 @@ export class EndpointNotFoundError extends WebhooksError {
   }
 }
 
+/** Redeliver was asked of a disabled endpoint: enable it first, or every delivery is discarded again. */
+export class EndpointDisabledError extends WebhooksError {
+  override readonly name = 'EndpointDisabledError';
+  readonly endpointId: string;
+  constructor(endpointId: string, options?: { cause?: unknown }) {
+    super(`endpoint ${endpointId} is disabled; enable it before redelivering`, options);
+    this.endpointId = endpointId;
+  }
+}
+
 /**
  * An endpoint with this id exists: a retried keyed registration (the id follows from its Idempotency-Key),
  * or a random id generated twice (practically impossible; refused rather than overwritten). `existing`
@@ -40,8 +50,13 @@ export class IdempotencyKeyReusedError extends WebhooksError {
 export class UrlRefusedError extends WebhooksError {
   override readonly name = 'UrlRefusedError';
   readonly reason: string;
-  constructor(reason: string) {
-    super(`URL refused: ${reason}`);
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(`URL refused: ${reason}`, options);
     this.reason = reason;
   }
+}
+
+/** A delivery attempt failed (5xx, 408, 429 without Retry-After, 3xx, timeout, connection failure): retryable. */
+export class DeliveryFailedError extends WebhooksError {
+  override readonly name = 'DeliveryFailedError';
 }

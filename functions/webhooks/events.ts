@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { TableDefinition } from '../platform/tables.ts';
-import { defineKind, policies } from '../jobs/index.ts';
+import { defaultPolicy, defineKind } from '../jobs/index.ts';
 import type { JobClient, PreparedJob, TransactItem } from '../jobs/index.ts';
 
 /**
@@ -60,9 +60,10 @@ export const eventKey = (id: string) => ({ pk: `EVENT#${id}`, sk: 'EVENT' });
 export const webhookFanoutKind = defineKind({
   kind: 'webhook.fanout',
   queue: 'webhooks',
-  policy: policies['webhook.fanout'],
+  policy: defaultPolicy,
   timeoutSeconds: 30,
   args: z.object({ eventId: z.string().min(1) }),
+  discardReasons: ['not_found'],
   description: 'Enqueues one webhook.deliver per subscribed, enabled endpoint of the event’s tenant',
 });
 

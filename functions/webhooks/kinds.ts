@@ -1,10 +1,33 @@
 import { z } from 'zod';
-import { defineKind, periodicPolicy, policies } from '../jobs/index.ts';
+import { defaultPolicy, defineKind, periodicPolicy, policy, schedule } from '../jobs/index.ts';
 
 /**
  * The webhooks context's job kinds, as data (webhook.fanout is declared with the events, in events.ts,
  * because domains enqueue it inside their own transactions).
  */
+
+/**
+ * webhook.deliver's policy: 18 attempts, 5 s, 5 min, 30 min, 2 h, 5 h, then 10 h each (17 waits, about
+ * 5.32 days); exhausted → discarded without an alert: the endpoint's own rules (failingSince, disabled
+ * after 5 days of continuous failure) take over.
+ */
+export const deliveryPolicy = policy({ maxAttempts: 18, backoff: schedule([5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600]), onExhausted: 'discard' });
+
+/** Why a delivery is discarded (beside the job layer's own), for ops to filter on. */
+export const DeliveryDiscardReason = {
+  /** The endpoint answered a 4xx other than 408 and 429: retrying gets the same answer. */
+  http_4xx: 'http_4xx',
+  /** The endpoint answered 410 Gone, and is disabled. */
+  gone: 'gone',
+  /** The SSRF guard refused the endpoint's address. */
+  ssrf_blocked: 'ssrf_blocked',
+  /** The endpoint is disabled (by 410, by 5 days of failure, or by ops). */
+  endpoint_disabled: 'endpoint_disabled',
+  /** The endpoint or the event is gone. */
+  not_found: 'not_found',
+} as const;
+
+export type DeliveryDiscardReason = (typeof DeliveryDiscardReason)[keyof typeof DeliveryDiscardReason];
 
 /** Event and endpoint ids, in the characters a job id may hold (they become part of one). */
 const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/);
@@ -13,10 +36,11 @@ const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/);
 export const webhookDeliverKind = defineKind({
   kind: 'webhook.deliver',
   queue: 'webhooks',
-  policy: policies['webhook.deliver'],
+  policy: deliveryPolicy,
   // A request may take up to the request timeout (10 s by default); the rest is a few store round trips.
   timeoutSeconds: 30,
   args: z.object({ eventId: id, endpointId: id }),
+  discardReasons: Object.values(DeliveryDiscardReason),
   description: 'Delivers one event to one endpoint (Standard Webhooks), one delivery per endpoint at a time',
 });
 
@@ -28,7 +52,7 @@ export const webhookDeliverKind = defineKind({
 export const webhookWakeKind = defineKind({
   kind: 'webhook.wake',
   queue: 'webhooks',
-  policy: policies['webhook.wake'],
+  policy: defaultPolicy,
   timeoutSeconds: 10,
   args: z.object({ endpointId: id, jobId: z.string().min(1).max(200) }),
   description: 'Wakes a parked delivery that was handed the lease while it was still running',

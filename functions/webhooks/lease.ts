@@ -1,8 +1,10 @@
-import { schedule } from '../jobs/index.ts';
-import type { Policy } from '../jobs/index.ts';
+import { assertNever } from '../platform/assert.ts';
+import { retrySchedule } from '../jobs/index.ts';
+import type { Policy, RunOutcome } from '../jobs/index.ts';
 import type { DeliveryResult } from './classify.ts';
 import { DisabledReason } from './endpoint.ts';
 import type { EndpointRow } from './endpoint.ts';
+import { DeliveryDiscardReason } from './kinds.ts';
 
 /**
  * One delivery per endpoint in flight, and one probe while it fails: the pure decisions. The store
@@ -18,7 +20,7 @@ import type { EndpointRow } from './endpoint.ts';
  * ```
  */
 
-/** How long a failing endpoint rests between probes (the seed's cooldown). */
+/** How long a failing endpoint rests between probes (the cooldown of docs/webhooks.md). */
 export const COOLDOWN_MS = 5 * 60_000;
 /** How long a lease lasts past the time its holder means to use it; a crashed holder lets go after this. */
 export const LEASE_MS = 5 * 60_000;
@@ -76,12 +78,6 @@ export function admit(state: LeaseState, jobId: string, now: number): Admission 
   return { type: 'send', acquire };
 }
 
-/** What the job layer is told. */
-export type JobOutcome =
-  | { type: 'complete' }
-  | { type: 'snooze'; until: number; reason: string }
-  | { type: 'retry'; error: string }
-  | { type: 'discard'; reason: 'gone' | 'http_4xx' | 'ssrf_blocked' | 'endpoint_disabled'; message: string };
 
 /** What happens to the endpoint. */
 export interface EndpointChange {
@@ -99,7 +95,8 @@ export interface EndpointChange {
 
 /** The whole decision after an attempt. */
 export interface Step {
-  job: JobOutcome;
+  /** What the job layer is told, in its own vocabulary. */
+  job: RunOutcome;
   endpoint: EndpointChange;
   /**
    * A probe that failed and passed the role on rejoins the wait list, marked not to probe again before
@@ -119,11 +116,11 @@ export interface AttemptContext {
 }
 
 /**
- * Decides what an attempt's result means for the job and for the endpoint (brief §5, and
+ * Decides what an attempt's result means for the job and for the endpoint (docs/webhooks.md, and
  * docs/deviations.md item 3: while an endpoint fails, one delivery probes it and the others wait).
  *
  * A failure keeps the lease with the failing delivery while the endpoint's failure is younger than a
- * cooldown and this delivery's own next attempt is due within a cooldown (the seed's 5 s and 5 min
+ * cooldown and this delivery's own next attempt is due within a cooldown (webhook.deliver's 5 s and 5 min
  * retries of a blip). Past that, the probe role passes to the oldest waiting delivery, which probes one
  * cooldown later with its own attempt. So a dead endpoint sees about one request per cooldown, and is
  * found again within one cooldown of coming back.
@@ -132,54 +129,50 @@ export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: Att
   const { now } = ctx;
   const overdue = state.failingSince !== undefined && now - state.failingSince >= DISABLE_AFTER_MS;
   const disabledNow: Step = {
-    job: { type: 'discard', reason: 'endpoint_disabled', message: `endpoint failing since ${new Date(state.failingSince ?? now).toISOString()}: disabled after 5 days` },
+    job: { type: 'discarded', reason: DeliveryDiscardReason.endpoint_disabled, error: `endpoint failing since ${new Date(state.failingSince ?? now).toISOString()}: disabled after 5 days` },
     endpoint: { health: 'failing', nextProbeAt: null, disable: DisabledReason.failing, lease: { type: 'pass', armedUntil: null } },
   };
   switch (result.type) {
     case 'delivered':
-      return { job: { type: 'complete' }, endpoint: { health: 'healthy', nextProbeAt: null, lease: { type: 'pass', armedUntil: null } } };
+      return { job: { type: 'completed' }, endpoint: { health: 'healthy', nextProbeAt: null, lease: { type: 'pass', armedUntil: null } } };
     case 'throttled':
       if (overdue) return disabledNow;
       return {
-        job: { type: 'snooze', until: result.until, reason: `HTTP ${result.status} Retry-After ${result.retryAfter.slice(0, 64)}` },
+        job: { type: 'snoozed', until: result.until, delayMs: undefined, reason: `HTTP ${result.status} Retry-After ${result.retryAfter.slice(0, 64)}` },
         endpoint: { health: 'failing', nextProbeAt: result.until, lease: { type: 'keep', busyUntil: result.until + LEASE_MS } },
       };
     case 'failed': {
       if (overdue) return disabledNow;
-      const next = ctx.attempt < ctx.maxAttempts ? schedule(ctx.policy)[ctx.attempt - 1] : undefined;
+      const next = ctx.attempt < ctx.maxAttempts ? retrySchedule(ctx.policy)[ctx.attempt - 1] : undefined;
       const young = now - (state.failingSince ?? now) < COOLDOWN_MS;
       if (next && young && next.delayMs <= COOLDOWN_MS) {
         return {
-          job: { type: 'retry', error: result.error },
+          job: { type: 'retryable', error: result.error },
           endpoint: { health: 'failing', nextProbeAt: now + next.minMs, lease: { type: 'keep', busyUntil: now + next.maxMs + LEASE_MS } },
         };
       }
       return {
-        job: { type: 'retry', error: result.error },
+        job: { type: 'retryable', error: result.error },
         endpoint: { health: 'failing', nextProbeAt: now + COOLDOWN_MS, lease: { type: 'pass', armedUntil: now + COOLDOWN_MS } },
         ...(next ? { rejoin: { notBefore: now + next.minMs } } : {}),
       };
     }
     case 'gone':
       return {
-        job: { type: 'discard', reason: 'gone', message: 'HTTP 410 Gone: endpoint disabled' },
+        job: { type: 'discarded', reason: DeliveryDiscardReason.gone, error: 'HTTP 410 Gone: endpoint disabled' },
         endpoint: { health: 'failing', nextProbeAt: null, disable: DisabledReason.gone, lease: { type: 'pass', armedUntil: null } },
       };
     case 'rejected':
       return {
-        job: { type: 'discard', reason: 'http_4xx', message: `HTTP ${result.status}` },
+        job: { type: 'discarded', reason: DeliveryDiscardReason.http_4xx, error: `HTTP ${result.status}` },
         endpoint: { health: 'failing', nextProbeAt: null, ...(overdue ? { disable: DisabledReason.failing } : {}), lease: { type: 'pass', armedUntil: null } },
       };
     case 'blocked':
       return {
-        job: { type: 'discard', reason: 'ssrf_blocked', message: result.error },
+        job: { type: 'discarded', reason: DeliveryDiscardReason.ssrf_blocked, error: result.error },
         endpoint: { health: 'failing', nextProbeAt: null, ...(overdue ? { disable: DisabledReason.failing } : {}), lease: { type: 'pass', armedUntil: null } },
       };
     default:
       return assertNever(result);
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }

@@ -1,5 +1,6 @@
 import { DeleteCommand, GetCommand, paginateQuery, paginateScan, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
 import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
@@ -380,8 +381,4 @@ function applyHealth(e: Expression, change: EndpointChange, now: number, options
     else e.set('nextProbeAt', iso(change.nextProbeAt));
   }
   if (change.disable) e.set('disabled', true).set('disabledReason', change.disable).set('disabledAt', iso(now));
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }

@@ -92,7 +92,7 @@ export class RedialFunction extends Construct {
     Validations.of(this.function).acknowledge({
       id: 'AwsSolutions-L1',
       reason:
-        'Node.js 22 is the runtime redial is built and tested on (brief §9: the local stack and every test run on the node@22 devDependency); moving to a newer runtime is a deliberate upgrade, not a default.',
+        'Node.js 22 is the runtime redial is built and tested on (the local stack and every test run on the node@22 devDependency, package.json); moving to a newer runtime is a deliberate upgrade, not a default.',
     });
   }
 }

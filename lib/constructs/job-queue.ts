@@ -4,15 +4,16 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { VISIBILITY_FACTOR, visibilitySeconds } from '../../functions/jobs/queues.ts';
 import type { QueueSpec } from '../../functions/jobs/queues.ts';
 import { RedialFunction } from './function.ts';
 
-/** How many worker timeouts fit in the queue's visibility timeout (AWS's advice for SQS event sources). */
-export const VISIBILITY_TIMEOUT_FACTOR = 6;
+/** How many worker timeouts fit in the queue's visibility timeout (AWS's advice for SQS event sources); the local host uses the same. */
+export const VISIBILITY_TIMEOUT_FACTOR = VISIBILITY_FACTOR;
 
 /** Properties of a {@link JobQueue}. */
 export interface JobQueueProps {
-  /** The job queue's name in functions/jobs/queues.ts (`ops`, …); used in descriptions. */
+  /** The job queue's name, as its context declares it (`ops`, …); used in descriptions. */
   readonly queueName: string;
   /** Timeout, batch size and concurrency of the queue's worker. */
   readonly spec: QueueSpec;
@@ -46,7 +47,7 @@ export class JobQueue extends Construct {
     this.queue = new sqs.Queue(this, 'Queue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      visibilityTimeout: Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * props.spec.timeoutSeconds),
+      visibilityTimeout: Duration.seconds(visibilitySeconds(props.spec)),
     });
     Validations.of(this.queue).acknowledge({
       id: 'AwsSolutions-SQS3',

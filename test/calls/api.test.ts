@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { callsRoutes } from '../../functions/calls/api.ts';
 import { callsDefaults } from '../../functions/calls/config.ts';
 import { callsDeps } from '../../functions/calls/deps.ts';
-import type { TenantWriteHook } from '../../functions/calls/deps.ts';
 import { dialKind } from '../../functions/calls/kinds.ts';
 import { contactKey } from '../../functions/calls/model.ts';
+import type { OwnerMail } from '../../functions/calls/ports.ts';
 import { MAX_CONTACTS_PER_BATCH } from '../../functions/calls/schemas.ts';
 import { CallsStore } from '../../functions/calls/store.ts';
 import { createApiHandler } from '../../functions/platform/http.ts';
@@ -190,19 +190,19 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
   });
 });
 
-describe('tenant PUT: other contexts add to the same transaction', () => {
-  async function routesWith(fx: CallsFixture, hook: TenantWriteHook) {
+describe('tenant PUT: the owner-mail port adds to the same transaction', () => {
+  async function routesWith(fx: CallsFixture, ownerEmailChanged: OwnerMail['ownerEmailChanged']) {
+    const wired = fx.system.calls;
     const deps = callsDeps({
       store: new CallsStore(fx.clients.dynamo, fx.tableNames.calls),
       jobs: fx.jobs.client,
-      webhooksTable: fx.tableNames.webhooks,
+      ports: { events: wired.ports.events, ownerMail: { ...wired.ports.ownerMail, ownerEmailChanged } },
       clock: fx.clock,
       rng: fx.rng,
       logger: createLogger('test'),
       config: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: undefined, callTimeoutSeconds: 600 },
-      tenantWriteHooks: [hook],
     });
-    const server = await startHttpServer({ port: 0, handler: createApiHandler(callsRoutes(deps), createLogger('test')) });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler(callsRoutes(() => deps), createLogger('test')) });
     servers.push(server);
     return async (tenantId: string, body: unknown) => {
       const response = await fetch(`${server.url}/v1/tenants/${tenantId}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -210,7 +210,7 @@ describe('tenant PUT: other contexts add to the same transaction', () => {
     };
   }
 
-  it('AHooksJobCommitsWithTheTenantAndIsWokenAfter', async () => {
+  it('ThePortsJobCommitsWithTheTenantAndIsWokenAfter', async () => {
     const fx = await fixture();
     const put = await routesWith(fx, async ({ tenantId, ownerEmail }) => {
       const job = fx.jobs.client.prepare(dialKind, { batchId: `confirm-${tenantId}`, round: 1 }, { id: `hook:${tenantId}:${ownerEmail}` });
@@ -221,13 +221,13 @@ describe('tenant PUT: other contexts add to the same transaction', () => {
     expect(fx.transport.counts.sendMessage).toBe(1);
   });
 
-  it('AHooksItemThatFailsLeavesTheTenantUnwritten', async () => {
+  it('APortsItemThatFailsLeavesTheTenantUnwritten', async () => {
     const fx = await fixture();
     const put = await routesWith(fx, async () => ({
       items: [{ name: 'hook check', ConditionCheck: { TableName: fx.tableNames.jobs, Key: { id: 'no-such-row' }, ConditionExpression: 'attribute_exists(id)' } }],
       jobs: [],
     }));
-    const response = await put('acme', { concurrencyLimit: 2 });
+    const response = await put('acme', { concurrencyLimit: 2, ownerEmail: 'o@example.com' });
     expect(response.status).toBe(409);
     expect(await fx.store.getTenant('acme')).toBeUndefined();
   });

@@ -18,7 +18,7 @@ async function oneContact(maxAttempts: number) {
   const run = async (id: string) => {
     const job = await fx.jobs.store.mustGet(id);
     fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
-    return (await fx.jobs.executor(fx.handlers.calls).execute({ jobId: id, seq: job.seq }, 'calls')).result;
+    return (await fx.jobs.executor('calls', fx.handlers).execute({ jobId: id, seq: job.seq })).result;
   };
   const [contact] = numbers(1);
   const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts, retry: { baseSeconds: 10, capSeconds: 60 } });

@@ -48,7 +48,7 @@ const table: [string, boolean, number, string, boolean, string][] = [
   ['FAILED_SIP_EXCEPTION', false, 100, 'FAILED_SIP_EXCEPTION', true, 'a normalised code reported directly'],
 ];
 
-describe('classification: the seed’s FromWebhook, exactly', () => {
+describe('classification: FromWebhook, exactly', () => {
   it.each(table)('%j, empty=%s, %s s → %s (retryable %s): %s', (code, emptyTranscription, durationSeconds, normalised, retryable) => {
     expect(classifyCallReport({ code, emptyTranscription, durationSeconds }, MIN)).toEqual({ code: normalised, retryable });
   });

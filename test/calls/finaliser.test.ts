@@ -32,12 +32,14 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
       return (send as (...a: unknown[]) => unknown)(command, ...rest);
     };
 
-    const finalise = fx.handlers.calls.find((h) => h.kind.kind === 'calls.finalise')!;
+    const finalise = fx.handlers.find((h) => h.kind.kind === 'calls.finalise')!;
     const ctx = (): JobContext => ({
       id: jobIds.finalise(batchId, 1),
       kind: 'calls.finalise',
       attempt: 1,
       maxAttempts: 10,
+      policy: finalise.kind.policy,
+      isLastAttempt: false,
       createdAt: new Date(fx.clock.now()).toISOString(),
       signal: new AbortController().signal,
       logger: createLogger('test'),
@@ -51,7 +53,7 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
       if (job?.state !== 'retryable') return;
       halfway = await fx.store.getBatch(batchId);
       // While the job waits for its backoff, two more workers run the same finaliser at once.
-      duplicates = await Promise.allSettled([finalise.run({ batchId, round: 1 } as never, ctx()), finalise.run({ batchId, round: 1 } as never, ctx())]);
+      duplicates = await Promise.allSettled([finalise.run({ batchId, round: 1 }, ctx()), finalise.run({ batchId, round: 1 }, ctx())]);
     });
 
     // Halfway: the first step's promotions committed with the cursor, the second's did not.
@@ -81,13 +83,15 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
     await fx.settle();
     const before = { calls: await fx.callsItems(), jobs: await fx.allJobs(), events: await fx.allEvents() };
     expect(before.calls.find((i) => i['sk'] === 'BATCH')).toMatchObject({ status: 'Finalised', round: 2 });
-    const finalise = fx.handlers.calls.find((h) => h.kind.kind === 'calls.finalise')!;
+    const finalise = fx.handlers.find((h) => h.kind.kind === 'calls.finalise')!;
     for (const round of [1, 2]) {
-      await finalise.run({ batchId, round } as never, {
+      await finalise.run({ batchId, round }, {
         id: jobIds.finalise(batchId, round),
         kind: 'calls.finalise',
         attempt: 2,
         maxAttempts: 10,
+        policy: finalise.kind.policy,
+        isLastAttempt: false,
         createdAt: new Date(fx.clock.now()).toISOString(),
         signal: new AbortController().signal,
         logger: createLogger('test'),

@@ -2,13 +2,13 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { CALL_RESULT_METRIC, countingCallResults } from '../../functions/calls/metrics.ts';
 import { createApiHandler, HttpError, route, unavailable } from '../../functions/platform/http.ts';
-import type { ApiResponse, Route } from '../../functions/platform/http.ts';
+import type { ApiResponse } from '../../functions/platform/http.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 
 /** An intake-shaped route whose handler answers (or throws) what each test gives it. */
 const intakeAnswering = (answer: () => Promise<ApiResponse>) =>
-  route({ method: 'POST', path: '/v1/calls/webhook', auth: 'none', summary: 'test intake', handler: answer }) as unknown as Route<never, never, never>;
+  route({ method: 'POST', path: '/v1/calls/webhook', auth: 'none', summary: 'test intake', handler: answer });
 
 const post = (handler: ReturnType<typeof createApiHandler>) =>
   handler(

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { callWebhookVerifier, isWebhookSecret, SignatureError, signCallWebhook } from '../../functions/calls/signature.ts';
+import { SignatureError } from '../../functions/calls/errors.ts';
+import { callWebhookVerifier, isWebhookSecret, signCallWebhook } from '../../functions/calls/signature.ts';
 
 // The Standard Webhooks published test vector (standard-webhooks/standard-webhooks, libraries' tests:
 // "sign function works").

@@ -44,7 +44,7 @@ describe('calling window: local hours in an IANA zone, DST-correct', () => {
   });
 });
 
-describe('round backoff: the seed’s ExponentialWithJitter', () => {
+describe('round backoff: ExponentialWithJitter', () => {
   it('DoublesPerRoundUsedPlusOneToAThousandMillisecondsCapped', () => {
     const rng = seededRng(3);
     const retry = { baseSeconds: 30, capSeconds: 3600 };

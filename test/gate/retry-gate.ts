@@ -1,5 +1,5 @@
 /**
- * The retry-owner gate (brief §3): retry logic lives in functions/jobs and nowhere else. It parses every
+ * The retry-owner gate (README, docs/job-layer.md): retry logic lives in functions/jobs and nowhere else. It parses every
  * source file under `functions/` and `bin/` with the TypeScript compiler and reports retry libraries,
  * "try again" code, outbound clients built outside functions/platform, and clients whose own retries are on.
  * It reads syntax, not text, so a comment or a string that mentions `p-retry` or `fetch(` is not a finding.
@@ -49,7 +49,7 @@ const RETRY_LIBRARIES = [
   'superagent',
   'ky',
   'request',
-  // Not in the brief's list, same reason: the AWS SDK v2 retries by default (maxRetries), and these
+  // Not retry libraries as such, same reason: the AWS SDK v2 retries by default (maxRetries), and these
   // build the retry strategies that a v3 client's `retryStrategy` option takes.
   'aws-sdk',
   '@smithy/util-retry',

@@ -1,6 +1,8 @@
-// npm run gate: the retry-owner gate on this repository, printed as `file:line rule message`.
+// npm run gate: the retry-owner gate and the structure gate on this repository, printed as `file:line rule message`.
 import { resolve } from 'node:path';
+import { domainNames } from './domain-names.ts';
 import { checkRetryOwnership, findUnusedExemptions, RULE_DESCRIPTIONS } from './retry-gate.ts';
+import { checkJobLayerNames, checkLayers, STRUCTURE_RULE_DESCRIPTIONS } from './structure-gate.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const started = performance.now();
@@ -12,4 +14,9 @@ for (const v of violations) console.log(`${v.file}:${v.line} ${v.rule} ${v.messa
 for (const e of unused) console.log(`${e.file} exemption for ${e.rule} in ${e.functionName}() no longer applies: remove it`);
 for (const rule of new Set(violations.map((v) => v.rule))) console.log(`  ${rule}: ${RULE_DESCRIPTIONS[rule]}`);
 console.log(`retry gate: ${violations.length} violation(s), ${unused.length} unused exemption(s) in ${elapsed} ms`);
-process.exitCode = violations.length + unused.length > 0 ? 1 : 0;
+
+const structure = [...checkLayers(root), ...checkJobLayerNames(root, domainNames())];
+for (const v of structure) console.log(`${v.file}:${v.line} ${v.rule} ${v.message}`);
+for (const rule of new Set(structure.map((v) => v.rule))) console.log(`  ${rule}: ${STRUCTURE_RULE_DESCRIPTIONS[rule]}`);
+console.log(`structure gate: ${structure.length} violation(s)`);
+process.exitCode = violations.length + unused.length + structure.length > 0 ? 1 : 0;

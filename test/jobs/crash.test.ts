@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { defineKind, handle, policies } from '../../functions/jobs/index.ts';
-import type { JobHandler, JobKind } from '../../functions/jobs/index.ts';
+import { defaultPolicy, defineKind, handle } from '../../functions/jobs/index.ts';
+import type { JobHandler } from '../../functions/jobs/index.ts';
 import { dynamoEndpoint } from '../support/dynamo.ts';
 import { jobsFixture } from '../support/jobs.ts';
 
 describe('a worker process killed mid-job', () => {
   it('KilledWithSigkillAfterItsClaimTheRescuerRunsTheJobAgainAndItEndsOnce', async () => {
     const runs: string[] = [];
-    const kind = defineKind({ kind: 'test.crash', queue: 'ops', policy: policies['ops.probe'], args: z.object({}), description: 'completes' });
+    const kind = defineKind({ kind: 'test.crash', queue: 'ops', policy: defaultPolicy, args: z.object({}), description: 'completes' });
     const handler = handle(kind, async (_args, ctx) => {
       runs.push(ctx.id);
     }) as unknown as JobHandler<never>;
@@ -33,7 +33,7 @@ describe('a worker process killed mid-job', () => {
     expect(orphan.state).toBe('running');
     expect(orphan.attempt).toBe(1);
 
-    const rescuer = fx.jobs.rescuer([kind as JobKind<never>], 180_000);
+    const rescuer = fx.jobs.rescuer([handler], 180_000);
     fx.clock.set(Date.parse(orphan.leaseUntil!) + 1);
     expect(await rescuer.run()).toMatchObject({ expired: 1 });
     await fx.settle();

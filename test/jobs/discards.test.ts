@@ -7,7 +7,8 @@ import type { InstrumentableClient, RequestInterceptor } from '../../functions/p
 import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { dynamoEndpoint } from '../support/dynamo.ts';
 import { jobsFixture } from '../support/jobs.ts';
-import { testKinds } from './kinds.ts';
+import { queues } from '../../functions/app/system.ts';
+import { testKinds, testQueue } from './kinds.ts';
 
 const RESCUE_AFTER = 3 * 60_000;
 
@@ -43,7 +44,7 @@ async function withInterceptor(interceptor: RequestInterceptor, policy: Paramete
   const kinds = testKinds(policy);
   const fx = await jobsFixture({ handlers: kinds.handlers });
   const clients = createAwsClients({ region: 'local', endpoints: { dynamodb: dynamoEndpoint() }, credentials: localCredentials, interceptor });
-  const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: fx.tableNames.jobs, transport: fx.recording, clock: fx.clock, rng: fx.rng, logger: fx.logger, metrics: fx.metrics });
+  const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: fx.tableNames.jobs, queues, transport: fx.recording, clock: fx.clock, rng: fx.rng, logger: fx.logger, metrics: fx.metrics });
   return { fx, kinds, jobs };
 }
 
@@ -52,13 +53,13 @@ describe('discards: each one counted once, whatever its write answers', () => {
     const interceptor = onDiscardWrite('lose');
     const { fx, kinds, jobs } = await withInterceptor(interceptor);
     const { id } = await jobs.client.enqueue(kinds.pickyKind, { status: 410 });
-    const result = await jobs.executor(kinds.handlers).execute({ jobId: id, seq: 1 }, 'ops');
+    const result = await jobs.executor('ops', kinds.handlers).execute({ jobId: id, seq: 1 });
     expect(interceptor.hits).toBe(1);
     expect(result).toEqual({ jobId: id, result: 'discarded' });
     expect((await fx.jobs.store.mustGet(id)).state).toBe('discarded');
     expect(fx.metrics.total(DISCARD_METRIC, { kind: 'test.picky', reason: 'http_4xx' })).toBe(1);
     // The message comes back (SQS cannot know better): it finds the job finished, and counts nothing.
-    await jobs.executor(kinds.handlers).execute({ jobId: id, seq: 1 }, 'ops');
+    await jobs.executor('ops', kinds.handlers).execute({ jobId: id, seq: 1 });
     expect(fx.metrics.total(DISCARD_METRIC)).toBe(1);
   });
 
@@ -66,11 +67,11 @@ describe('discards: each one counted once, whatever its write answers', () => {
     const interceptor = onDiscardWrite('refuse');
     const { fx, kinds, jobs } = await withInterceptor(interceptor, { maxAttempts: 1 });
     const { id } = await jobs.client.enqueue(kinds.pickyKind, { status: 410 });
-    await expect(jobs.executor(kinds.handlers).execute({ jobId: id, seq: 1 }, 'ops')).rejects.toThrow('throttled');
+    await expect(jobs.executor('ops', kinds.handlers).execute({ jobId: id, seq: 1 })).rejects.toThrow('throttled');
     expect((await fx.jobs.store.mustGet(id)).state).toBe('running');
     expect(fx.metrics.total(DISCARD_METRIC)).toBe(0);
-    fx.clock.advance(leaseMs('ops') + 1);
-    await jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER).run();
+    fx.clock.advance(leaseMs(testQueue) + 1);
+    await jobs.rescuer(kinds.handlers, RESCUE_AFTER).run();
     expect((await fx.jobs.store.mustGet(id)).discardReason).toBe('exhausted');
     expect(fx.metrics.total(DISCARD_METRIC)).toBe(1);
   });
@@ -79,9 +80,9 @@ describe('discards: each one counted once, whatever its write answers', () => {
     const interceptor = onDiscardWrite('lose');
     const { fx, kinds, jobs } = await withInterceptor(interceptor, { maxAttempts: 1 });
     const { id } = await jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-    await jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
-    const rescuer = jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER);
+    await jobs.store.claim(id, 1, fx.clock.now(), leaseMs(testQueue));
+    fx.clock.advance(leaseMs(testQueue) + 1);
+    const rescuer = jobs.rescuer(kinds.handlers, RESCUE_AFTER);
     await rescuer.run();
     await rescuer.run();
     expect(interceptor.hits).toBe(1);

@@ -1,4 +1,7 @@
+import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
+import { defineKind, handle, periodicPolicy, policy, schedule } from '../../functions/jobs/index.ts';
+import type { JobHandler, Policy } from '../../functions/jobs/index.ts';
 import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../../functions/jobs/executor.ts';
 import { baseDelayMs } from '../../functions/jobs/policies.ts';
 import { jobsFixture } from '../support/jobs.ts';
@@ -28,6 +31,28 @@ describe('executor: a handler only classifies, the policy decides', () => {
       expect(gap).toBeLessThanOrEqual(base * 1.1 + 1000); // SQS DelaySeconds are whole seconds, rounded up
     }
     expect(kinds.runsOf(id)).toHaveLength(3);
+  });
+
+  it('TellsTheHandlerItsKindsPolicyAndWhetherAFailureNowWouldBeItsLast', async () => {
+    const seen: { kind: string; attempt: number; last: boolean; policy: Policy }[] = [];
+    const failing = (kind: ReturnType<typeof defineKind<Record<string, never>>>) =>
+      handle(kind, async (_args, ctx) => {
+        seen.push({ kind: ctx.kind, attempt: ctx.attempt, last: ctx.isLastAttempt, policy: ctx.policy });
+        throw new Error('fails every time');
+      }) as unknown as JobHandler<unknown>;
+    const three = defineKind({ kind: 'test.three', queue: 'ops', policy: policy({ maxAttempts: 3, backoff: schedule([1]) }), args: z.object({}), description: 'fails' });
+    const once = defineKind({ kind: 'test.once', queue: 'ops', policy: periodicPolicy, args: z.object({}), description: 'fails, one attempt' });
+    const fx = await jobsFixture({ handlers: [failing(three), failing(once)], transport: 'local' });
+    await fx.jobs.client.enqueue(three, {});
+    await fx.jobs.client.enqueue(once, {});
+    await fx.settle();
+    expect(seen.filter((s) => s.kind === 'test.three').map((s) => [s.attempt, s.last])).toEqual([
+      [1, false],
+      [2, false],
+      [3, true],
+    ]);
+    expect(seen.filter((s) => s.kind === 'test.once').map((s) => [s.attempt, s.last])).toEqual([[1, true]]);
+    expect(seen.find((s) => s.kind === 'test.three')?.policy).toBe(three.policy);
   });
 
   it('SnoozedFiftyTimesWithMaxAttemptsThreeStillGetsExactlyThreeRealAttempts', async () => {

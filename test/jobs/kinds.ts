@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { defineKind, discard, handle, snooze } from '../../functions/jobs/index.ts';
 import type { JobContext, JobHandler, Policy } from '../../functions/jobs/index.ts';
 import { DefaultBackoff } from '../../functions/jobs/policies.ts';
+import { opsModule } from '../../functions/ops/module.ts';
+
+/** The queue the test kinds run on (the ops context's): its timeout sets a claim's lease. */
+export const testQueue = opsModule.queues.ops;
 
 /** Test kinds on the ops queue, with a recorder of every run. */
 export function testKinds(policy: Partial<Policy> = {}) {

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineKind, handle } from '../../functions/jobs/index.ts';
-import type { JobHandler, JobKind } from '../../functions/jobs/index.ts';
+import type { JobHandler } from '../../functions/jobs/index.ts';
 import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../../functions/jobs/executor.ts';
 import { periodicPolicy } from '../../functions/jobs/policies.ts';
 import { leaseMs } from '../../functions/jobs/queues.ts';
 import { jobsFixture } from '../support/jobs.ts';
-import { testKinds } from './kinds.ts';
+import { testKinds, testQueue } from './kinds.ts';
 
 const RESCUE_AFTER = 3 * 60_000;
 
@@ -14,18 +14,18 @@ describe('rescuer: no job is lost, none ends twice', () => {
   it('AWorkerKilledAfterItsClaimIsRescuedWhenTheLeaseExpiresAndTheJobRunsAgainOnce', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers, transport: 'local' });
-    const rescuer = fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER);
+    const rescuer = fx.jobs.rescuer(kinds.handlers, RESCUE_AFTER);
     // Ten jobs; a "worker" claims each and dies before running or recording anything.
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
       const prepared = fx.jobs.client.prepare(kinds.flakyKind, { failTimes: 0 });
       const { TransactWriteCommand } = await import('@aws-sdk/lib-dynamodb');
       await fx.clients.dynamo.send(new TransactWriteCommand({ TransactItems: [prepared.item] }));
-      await fx.jobs.store.claim(prepared.id, 1, fx.clock.now(), leaseMs('ops'));
+      await fx.jobs.store.claim(prepared.id, 1, fx.clock.now(), leaseMs(testQueue));
       ids.push(prepared.id);
     }
     // Before the lease runs out the rescuer leaves them alone.
-    fx.clock.advance(leaseMs('ops') - 1000);
+    fx.clock.advance(leaseMs(testQueue) - 1000);
     expect(await rescuer.run()).toMatchObject({ expired: 0 });
     fx.clock.advance(2000);
     expect(await rescuer.run()).toMatchObject({ expired: 10 });
@@ -44,7 +44,7 @@ describe('rescuer: no job is lost, none ends twice', () => {
   it('ALostSendIsRescuedOnceTheJobHasBeenDueAndIdleLongEnough', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
-    const rescuer = fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER);
+    const rescuer = fx.jobs.rescuer(kinds.handlers, RESCUE_AFTER);
     fx.recording.failNext = 1;
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
     expect(fx.recording.sent).toHaveLength(0);
@@ -58,7 +58,7 @@ describe('rescuer: no job is lost, none ends twice', () => {
     // The next pass does not send it again while that wake-up may still be on its way.
     expect(await rescuer.run()).toMatchObject({ rewoken: 0 });
 
-    const result = await fx.jobs.executor(kinds.handlers).execute(fx.recording.last().body, 'ops');
+    const result = await fx.jobs.executor('ops', kinds.handlers).execute(fx.recording.last().body);
     expect(result.result).toBe('completed');
     expect(kinds.runsOf(id)).toHaveLength(1);
   });
@@ -66,10 +66,10 @@ describe('rescuer: no job is lost, none ends twice', () => {
   it('ALostWakeUpAfterARetryIsRescuedToo', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
-    const rescuer = fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER);
+    const rescuer = fx.jobs.rescuer(kinds.handlers, RESCUE_AFTER);
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 1 });
     fx.recording.failNext = 1; // the retry's wake-up is lost
-    expect((await fx.jobs.executor(kinds.handlers).execute({ jobId: id, seq: 1 }, 'ops')).result).toBe('retryable');
+    expect((await fx.jobs.executor('ops', kinds.handlers).execute({ jobId: id, seq: 1 })).result).toBe('retryable');
     fx.clock.advance(RESCUE_AFTER + 5_000);
     expect(await rescuer.run()).toMatchObject({ rewoken: 1 });
     expect(fx.recording.last().body).toEqual({ jobId: id, seq: 2 });
@@ -78,11 +78,11 @@ describe('rescuer: no job is lost, none ends twice', () => {
   it('OverlappingRescuerPassesSendEachLostWakeUpOnce', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
-    const kindsList = kinds.handlers.map((h) => h.kind);
+    
     fx.recording.failNext = 5;
     for (let i = 0; i < 5; i++) await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
     fx.clock.advance(RESCUE_AFTER + 1000);
-    const reports = await Promise.all([1, 2, 3].map(() => fx.jobs.rescuer(kindsList, RESCUE_AFTER).run()));
+    const reports = await Promise.all([1, 2, 3].map(() => fx.jobs.rescuer(kinds.handlers, RESCUE_AFTER).run()));
     expect(reports.reduce((sum, r) => sum + r.rewoken, 0)).toBe(5);
     expect(fx.recording.sent).toHaveLength(5);
   });
@@ -91,9 +91,9 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const kinds = testKinds({ maxAttempts: 1 });
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
-    await fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER).run();
+    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs(testQueue));
+    fx.clock.advance(leaseMs(testQueue) + 1);
+    await fx.jobs.rescuer(kinds.handlers, RESCUE_AFTER).run();
     const row = await fx.jobs.store.mustGet(id);
     expect(row.state).toBe('discarded');
     expect(row.discardReason).toBe('exhausted');
@@ -106,9 +106,9 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const kinds = testKinds({ maxAttempts: 1, onExhausted: 'discard' });
     const fx = await jobsFixture({ handlers: kinds.handlers });
     const { id } = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
-    await fx.jobs.rescuer(kinds.handlers.map((h) => h.kind), RESCUE_AFTER).run();
+    await fx.jobs.store.claim(id, 1, fx.clock.now(), leaseMs(testQueue));
+    fx.clock.advance(leaseMs(testQueue) + 1);
+    await fx.jobs.rescuer(kinds.handlers, RESCUE_AFTER).run();
     expect((await fx.jobs.store.mustGet(id)).discardReason).toBe('exhausted');
     expect(fx.metrics.total(DISCARD_METRIC, { kind: 'test.flaky', reason: 'exhausted' })).toBe(1);
     expect(fx.metrics.total(DISCARD_ALERT_METRIC)).toBe(0);
@@ -122,10 +122,10 @@ describe('rescuer: no job is lost, none ends twice', () => {
     const run = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
     const lost = await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
 
-    expect((await fx.jobs.executor(known).execute({ jobId: run.id, seq: 1 }, 'ops')).result).toBe('discarded');
-    await fx.jobs.store.claim(lost.id, 1, fx.clock.now(), leaseMs('ops'));
-    fx.clock.advance(leaseMs('ops') + 1);
-    expect(await fx.jobs.rescuer(known.map((h) => h.kind), RESCUE_AFTER).run()).toMatchObject({ expired: 1 });
+    expect((await fx.jobs.executor('ops', known).execute({ jobId: run.id, seq: 1 })).result).toBe('discarded');
+    await fx.jobs.store.claim(lost.id, 1, fx.clock.now(), leaseMs(testQueue));
+    fx.clock.advance(leaseMs(testQueue) + 1);
+    expect(await fx.jobs.rescuer(known, RESCUE_AFTER).run()).toMatchObject({ expired: 1 });
 
     for (const id of [run.id, lost.id]) {
       const row = await fx.jobs.store.mustGet(id);
@@ -145,13 +145,13 @@ describe('periodic jobs', () => {
       runs.push(ctx.id);
       if (fail) throw new Error('tick failed');
     });
-    return { kind: kind as JobKind<never>, handler: handler as unknown as JobHandler<never>, runs, succeed: () => (fail = false) };
+    return { handler: handler as unknown as JobHandler<never>, runs, succeed: () => (fail = false) };
   }
 
   it('OneJobPerPeriodNoRetryAndTheLastFailureIsKept', async () => {
     const p = periodicKind();
     const fx = await jobsFixture({ handlers: [p.handler], transport: 'local' });
-    const rescuer = fx.jobs.rescuer([p.kind], RESCUE_AFTER);
+    const rescuer = fx.jobs.rescuer([p.handler], RESCUE_AFTER);
     fx.clock.set(Date.parse('2026-01-05T10:00:10.000Z'));
     expect(await rescuer.run()).toMatchObject({ periodic: 1 });
     expect(await rescuer.run()).toMatchObject({ periodic: 0 }); // same period

@@ -6,7 +6,7 @@ import { seededRng } from '../../functions/platform/rng.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
 import { createJobRuntime } from '../../functions/jobs/runtime.ts';
 import { jobsFixture, RecordingTransport } from '../support/jobs.ts';
-import { testKinds } from './kinds.ts';
+import { testKinds, testQueue } from './kinds.ts';
 
 const sqsEvent = (bodies: string[]): SQSEvent => ({
   Records: bodies.map((body, i) => ({
@@ -54,6 +54,7 @@ describe('the SQS worker entry point', () => {
     const broken = createJobRuntime({
       db: fx.clients.dynamo,
       jobsTable: 'no-such-table',
+      queues: { ops: testQueue },
       transport: new RecordingTransport(),
       clock: new ManualClock(),
       rng: seededRng(1),

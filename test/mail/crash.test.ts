@@ -46,7 +46,7 @@ describe('send, then mark: a worker killed between the two', () => {
 
     // The rescuer finds the expired lease; the job runs again in this process.
     fx.clock.set(Date.parse(orphan.leaseUntil!) + 1);
-    expect(await fx.jobs.rescuer([ownerNotifyKind as never], 180_000).run()).toMatchObject({ expired: 1 });
+    expect(await fx.jobs.rescuer(fx.handlers, 180_000).run()).toMatchObject({ expired: 1 });
     await fx.settle();
 
     const job = await fx.jobs.store.mustGet(prepared.id);

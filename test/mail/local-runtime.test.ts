@@ -1,8 +1,7 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { changeOwnerEmail } from '../../functions/mail/owner.ts';
-import { startLocalRuntime } from '../../functions/ops/local.ts';
-import { mailDepsOf } from '../../functions/ops/system.ts';
+import { startLocalRuntime } from '../../functions/local/runtime.ts';
 
 const refuses = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -32,8 +31,8 @@ describe('the local runtime', () => {
     try {
       expect(runtime.mail).toMatchObject({ domain: 'redial.local', publicBaseUrl: runtime.url, transport: { type: 'smtp', url: runtime.smtpSink!.url } });
       // The call placer is told the same public base to post results to.
-      expect(runtime.deps.calls.callbackUrl).toBe(`${runtime.url}/v1/calls/webhook`);
-      await changeOwnerEmail(mailDepsOf(runtime.deps), 'acme', 'owner@acme.test', runtime.clock.now());
+      expect(runtime.calls.callbackUrl).toBe(`${runtime.url}/v1/calls/webhook`);
+      await changeOwnerEmail(runtime.system.mail, 'acme', 'owner@acme.test', runtime.clock.now());
 
       let listed: { status: number; body: any } | undefined;
       const deadline = Date.now() + 15_000;

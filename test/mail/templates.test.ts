@@ -3,7 +3,8 @@ import { createSmtpClient } from '../../functions/platform/smtp.ts';
 import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import type { SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import { composeRaw, isMessageIdSafe, messageIdFor } from '../../functions/mail/message.ts';
-import { escapeHtml, renderAccessRequest, renderBatchFinalised, renderEmailConfirmation } from '../../functions/mail/templates.ts';
+import { renderAccessRequest, renderBatchFinalised, renderEmailConfirmation } from '../../functions/mail/templates.ts';
+import { escapeHtml } from '../../functions/platform/html.ts';
 import { envelopeAddress, SmtpMailTransport } from '../../functions/mail/transport.ts';
 
 let sink: SmtpSink | undefined;

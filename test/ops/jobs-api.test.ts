@@ -16,7 +16,7 @@ async function opsApi(count: number) {
   const kinds = testKinds();
   const fx = await jobsFixture({ handlers: kinds.handlers });
   for (let i = 0; i < count; i++) await fx.jobs.client.enqueue(kinds.flakyKind, { failTimes: 0 });
-  const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes({ jobs: fx.jobs.client, kinds: kinds.handlers.map((h) => h.kind) }), fx.logger) });
+  const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: kinds.handlers.map((h) => h.kind) })), fx.logger) });
   servers.push(server);
   const get = async (path: string) => {
     const response = await fetch(`${server.url}${path}`);

@@ -4,7 +4,6 @@ import { ThrottlingException } from '@aws-sdk/client-scheduler';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobRoutes } from '../../functions/ops/jobs-api.ts';
 import { createApiHandler, route } from '../../functions/platform/http.ts';
-import type { Route } from '../../functions/platform/http.ts';
 import { startHttpServer } from '../../functions/platform/local/http-server.ts';
 import type { LocalHttpServer } from '../../functions/platform/local/http-server.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
@@ -22,7 +21,7 @@ describe('the HTTP adapter: a transient AWS error is a 503 at once, anything els
   it('AnswersEachTransientAwsError503WithRetryAfterAndNothingElse', async () => {
     let failure: Error = new Error('unset');
     const throwing = route({ method: 'GET', path: '/fail', auth: 'iam', summary: 'throws', handler: () => Promise.reject(failure) });
-    const server = await startHttpServer({ port: 0, handler: createApiHandler([throwing] as unknown as Route<never, never, never>[], createLogger('test')) });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler([throwing], createLogger('test')) });
     servers.push(server);
     const answer = async (error: Error) => {
       failure = error;
@@ -52,7 +51,7 @@ describe('the HTTP adapter: a transient AWS error is a 503 at once, anything els
   it('ARouteWhoseDynamoDbReadIsThrottledAnswers503AndSendsItOnce', async () => {
     const kinds = testKinds();
     const fx = await jobsFixture({ handlers: kinds.handlers });
-    const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes({ jobs: fx.jobs.client, kinds: [] }), fx.logger) });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler(jobRoutes(() => ({ jobs: fx.jobs.client, kinds: [] })), fx.logger) });
     servers.push(server);
     // DynamoDB Local never throttles: the client refuses the Query as DynamoDB would.
     const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);

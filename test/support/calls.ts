@@ -5,17 +5,11 @@ import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
 import type { SimulatedOutcome, SimulatorOptions } from '../../functions/calls/local/simulator.ts';
 import { CallsStore } from '../../functions/calls/store.ts';
 import { signCallWebhook } from '../../functions/calls/signature.ts';
-import { createJobRuntime } from '../../functions/jobs/runtime.ts';
-import { queueNames, queues } from '../../functions/jobs/queues.ts';
 import type { JobRow } from '../../functions/jobs/row.ts';
-import { allRoutes, handlersByQueue } from '../../functions/ops/system.ts';
-import type { SystemDeps } from '../../functions/ops/system.ts';
+import { createLocalHost } from '../../functions/local/host.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
 import type { Clock } from '../../functions/platform/clock.ts';
-import { createApiHandler } from '../../functions/platform/http.ts';
 import { freePort } from '../../functions/platform/local/dynamodb-local.ts';
-import { startHttpServer } from '../../functions/platform/local/http-server.ts';
-import { LocalQueue, LocalTransport } from '../../functions/platform/local/queues.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
@@ -56,11 +50,6 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   const rng = seededRng(options.seed ?? 7);
   const metrics = new MemoryMetrics();
   const logger = createLogger('test');
-  const localQueues = queueNames.map(
-    (name) => new LocalQueue({ name, clock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 6 * queues[name].timeoutSeconds * 1000 }),
-  );
-  const transport = new LocalTransport(localQueues, clock);
-  const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng, logger, metrics });
   const simulator = await CallPlacerSimulator.start({
     clock,
     rng: seededRng((options.seed ?? 7) + 1),
@@ -70,38 +59,37 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const deps: SystemDeps = {
-    jobs,
+  // The mail queue has no consumer here: configured, never sends.
+  const mailConfig = parseMailConfig({ MAIL_DOMAIN: 'test.redial', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
+  const host = await createLocalHost({
     db: clients.dynamo,
     tableNames,
     clock,
-    ...(options.wallClock ? { wallClock: options.wallClock } : {}),
     rng,
     logger,
     metrics,
-    calls: {
-      ...callsDefaults,
-      placerUrl: simulator.url,
-      callbackUrl: `${url}/v1/calls/webhook`,
-      webhookSecret: TEST_SECRET,
-      callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
-      ...(options.noSlotSnoozeMs ? { noSlotSnoozeMs: options.noSlotSnoozeMs } : {}),
+    workers: options.workers === false ? [] : ['calls'],
+    contexts: {
+      ...(options.wallClock ? { wallClock: options.wallClock } : {}),
+      calls: {
+        ...callsDefaults,
+        placerUrl: simulator.url,
+        callbackUrl: `${url}/v1/calls/webhook`,
+        webhookSecret: TEST_SECRET,
+        callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
+        ...(options.noSlotSnoozeMs ? { noSlotSnoozeMs: options.noSlotSnoozeMs } : {}),
+      },
+      mail: { config: mailConfig, transport: transportFor(mailConfig.transport, clients) },
     },
-    // The mail queue has no consumer here: configured, never sends.
-    mail: (() => {
-      const config = parseMailConfig({ MAIL_DOMAIN: 'test.redial', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
-      return { config, transport: transportFor(config.transport, clients) };
-    })(),
-  };
-  const handlers = handlersByQueue(deps);
-  if (options.workers !== false) {
-    const callsQueue = localQueues.find((q) => q.name === 'calls')!;
-    const worker = jobs.worker('calls', handlers.calls);
-    callsQueue.consume((event) => worker(event, {} as never));
-  }
-  const server = await startHttpServer({ port, handler: createApiHandler(allRoutes(deps), logger) });
+    serve: { port },
+  });
+  const { jobs, system } = host;
+  // The in-process transport: tests read what it sent.
+  const transport = host.local ?? assertLocal();
+  const deps = system.calls;
+  const handlers = system.handlers('calls');
   const store = new CallsStore(clients.dynamo, tableNames.calls);
-  const callsQueue = localQueues.find((q) => q.name === 'calls')!;
+  const callsQueue = host.queue('calls');
 
   /** Waits until the calls queue and the simulator are both idle (each can wake the other). */
   async function quiesce(): Promise<void> {
@@ -178,13 +166,11 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   }
 
   async function stop(): Promise<void> {
-    await server.close();
+    await host.stop();
     await simulator.close();
-    transport.stop();
-    await Promise.all(localQueues.map((q) => q.stop()));
   }
 
-  return { clients, tableNames, counter, clock, rng, metrics, jobs, deps, handlers, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, allJobs, allEvents, callsItems, stop };
 }
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
@@ -196,3 +182,7 @@ export function scriptByNumber(plan: Record<string, SimulatedOutcome[]>, fallbac
 
 /** `count` distinct E.164 numbers. */
 export const numbers = (count: number, prefix = '+1415555'): string[] => Array.from({ length: count }, (_, i) => `${prefix}${String(1000 + i).padStart(4, '0')}`);
+
+function assertLocal(): never {
+  throw new Error('the calls fixture runs on the in-process queues');
+}

@@ -3,8 +3,8 @@ import { inject } from 'vitest';
 import { createAwsClients, localCredentials, RequestCounter } from '../../functions/platform/aws.ts';
 import type { AwsClients } from '../../functions/platform/aws.ts';
 import { ensureTables } from '../../functions/platform/local/dynamodb-local.ts';
-import { tables } from '../../functions/ops/system.ts';
-import type { TableNames } from '../../functions/ops/system.ts';
+import { tables } from '../../functions/app/system.ts';
+import type { TableNames } from '../../functions/app/system.ts';
 
 /** The shared DynamoDB Local's endpoint (started once per run by global-setup). */
 export const dynamoEndpoint = (): string => inject('dynamoEndpoint');

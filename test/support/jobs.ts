@@ -2,12 +2,10 @@ import { ManualClock } from '../../functions/platform/clock.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
-import { LocalQueue, LocalTransport } from '../../functions/platform/local/queues.ts';
-import { queueNames, queues } from '../../functions/jobs/queues.ts';
-import { createJobRuntime } from '../../functions/jobs/runtime.ts';
 import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import type { JobHandler } from '../../functions/jobs/kinds.ts';
 import type { DispatchTransport } from '../../functions/jobs/dispatch.ts';
+import { createLocalHost } from '../../functions/local/host.ts';
 import { freshTables } from './dynamo.ts';
 
 /** A sent wake-up, as a recording transport saw it. */
@@ -78,14 +76,15 @@ export interface FixtureParts {
 }
 
 /**
- * A job-layer fixture on DynamoDB Local with a manual clock and a seeded RNG. With `transport: 'local'`
- * wake-ups go through the local runtime's in-process queues to real workers; `settle()` advances the
- * clock timer by timer until nothing is left to run.
+ * A job-layer fixture on DynamoDB Local with a manual clock and a seeded RNG, built by the local host.
+ * With `transport: 'local'` wake-ups go through the in-process queues to real workers; `settle()`
+ * advances the clock timer by timer until nothing is left to run. With the recording transport (the
+ * default) nothing runs by itself: tests drive the executor.
  */
 export async function jobsFixture(
   options: {
     /** The handlers the workers run; a function gets the fixture's parts first (for handlers that use the store or the job client). */
-    handlers?: JobHandler<never>[] | ((parts: FixtureParts) => JobHandler<never>[]);
+    handlers?: JobHandler<unknown>[] | ((parts: FixtureParts) => JobHandler<unknown>[]);
     transport?: 'recording' | 'local';
     seed?: number;
   } = {},
@@ -96,22 +95,24 @@ export async function jobsFixture(
   const metrics = new MemoryMetrics();
   const logger = createLogger('test');
   const recording = new RecordingTransport();
-  const localQueues = queueNames.map(
-    (name) => new LocalQueue({ name, clock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 6 * queues[name].timeoutSeconds * 1000 }),
-  );
-  const transport = options.transport === 'local' ? new LocalTransport(localQueues, clock) : recording;
-  const jobs: JobRuntime = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, transport, clock, rng, logger, metrics });
-  const handlers = typeof options.handlers === 'function' ? options.handlers({ jobs, clients, tableNames, clock, logger, metrics }) : (options.handlers ?? []);
-  if (options.transport === 'local') {
-    for (const queue of localQueues) {
-      const mine = handlers.filter((h) => h.kind.queue === queue.name);
-      const worker = jobs.worker(queue.name as (typeof queueNames)[number], mine);
-      queue.consume((event) => worker(event, {} as never));
-    }
-  }
-  const idle = () => Promise.all(localQueues.map((q) => q.idle()));
-
+  let handlers: JobHandler<unknown>[] = [];
+  const host = await createLocalHost({
+    db: clients.dynamo,
+    tableNames,
+    clock,
+    rng,
+    logger,
+    metrics,
+    ...(options.transport === 'local' ? {} : { transport: recording }),
+    handlers: ({ jobs }) => {
+      handlers = typeof options.handlers === 'function' ? options.handlers({ jobs, clients, tableNames, clock, logger, metrics }) : (options.handlers ?? []);
+      return handlers;
+    },
+  });
+  const { jobs, queues: localQueues } = host;
+  const transport: DispatchTransport = host.transport;
+  const idle = () => host.idle();
   const settle = settler(clock, idle);
 
-  return { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs, localQueues, transport, handlers, settle, idle };
+  return { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs, localQueues, transport, handlers, settle, idle, host };
 }

@@ -7,25 +7,13 @@ import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
 import { createSmtpClient } from '../../functions/platform/smtp.ts';
-import { createJobRuntime } from '../../functions/jobs/runtime.ts';
-import { mailHandlers } from '../../functions/mail/handlers.ts';
-import { MailStore } from '../../functions/mail/store.ts';
-import { secureRandomBytes } from '../../functions/mail/tokens.ts';
+import { createLocalHost } from '../../functions/local/host.ts';
 import { SmtpMailTransport } from '../../functions/mail/transport.ts';
 import type { MailTransport } from '../../functions/mail/transport.ts';
 
 const [endpoint, jobsTable, mailTable, smtpUrl, domain, jobId] = process.argv.slice(2) as [string, string, string, string, string, string];
 const clients = createAwsClients({ region: 'local', endpoints: { dynamodb: endpoint }, credentials: localCredentials });
 const logger = createLogger('mail-crash-worker');
-const runtime = createJobRuntime({
-  db: clients.dynamo,
-  jobsTable,
-  transport: { sendMessage: () => Promise.resolve(), createSchedule: () => Promise.resolve() },
-  clock: systemClock,
-  rng: seededRng(1),
-  logger,
-  metrics: new MemoryMetrics(),
-});
 const real = new SmtpMailTransport(createSmtpClient({ url: smtpUrl }));
 const crashesAfterSend: MailTransport = {
   name: 'smtp',
@@ -35,14 +23,18 @@ const crashesAfterSend: MailTransport = {
     return new Promise(() => undefined);
   },
 };
-const handlers = mailHandlers({
-  config: { domain, from: `redial <no-reply@${domain}>`, publicBaseUrl: 'http://127.0.0.1:9', transport: { type: 'smtp', url: smtpUrl } },
-  transport: crashesAfterSend,
-  store: new MailStore(clients.dynamo, mailTable),
-  jobs: runtime.client,
+const host = await createLocalHost({
+  db: clients.dynamo,
+  // Only the jobs and mail tables are touched here.
+  tableNames: { jobs: jobsTable, mail: mailTable, calls: 'unused', webhooks: 'unused' },
   clock: systemClock,
+  rng: seededRng(1),
   logger,
   metrics: new MemoryMetrics(),
-  random: secureRandomBytes,
+  transport: { sendMessage: () => Promise.resolve(), createSchedule: () => Promise.resolve() },
+  workers: [],
+  contexts: {
+    mail: { config: { domain, from: `redial <no-reply@${domain}>`, publicBaseUrl: 'http://127.0.0.1:9', transport: { type: 'smtp', url: smtpUrl } }, transport: crashesAfterSend },
+  },
 });
-await runtime.executor(handlers).execute({ jobId, seq: 1 }, 'mail');
+await host.jobs.executor('mail', host.system.handlers('mail')).execute({ jobId, seq: 1 });

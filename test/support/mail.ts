@@ -4,19 +4,13 @@ import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
 import { createSmtpClient } from '../../functions/platform/smtp.ts';
-import { LocalQueue, LocalTransport } from '../../functions/platform/local/queues.ts';
 import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import type { SinkMessage, SinkScript, SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
-import { queueNames, queues } from '../../functions/jobs/queues.ts';
-import { createJobRuntime } from '../../functions/jobs/runtime.ts';
-import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import { settler } from './jobs.ts';
 import type { MailConfig } from '../../functions/mail/config.ts';
 import type { MailDeps } from '../../functions/mail/context.ts';
-import { mailHandlers } from '../../functions/mail/handlers.ts';
 import { ownerNotifyKind } from '../../functions/mail/kinds.ts';
-import { MailStore } from '../../functions/mail/store.ts';
-import { secureRandomBytes } from '../../functions/mail/tokens.ts';
+import { createLocalHost } from '../../functions/local/host.ts';
 import { SmtpMailTransport } from '../../functions/mail/transport.ts';
 import type { MailTransport } from '../../functions/mail/transport.ts';
 import { freshTables } from './dynamo.ts';
@@ -34,30 +28,27 @@ export async function mailFixture(options: { script?: SinkScript; transport?: Ma
   const clock = new ManualClock();
   const metrics = new MemoryMetrics();
   const logger = createLogger('test');
-  const localQueues = queueNames.map(
-    (name) => new LocalQueue({ name, clock, batchSize: queues[name].batchSize, maxConcurrency: queues[name].maxConcurrency, visibilityMs: 6 * queues[name].timeoutSeconds * 1000 }),
-  );
-  const jobs: JobRuntime = createJobRuntime({
-    db: clients.dynamo,
-    jobsTable: tableNames.jobs,
-    transport: new LocalTransport(localQueues, clock),
-    clock,
-    rng: seededRng(options.seed ?? 7),
-    logger,
-    metrics,
-  });
   const config: MailConfig = {
     domain: TEST_MAIL_DOMAIN,
     from: `redial <no-reply@${TEST_MAIL_DOMAIN}>`,
     publicBaseUrl: options.publicBaseUrl ?? 'http://127.0.0.1:9',
     transport: { type: 'smtp', url: sink.url },
   };
-  const store = new MailStore(clients.dynamo, tableNames.mail);
   const transport = options.transport ?? new SmtpMailTransport(createSmtpClient({ url: sink.url, connectionTimeoutMs: 2000, greetingTimeoutMs: 2000, socketTimeoutMs: 5000 }));
-  const deps: MailDeps = { config, transport, store, jobs: jobs.client, clock, logger, metrics, random: secureRandomBytes };
-  const worker = jobs.worker('mail', mailHandlers(deps));
-  for (const queue of localQueues) if (queue.name === 'mail') queue.consume((event) => worker(event, {} as never));
-  const idle = () => Promise.all(localQueues.map((q) => q.idle()));
+  const host = await createLocalHost({
+    db: clients.dynamo,
+    tableNames,
+    clock,
+    rng: seededRng(options.seed ?? 7),
+    logger,
+    metrics,
+    workers: ['mail'],
+    contexts: { mail: { config, transport } },
+  });
+  const { jobs } = host;
+  const deps: MailDeps = host.system.mail;
+  const store = deps.store;
+  const idle = () => host.idle();
 
   const settle = settler(clock, idle);
 
@@ -69,7 +60,13 @@ export async function mailFixture(options: { script?: SinkScript; transport?: Ma
   const commitOnly = (items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>) =>
     clients.dynamo.send(new TransactWriteCommand({ TransactItems: items }));
 
-  return { sink, clients, tableNames, clock, metrics, logger, jobs, deps, store, config, settle, idle, notify, commitOnly, stop: () => sink.stop() };
+  /** The mail context's handlers, as its worker runs them (the rescuer prices lost attempts by their kinds). */
+  const handlers = host.system.handlers('mail');
+
+  return { sink, clients, tableNames, clock, metrics, logger, jobs, deps, store, config, handlers, settle, idle, notify, commitOnly, stop: async () => {
+    await host.stop();
+    await sink.stop();
+  } };
 }
 
 export type MailFixture = Awaited<ReturnType<typeof mailFixture>>;

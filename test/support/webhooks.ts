@@ -6,11 +6,16 @@ import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../functions/platform/clock.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
-import { createWebhooksContext } from '../../functions/webhooks/context.ts';
 import type { WebhooksContext } from '../../functions/webhooks/context.ts';
 import { EventType, prepareEvent } from '../../functions/webhooks/events.ts';
+import { createLocalHost } from '../../functions/local/host.ts';
+import { ManualClock } from '../../functions/platform/clock.ts';
+import { createLogger } from '../../functions/platform/logger.ts';
+import { MemoryMetrics } from '../../functions/platform/metrics.ts';
+import { seededRng } from '../../functions/platform/rng.ts';
+import { freshTables } from './dynamo.ts';
 import type { WebhookEvent } from '../../functions/webhooks/events.ts';
-import { jobsFixture } from './jobs.ts';
+import { RecordingTransport, settler } from './jobs.ts';
 
 /** One request a receiver got. */
 export interface Received {
@@ -117,30 +122,34 @@ export function verify(secret: string, request: Received, now: number): unknown 
 export async function webhooksFixture(
   options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number; wallClock?: Clock } = {},
 ) {
-  let context: WebhooksContext | undefined;
-  const fx = await jobsFixture({
-    transport: options.transport ?? 'recording',
-    ...(options.seed !== undefined ? { seed: options.seed } : {}),
-    handlers: (parts) => {
-      context = createWebhooksContext({
-        jobs: parts.jobs,
-        db: parts.clients.dynamo,
-        tableNames: { webhooks: parts.tableNames.webhooks },
-        clock: parts.clock,
-        ...(options.wallClock ? { wallClock: options.wallClock } : {}),
-        logger: parts.logger,
-        metrics: parts.metrics,
-        webhooks: {
-          allowLoopback: options.allowLoopback ?? true,
-          ...(options.resolve ? { resolve: options.resolve } : {}),
-          requestTimeoutMs: options.requestTimeoutMs ?? 2_000,
-        },
-      });
-      return context.handlers;
+  const { clients, tableNames, counter } = await freshTables();
+  const clock = new ManualClock();
+  const rng = seededRng(options.seed ?? 42);
+  const metrics = new MemoryMetrics();
+  const logger = createLogger('test');
+  const recording = new RecordingTransport();
+  const host = await createLocalHost({
+    db: clients.dynamo,
+    tableNames,
+    clock,
+    rng,
+    logger,
+    metrics,
+    ...((options.transport ?? 'recording') === 'local' ? {} : { transport: recording }),
+    workers: ['webhooks'],
+    contexts: {
+      ...(options.wallClock ? { wallClock: options.wallClock } : {}),
+      webhooks: {
+        allowLoopback: options.allowLoopback ?? true,
+        ...(options.resolve ? { resolve: options.resolve } : {}),
+        requestTimeoutMs: options.requestTimeoutMs ?? 2_000,
+      },
     },
   });
-  const ctx = context!;
-  const executor = fx.jobs.executor(fx.handlers);
+  const ctx: WebhooksContext = host.system.webhooks;
+  const handlers = host.system.handlers('webhooks');
+  const fx = { clients, tableNames, counter, clock, rng, metrics, logger, recording, jobs: host.jobs, localQueues: host.queues, transport: host.transport, handlers, settle: settler(clock, () => host.idle()), idle: () => host.idle(), host };
+  const executor = fx.jobs.executor('webhooks', handlers);
 
   /** Records an event as a domain does (event + fanout job in one transaction) and returns it. */
   async function recordEvent(tenantId: string, type: EventType = EventType.callCompleted, data: Record<string, unknown> = { n: 1 }): Promise<WebhookEvent> {
@@ -154,7 +163,7 @@ export async function webhooksFixture(
   /** Runs a job's current wake-up through the executor (recording transport). */
   async function run(jobId: string) {
     const row = await fx.jobs.store.mustGet(jobId);
-    return executor.execute({ jobId, seq: row.seq }, 'webhooks');
+    return executor.execute({ jobId, seq: row.seq });
   }
 
   /** Moves the clock to a job's due time and runs it. */
@@ -162,7 +171,7 @@ export async function webhooksFixture(
     const row = await fx.jobs.store.mustGet(jobId);
     const due = Date.parse(row.scheduledAt);
     if (due > fx.clock.now()) fx.clock.set(due);
-    return executor.execute({ jobId, seq: row.seq }, 'webhooks');
+    return executor.execute({ jobId, seq: row.seq });
   }
 
   const job = (id: string): Promise<JobRow> => fx.jobs.store.mustGet(id);
@@ -177,7 +186,7 @@ export async function webhooksFixture(
       const pending = (await Promise.all((['available', 'scheduled', 'retryable', 'snoozed'] as const).map((state) => fx.jobs.client.list({ state, limit: 200 })))).flatMap((p) => p.jobs);
       const due = pending.filter((r) => Date.parse(r.scheduledAt) <= fx.clock.now());
       if (due.length > 0) {
-        await Promise.all(due.map((r) => executor.execute({ jobId: r.id, seq: r.seq }, 'webhooks')));
+        await Promise.all(due.map((r) => executor.execute({ jobId: r.id, seq: r.seq })));
         continue;
       }
       const next = Math.min(...pending.map((r) => Date.parse(r.scheduledAt)));
@@ -186,5 +195,5 @@ export async function webhooksFixture(
     }
   }
 
-  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, drain, close: () => ctx.close() };
+  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, drain, close: () => host.stop() };
 }

@@ -36,7 +36,7 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
   return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-describe('the endpoint API (brief §7)', () => {
+describe('the endpoint API', () => {
   it('POST /v1/endpoints registers an endpoint and shows its whsec_ secret of 32 random bytes once', async () => {
     const created = await call('POST', '/v1/endpoints', { tenantId: 'api', url: 'https://hooks.example.com/in', eventTypes: ['call.completed'] });
     expect(created.status).toBe(201);

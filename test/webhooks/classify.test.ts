@@ -4,7 +4,7 @@ import { classifyResponse, parseRetryAfter, RETRY_AFTER_CAP_MS, RETRY_AFTER_FLOO
 const NOW = Date.parse('2026-01-05T09:00:00.000Z');
 
 describe('classifyResponse: every status lands in one place', () => {
-  it('sorts the whole status range as the seed says', () => {
+  it('sorts the whole status range as docs/webhooks.md says', () => {
     const seen = new Map<string, number[]>();
     for (let status = 100; status <= 599; status++) {
       const type = classifyResponse(status, undefined, NOW).type;

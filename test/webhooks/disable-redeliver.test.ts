@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
-import { EndpointDisabledError } from '../../functions/webhooks/endpoints.ts';
+import { EndpointDisabledError } from '../../functions/webhooks/errors.ts';
 import { DISABLE_AFTER_MS } from '../../functions/webhooks/lease.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 import type { Answer } from '../support/webhooks.ts';
@@ -88,7 +88,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const { fx, endpointId, ids } = await setup({ status: 400 }, 1);
     await fx.run(ids[0]!);
     fx.clock.advance(DISABLE_AFTER_MS);
-    const report = await fx.jobs.rescuer(fx.handlers.map((h) => h.kind), 60_000).run();
+    const report = await fx.jobs.rescuer(fx.handlers, 60_000).run();
     expect(report.periodic).toBe(1);
     const sweeps = await fx.jobs.client.list({ kind: 'webhook.sweep' });
     expect(sweeps.jobs).toHaveLength(1);
@@ -133,6 +133,42 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect(delivered.sort()).toEqual(rows.map((r) => (r.args as { eventId: string }).eventId).sort());
     // Nothing is left to redeliver.
     expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 0 });
+  });
+
+  it('ADeliveryLostBetweenItsDiscardMarkerAndItsDiscard_LosesNothing_TheRescuerRunsItAgainAndRedeliverFindsIt', async () => {
+    const { receiver, fx, endpointId, ids } = await setup({ status: 410 }, 1);
+    const [gone] = ids as [string];
+    // The worker dies between the discard hook's marker and the discard itself: the discard write never lands.
+    const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);
+    let lost = 0;
+    (fx.clients.dynamo as { send: unknown }).send = (command: unknown, ...rest: unknown[]) => {
+      if (command instanceof UpdateCommand && command.input.TableName === fx.tableNames.jobs && JSON.stringify(command.input).includes('"discardReason"') && lost++ === 0) {
+        return Promise.reject(Object.assign(new Error('connection reset (injected)'), { name: 'TimeoutError', $metadata: {} }));
+      }
+      return (send as (...a: unknown[]) => unknown)(command, ...rest);
+    };
+    await expect(fx.run(gone)).rejects.toThrow(/injected/);
+    expect(await fx.job(gone)).toMatchObject({ state: 'running', attempt: 1 });
+    expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers.map((m) => [m.jobId, m.reason])).toEqual([[gone, 'gone']]);
+    // The marker of a delivery that is not (yet) discarded is kept, and nothing is requeued.
+    await fx.webhooks.endpoints.enable(endpointId);
+    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 0 });
+    expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers).toHaveLength(1);
+
+    // Its lease runs out: the rescuer counts the attempt lost and runs it again; the endpoint still answers 410.
+    fx.clock.advance(10 * minutes);
+    expect((await fx.jobs.rescuer(fx.handlers, 60_000).run()).expired).toBe(1);
+    expect((await fx.runWhenDue(gone)).result).toBe('discarded');
+    expect(await fx.job(gone)).toMatchObject({ state: 'discarded', discardReason: 'gone', attempt: 2 });
+    expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers.map((m) => m.jobId)).toEqual([gone]);
+
+    // Once the endpoint is back, redeliver finds it and it arrives.
+    receiver.reply([{ status: 200 }]);
+    await fx.webhooks.endpoints.enable(endpointId);
+    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 1 });
+    await fx.drain(minutes);
+    expect(await fx.job(gone)).toMatchObject({ state: 'completed', attempt: 3 });
+    expect(receiver.requests).toHaveLength(3);
   });
 
   it('RedeliverFindsADeliveryWhoseAttemptsRanOut_AndLeavesOneThatSucceededOnItsLastAttempt', async () => {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { leaseMs } from '../../functions/jobs/queues.ts';
+import { webhooksModule } from '../../functions/webhooks/module.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
 import type { EndpointChange } from '../../functions/webhooks/lease.ts';
@@ -117,11 +118,11 @@ describe('the lease and the wait list under races', () => {
     const [crashed, parked] = ids as [string, string];
     // A worker claimed the delivery and took the endpoint's lease, then died before recording anything.
     const row = await fx.job(crashed);
-    await fx.jobs.store.claim(crashed, row.seq, fx.clock.now(), leaseMs('webhooks'));
+    await fx.jobs.store.claim(crashed, row.seq, fx.clock.now(), leaseMs(webhooksModule.queues.webhooks));
     await hold(crashed);
     expect((await fx.run(parked)).result).toBe('snoozed');
-    fx.clock.advance(leaseMs('webhooks') + 1);
-    expect((await fx.jobs.rescuer(fx.handlers.map((h) => h.kind), 60_000).run()).expired).toBe(1);
+    fx.clock.advance(leaseMs(webhooksModule.queues.webhooks) + 1);
+    expect((await fx.jobs.rescuer(fx.handlers, 60_000).run()).expired).toBe(1);
     expect(await fx.job(crashed)).toMatchObject({ state: 'retryable', attempts: [{ outcome: 'lost' }] });
     // Its retry finds the lease still its own, delivers, and hands the lease to the parked delivery.
     expect((await fx.runWhenDue(crashed)).result).toBe('completed');
@@ -148,7 +149,7 @@ describe('the lease and the wait list under races', () => {
   it('TenDuplicateWakeUpsOfOneDelivery_SendItOnce', async () => {
     const { receiver, fx, ids } = await setup(1);
     const row = await fx.job(ids[0]!);
-    const results = await Promise.all(Array.from({ length: 10 }, () => fx.executor.execute({ jobId: row.id, seq: row.seq }, 'webhooks')));
+    const results = await Promise.all(Array.from({ length: 10 }, () => fx.executor.execute({ jobId: row.id, seq: row.seq })));
     expect(results.filter((r) => r.result === 'completed')).toHaveLength(1);
     expect(receiver.requests).toHaveLength(1);
   });
@@ -156,7 +157,7 @@ describe('the lease and the wait list under races', () => {
   it('TwentyDeliveriesFirstRunningAtOnceOnAnIdleEndpoint_OneSends_TheOthersWaitWithoutSpendingAnAttempt', async () => {
     const { receiver, fx, endpointId, ids } = await setup(20);
     const rows = await Promise.all(ids.map((id) => fx.job(id)));
-    const results = await Promise.all(rows.map((r) => fx.executor.execute({ jobId: r.id, seq: r.seq }, 'webhooks')));
+    const results = await Promise.all(rows.map((r) => fx.executor.execute({ jobId: r.id, seq: r.seq })));
     // Some may go one after another (one finishes, the lease is free, a later reader takes it), never two at once.
     const completed = results.filter((r) => r.result === 'completed').length;
     expect(completed).toBeGreaterThanOrEqual(1);

@@ -55,7 +55,7 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
 
     await fx.settle(60 * minutes);
     const duringOutage = receiver.requests.length;
-    // The seed's 5 s and 5 min retries of the first failure, then one probe per cooldown.
+    // webhook.deliver's 5 s and 5 min retries of the first failure, then one probe per cooldown.
     expect(duringOutage).toBeGreaterThanOrEqual(10);
     expect(duringOutage).toBeLessThanOrEqual(16);
     const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);

@@ -31,7 +31,7 @@ describe('signed delivery (Standard Webhooks)', () => {
     const stamps = receiver.requests.map((r) => Number(r.headers['webhook-timestamp']));
     expect(new Set(stamps).size).toBe(3);
     expect(stamps).toEqual(times.map((t) => Math.floor(t / 1000)));
-    // The retries came on the seed's schedule: 5 s, then 5 min (±10 %).
+    // The retries came on webhook.deliver's schedule: 5 s, then 5 min (±10 %).
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(4_500);
     expect(times[1]! - times[0]!).toBeLessThanOrEqual(5_500);
     expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(270_000);

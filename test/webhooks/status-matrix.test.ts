@@ -49,7 +49,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-describe('the status matrix (brief §5): what each answer does to the delivery and the endpoint', () => {
+describe('the status matrix: what each answer does to the delivery and the endpoint', () => {
   it('200 completes the delivery and leaves the endpoint healthy', async () => {
     const { result, row, endpoint, receiver } = await attemptOnce({ status: 200 });
     expect(result).toBe('completed');

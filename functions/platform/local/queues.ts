@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { TimerClock } from '../clock.ts';
-import type { DispatchTransport } from '../../jobs/dispatch.ts';
 import type { RequestRecorder } from '../recorder.ts';
 
 interface Message {
@@ -204,8 +203,10 @@ function record(m: Message, queue: string, now: number): SQSRecord {
  * The local runtime's dispatch transport: SQS messages go to the in-process queues; one-time schedules
  * become timers that send their message when due and are then deleted, like EventBridge Scheduler's
  * ActionAfterCompletion DELETE. Creating a schedule whose name exists is a no-op, like a ConflictException.
+ * It has the shape of the job layer's DispatchTransport (functions/jobs/dispatch.ts) without importing it:
+ * platform sits below the job layer.
  */
-export class LocalTransport implements DispatchTransport {
+export class LocalTransport {
   private readonly queues: Map<string, LocalQueue>;
   private readonly clock: TimerClock;
   private readonly schedules = new Map<string, { cancel: () => void; fire: () => void }>();

@@ -1,0 +1,29 @@
+import { defineModule } from '../jobs/index.ts';
+import type { JobHandler } from '../jobs/index.ts';
+import { callsRoutes } from './api.ts';
+import type { CallsDeps } from './deps.ts';
+import { dialHandler } from './dialer.ts';
+import { finaliseHandler } from './finaliser.ts';
+import { callsKinds } from './kinds.ts';
+import { callsTable } from './model.ts';
+import { watchdogHandler } from './watchdog.ts';
+
+export type { CallsDeps } from './deps.ts';
+export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
+
+/**
+ * The calls context: tenants and batches, the signed call-result intake with its classification, the
+ * dialer, the watchdog and batch rounds. It announces events and asks for the owner's mail through the
+ * ports it declares (ports.ts), which the composition root wires.
+ */
+export const callsModule = defineModule({
+  name: 'calls',
+  tables: { calls: callsTable },
+  queues: {
+    /** calls.dial, calls.watchdog, calls.finalise. */
+    calls: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
+  },
+  kinds: callsKinds,
+  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps)] as JobHandler<unknown>[],
+  routes: (deps: () => CallsDeps) => callsRoutes(deps),
+});

@@ -1,0 +1,43 @@
+import type { PreparedJob, TransactItem } from '../jobs/index.ts';
+
+/**
+ * What the calls context asks of the rest of redial, as interfaces it owns; the composition root
+ * (functions/app) wires them to the webhooks and mail contexts. Each answer is a set of items for the
+ * caller's TransactWriteItems and the jobs among them (their wake-ups are sent after the commit), so a
+ * domain change and what it announces commit together or not at all.
+ */
+export interface CallsPorts {
+  events: EventPublisher;
+  ownerMail: OwnerMail;
+}
+
+/** The events the calls context announces to tenants' endpoints. */
+export const CallsEvent = {
+  callCompleted: 'call.completed',
+  batchRoundScheduled: 'batch.round_scheduled',
+  batchFinalised: 'batch.finalised',
+} as const;
+
+export type CallsEventType = (typeof CallsEvent)[keyof typeof CallsEvent];
+
+/** Writes that commit with the caller's change, and the jobs among them to wake once it has committed. */
+export interface Contribution {
+  items: TransactItem[];
+  jobs: PreparedJob[];
+}
+
+/** Records an event (and what announces it to the tenant's endpoints) in the caller's transaction. */
+export interface EventPublisher {
+  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Contribution & { eventId: string };
+}
+
+/** The tenant owner's mail. */
+export interface OwnerMail {
+  /** Tells the owner a batch is finalised (owner.notify), about event `eventId`, in the caller's transaction. */
+  batchFinalised(input: { tenantId: string; eventId: string; summary: Record<string, unknown> }): Contribution;
+  /**
+   * What a tenant PUT writes beside the tenant for its owner address: a new or changed address is asked
+   * to confirm itself (a confirmation mail); the address already confirmed writes nothing.
+   */
+  ownerEmailChanged(input: { tenantId: string; ownerEmail: string; now: number }): Promise<Contribution>;
+}

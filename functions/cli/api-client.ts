@@ -1,0 +1,308 @@
+import { STATUS_CODES } from 'node:http';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { z } from 'zod';
+import type { AwsCredentials, CredentialProvider } from '../platform/credentials.ts';
+import { sendOnce } from '../platform/outbound.ts';
+import type { OutboundRequest, OutboundResponse } from '../platform/outbound.ts';
+import { jobDetailSchema, jobSummarySchema } from '../ops/views.ts';
+import type { JobDetail } from '../ops/views.ts';
+
+/**
+ * A typed client of the ops routes (docs/openapi.json), for the ops CLI. Every request goes out once through
+ * {@link sendOnce}: a failure is reported to the caller, who decides; nothing here tries again.
+ */
+
+/** Base of every error the ops client raises. */
+export class OpsClientError extends Error {
+  override readonly name: string = 'OpsClientError';
+}
+
+/** The API's JSON error body (`{error, message, ...details}`), or what API Gateway answers instead (`{message}`). */
+export interface ApiErrorBody {
+  error?: string;
+  message?: string;
+  issues?: { path: string; message: string }[];
+  [key: string]: unknown;
+}
+
+/** The API answered 4xx or 5xx. Carries the status and the JSON error body. */
+export class OpsApiError extends OpsClientError {
+  override readonly name = 'OpsApiError';
+  readonly status: number;
+  readonly body: ApiErrorBody;
+  constructor(status: number, body: ApiErrorBody) {
+    super(describeApiError(status, body));
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** No answer: nothing listens at the URL, the host is unknown, or the request timed out. */
+export class OpsApiUnreachableError extends OpsClientError {
+  override readonly name = 'OpsApiUnreachableError';
+  readonly url: string;
+  readonly reason: 'refused' | 'timeout' | 'network';
+  constructor(url: string, reason: 'refused' | 'timeout' | 'network', message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.url = url;
+    this.reason = reason;
+  }
+}
+
+/** The request could not be signed (no AWS credentials found, or they could not be loaded). */
+export class OpsSigningError extends OpsClientError {
+  override readonly name = 'OpsSigningError';
+}
+
+/** A 2xx answer whose body is not what the route promises (a wrong URL, or a proxy in the way). */
+export class OpsApiResponseError extends OpsClientError {
+  override readonly name = 'OpsApiResponseError';
+}
+
+/** `409 conflict: cannot retry job X in state completed`, plus field paths for a 400. */
+function describeApiError(status: number, body: ApiErrorBody): string {
+  const code = body.error ?? (STATUS_CODES[status] ?? 'error').toLowerCase();
+  const message = body.message ?? '(no message)';
+  const issues = Array.isArray(body.issues) ? body.issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ') : '';
+  return `${status} ${code}: ${message}${issues ? ` (${issues})` : ''}`;
+}
+
+/** One page of `GET /v1/ops/jobs`. */
+export const jobPageSchema = z.object({ jobs: z.array(jobSummarySchema), cursor: z.string().optional() });
+export type JobPage = z.infer<typeof jobPageSchema>;
+
+/** `GET /v1/ops/policies`: every kind's policy with its un-jittered schedule. */
+export const policyTableSchema = z.object({
+  policies: z.array(
+    z.object({
+      kind: z.string(),
+      maxAttempts: z.number().int(),
+      onExhausted: z.string(),
+      jitter: z.number(),
+      schedule: z.array(z.object({ afterAttempt: z.number(), delayMs: z.number(), minMs: z.number(), maxMs: z.number(), cumulativeMs: z.number() })),
+    }),
+  ),
+});
+export type PolicyTable = z.infer<typeof policyTableSchema>;
+
+const probeResponseSchema = z.object({ jobId: z.string() });
+
+/** The filters of `GET /v1/ops/jobs`. */
+export interface JobListQuery {
+  state?: string;
+  kind?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** Turns a request into a signed one (headers added); used for API Gateway's IAM auth. */
+export type RequestSigner = (request: OutboundRequest) => Promise<OutboundRequest>;
+
+/** Sends one request; {@link sendOnce} unless a test stands in for the network. */
+export type Send = (request: OutboundRequest) => Promise<OutboundResponse>;
+
+/** How to reach the ops API. */
+export interface OpsApiClientOptions {
+  /** Base URL, e.g. `http://127.0.0.1:3000` or `https://abc123.execute-api.eu-west-1.amazonaws.com`. */
+  baseUrl: string;
+  /** Signs each request (SigV4 against a deployed stack); none locally. */
+  signer?: RequestSigner;
+  /** @default sendOnce */
+  send?: Send;
+  /** @default 10 000 */
+  timeoutMs?: number;
+}
+
+/**
+ * A typed client of the ops routes. Each method sends one request, once; 4xx and 5xx become an
+ * {@link OpsApiError}, no answer an {@link OpsApiUnreachableError}.
+ *
+ * @example
+ * const api = new OpsApiClient({ baseUrl: 'http://127.0.0.1:3000' });
+ * const { jobId } = await api.enqueueProbe({ failTimes: 2 });
+ * const job = await api.getJob(jobId);
+ */
+export class OpsApiClient {
+  readonly baseUrl: string;
+  private readonly signer: RequestSigner | undefined;
+  private readonly send: Send;
+  private readonly timeoutMs: number;
+
+  constructor(options: OpsApiClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.signer = options.signer;
+    this.send = options.send ?? sendOnce;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  /** `GET /v1/ops/jobs`: jobs by state and kind, newest first; pass `cursor` on for the next page. */
+  listJobs(query: JobListQuery = {}): Promise<JobPage> {
+    return this.request('GET', '/v1/ops/jobs', jobPageSchema, { query: { ...query, limit: query.limit?.toString() } });
+  }
+
+  /** `GET /v1/ops/jobs/{id}`: one job with its attempt history. */
+  getJob(id: string): Promise<JobDetail> {
+    return this.request('GET', `/v1/ops/jobs/${encodePathSegment(id)}`, jobDetailSchema);
+  }
+
+  /** `POST /v1/ops/jobs/{id}/retry`: runs a discarded, cancelled or waiting job now. */
+  retryJob(id: string): Promise<JobDetail> {
+    return this.request('POST', `/v1/ops/jobs/${encodePathSegment(id)}/retry`, jobDetailSchema);
+  }
+
+  /** `POST /v1/ops/jobs/{id}/cancel`: cancels a pending or running job. */
+  cancelJob(id: string): Promise<JobDetail> {
+    return this.request('POST', `/v1/ops/jobs/${encodePathSegment(id)}/cancel`, jobDetailSchema);
+  }
+
+  /** `POST /v1/ops/probes`: enqueues an ops.probe job that fails `failTimes` times, then completes. */
+  enqueueProbe(args: { failTimes: number; note?: string }): Promise<{ jobId: string }> {
+    return this.request('POST', '/v1/ops/probes', probeResponseSchema, { body: args });
+  }
+
+  /** `GET /v1/ops/policies`: the deployed policy table. */
+  policies(): Promise<PolicyTable> {
+    return this.request('GET', '/v1/ops/policies', policyTableSchema);
+  }
+
+  private async request<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: z.ZodType<T>,
+    options: { query?: Record<string, string | undefined>; body?: unknown } = {},
+  ): Promise<T> {
+    const url = `${this.baseUrl}${path}${queryString(options.query ?? {})}`;
+    let request: OutboundRequest = {
+      url,
+      method,
+      headers: { accept: 'application/json', ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+      timeoutMs: this.timeoutMs,
+    };
+    if (this.signer) {
+      try {
+        request = await this.signer(request);
+      } catch (error) {
+        throw new OpsSigningError(`cannot sign the request for ${this.baseUrl}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+    }
+    let response: OutboundResponse;
+    try {
+      response = await this.send(request);
+    } catch (error) {
+      throw unreachable(this.baseUrl, error, this.timeoutMs);
+    }
+    const parsedBody = parseJson(response.text);
+    if (response.status >= 400) {
+      const body: ApiErrorBody =
+        parsedBody && typeof parsedBody === 'object' && !Array.isArray(parsedBody)
+          ? (parsedBody as ApiErrorBody)
+          : { message: response.text.trim().slice(0, 200) || (STATUS_CODES[response.status] ?? 'error') };
+      throw new OpsApiError(response.status, body);
+    }
+    const result = schema.safeParse(parsedBody);
+    if (!result.success) {
+      const first = result.error.issues[0];
+      throw new OpsApiResponseError(
+        `unexpected answer from ${method} ${url} (status ${response.status}): ${first ? `${first.path.join('.') || '(root)'}: ${first.message}` : 'not JSON'}`,
+      );
+    }
+    return result.data;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** RFC 3986 encoding, the one SigV4 canonicalises with (encodeURIComponent leaves !'()* alone). */
+const strictEncode = (value: string): string =>
+  encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+const encodePathSegment = strictEncode;
+
+function queryString(query: Record<string, string | undefined>): string {
+  const pairs = Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '');
+  return pairs.length ? `?${pairs.map(([k, v]) => `${strictEncode(k)}=${strictEncode(v)}`).join('&')}` : '';
+}
+
+/** The network error codes found anywhere in an error's cause chain (fetch wraps them; happy eyeballs aggregates them). */
+function errorCodes(error: unknown, seen = new Set<unknown>()): string[] {
+  if (!error || typeof error !== 'object' || seen.has(error)) return [];
+  seen.add(error);
+  const e = error as { code?: unknown; cause?: unknown; errors?: unknown };
+  return [
+    ...(typeof e.code === 'string' ? [e.code] : []),
+    ...errorCodes(e.cause, seen),
+    ...(Array.isArray(e.errors) ? e.errors.flatMap((inner) => errorCodes(inner, seen)) : []),
+  ];
+}
+
+function unreachable(baseUrl: string, error: unknown, timeoutMs: number): OpsApiUnreachableError {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return new OpsApiUnreachableError(baseUrl, 'timeout', `no answer from ${baseUrl} within ${timeoutMs / 1000} s`, { cause: error });
+  }
+  const codes = errorCodes(error);
+  if (codes.includes('ECONNREFUSED')) {
+    return new OpsApiUnreachableError(baseUrl, 'refused', `no redial API at ${baseUrl} (is \`npm start\` running?)`, { cause: error });
+  }
+  const detail = codes[0] ?? (error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error));
+  return new OpsApiUnreachableError(baseUrl, 'network', `cannot reach ${baseUrl}: ${detail}`, { cause: error });
+}
+
+/** What a SigV4 signer for API Gateway needs. */
+export interface SigV4Options {
+  region: string;
+  credentials: AwsCredentials | CredentialProvider;
+  /** The signing time (injected so tests are exact). */
+  now: () => Date;
+  /** @default 'execute-api' */
+  service?: string;
+}
+
+/**
+ * Signs requests with AWS Signature Version 4 for API Gateway's IAM auth: host, method, path, query and
+ * body (its SHA-256 also goes out as x-amz-content-sha256, which execute-api ignores).
+ *
+ * @example
+ * const signer = sigV4Signer({ region: 'eu-west-1', credentials: defaultCredentialChain(), now: () => new Date() });
+ */
+export function sigV4Signer(options: SigV4Options): RequestSigner {
+  const signer = new SignatureV4({ service: options.service ?? 'execute-api', region: options.region, credentials: options.credentials, sha256: Sha256 });
+  return async (request) => {
+    const url = new URL(request.url);
+    const query: Record<string, string> = {};
+    for (const [key, value] of url.searchParams) query[key] = value;
+    const signed = await signer.sign(
+      {
+        method: request.method ?? 'GET',
+        protocol: url.protocol,
+        hostname: url.hostname,
+        ...(url.port ? { port: Number(url.port) } : {}),
+        path: url.pathname,
+        query,
+        headers: { ...request.headers, host: url.host },
+        ...(request.body !== undefined ? { body: request.body } : {}),
+      },
+      { signingDate: options.now() },
+    );
+    // fetch sets Host itself, from the same URL; it may not be passed in as a header.
+    const headers = Object.fromEntries(Object.entries(signed.headers).filter(([name]) => name.toLowerCase() !== 'host'));
+    return { ...request, headers };
+  };
+}
+
+/** Whether requests to `url` are signed: forced by `--iam`, or automatic for AWS hosts (`*.amazonaws.com`). */
+export function needsSigning(url: URL, force: boolean): boolean {
+  return force || url.hostname.toLowerCase().endsWith('.amazonaws.com');
+}
+
+/** The region in an API Gateway host (`abc123.execute-api.eu-west-1.amazonaws.com` → `eu-west-1`). */
+export function regionFromHost(hostname: string): string | undefined {
+  return /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$/i.exec(hostname)?.[1]?.toLowerCase();
+}

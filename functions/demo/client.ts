@@ -1,0 +1,38 @@
+import { sendOnce } from '../platform/outbound.ts';
+
+/** A refused or failed API call in the demo. */
+export class DemoApiError extends Error {
+  override readonly name = 'DemoApiError';
+  readonly status: number;
+  constructor(message: string, status: number) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * The demo's client of redial's public API: JSON over HTTP, each request sent once, as any client of the
+ * API would (the local runtime has no IAM, so nothing is signed).
+ */
+export class DemoApi {
+  readonly baseUrl: string;
+  constructor(baseUrl: string) {
+    this.baseUrl = baseUrl;
+  }
+
+  async call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const response = await sendOnce({
+      url: `${this.baseUrl}${path}`,
+      method,
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      timeoutMs: 30_000,
+    });
+    if (response.status >= 300) throw new DemoApiError(`${method} ${path} answered ${response.status}: ${response.text.slice(0, 300)}`, response.status);
+    return (response.text ? JSON.parse(response.text) : undefined) as T;
+  }
+
+  get = <T>(path: string) => this.call<T>('GET', path);
+  post = <T>(path: string, body?: unknown, headers?: Record<string, string>) => this.call<T>('POST', path, body, headers);
+  put = <T>(path: string, body?: unknown) => this.call<T>('PUT', path, body);
+}

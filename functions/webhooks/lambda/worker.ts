@@ -1,7 +1,0 @@
-// SQS entry point of the webhooks queue's worker. Job failures are recorded by the job layer, never thrown.
-import { awsSystem } from '../../ops/aws.ts';
-import { handlersByQueue } from '../../ops/system.ts';
-
-const { deps } = awsSystem('redial-worker-webhooks');
-
-export const handler = deps.jobs.worker('webhooks', handlersByQueue(deps).webhooks);

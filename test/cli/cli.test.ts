@@ -1,0 +1,228 @@
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../functions/cli/cli.ts';
+import { startLocalRuntime } from '../../functions/local/runtime.ts';
+import type { LocalRuntime } from '../../functions/local/runtime.ts';
+import { probeKind } from '../../functions/ops/probe.ts';
+
+// The schedules of docs/job-layer.md's policy table, written out here rather than read from the code under test.
+const WEBHOOK_WAITS_S = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, ...Array.from({ length: 12 }, () => 10 * 3600)]; // 18 attempts → 17 waits
+const MAIL_WAITS_S = Array.from({ length: 7 }, (_, i) => 20 * 3 ** i); // 8 attempts → 7 waits: 20 s, then ×3
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+let runtime: LocalRuntime;
+
+beforeAll(async () => {
+  process.env['LOG_LEVEL'] ??= 'ERROR';
+  runtime = await startLocalRuntime({ port: 0, dataDir: undefined, timeScale: 0.001 });
+});
+
+afterAll(async () => {
+  await runtime?.stop();
+});
+
+/** Runs one CLI command line in-process against the local runtime. */
+async function ops(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(
+    ['--api', runtime.url, ...argv],
+    { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } },
+    { env: {}, credentials: () => Promise.reject(new Error('the local runtime needs no credentials')), now: () => new Date() },
+  );
+  return { code, stdout, stderr };
+}
+
+async function opsJson<T = Record<string, unknown>>(...argv: string[]): Promise<T> {
+  const result = await ops(...argv, '--json');
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as T;
+}
+
+interface ShownJob {
+  id: string;
+  state: string;
+  attempt: number;
+  maxAttempts: number;
+  attempts: { attempt: number; outcome: string; error?: string; durationMs: number }[];
+}
+
+const waitForState = (id: string, state: string) =>
+  vi.waitFor(
+    async () => {
+      const job = await opsJson<ShownJob>('jobs', 'show', id);
+      expect(job.state).toBe(state);
+      return job;
+    },
+    { timeout: 20_000, interval: 100 },
+  );
+
+describe('ops CLI against the local runtime', () => {
+  let probeId: string;
+
+  it('probe --fail 2 is retried by the job layer and completes on its third attempt', async () => {
+    const probe = await ops('probe', '--fail', '2');
+    expect(probe.code, probe.stderr).toBe(0);
+    probeId = probe.stdout.trim();
+    expect(probeId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const job = await waitForState(probeId, 'completed');
+    expect(job.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'retryable'],
+      [2, 'retryable'],
+      [3, 'completed'],
+    ]);
+    expect(job.attempts[0]!.error).toContain('probe failure 1 of 2');
+
+    const shown = await ops('jobs', 'show', probeId);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^state\s+completed$/m);
+    expect(shown.stdout).toMatch(/^attempt\s+3\/10$/m);
+    const history = shown.stdout.slice(shown.stdout.indexOf('attempts\n'));
+    expect(history).toMatch(/^#\s+AT\s+DURATION\s+OUTCOME\s+ERROR$/m);
+    expect(history).toMatch(/^1\s+\S+Z\s+\d+(\.\d+)? m?s\s+retryable\s+.*probe failure 1 of 2$/m);
+    expect(history).toMatch(/^2\s+\S+Z\s+.*retryable\s+.*probe failure 2 of 2$/m);
+    expect(history).toMatch(/^3\s+\S+Z\s+.*completed\s+-$/m);
+  });
+
+  it('jobs list --state completed --kind ops.probe includes the probe, as a table and as JSON', async () => {
+    const listed = await ops('jobs', 'list', '--state', 'completed', '--kind', 'ops.probe');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/^ID\s+KIND\s+STATE\s+ATTEMPT\s+SCHEDULED\s+DISCARD\s+LAST ERROR$/m);
+    expect(listed.stdout).toMatch(new RegExp(`^${probeId}\\s+ops\\.probe\\s+completed\\s+3/10\\s+\\S+Z\\s+-\\s+probe failure 2 of 2$`, 'm'));
+
+    const page = await opsJson<{ jobs: { id: string; state: string; kind: string }[] }>('jobs', 'list', '--state', 'completed', '--kind', 'ops.probe');
+    expect(page.jobs.find((j) => j.id === probeId)).toMatchObject({ state: 'completed', kind: 'ops.probe' });
+    expect(page.jobs.every((j) => j.state === 'completed' && j.kind === 'ops.probe')).toBe(true);
+
+    const otherKind = await opsJson<{ jobs: unknown[] }>('jobs', 'list', '--state', 'completed', '--kind', 'webhook.deliver');
+    expect(otherKind.jobs).toEqual([]);
+  });
+
+  it('jobs retry of a completed job fails with the 409 message and exit code 1', async () => {
+    const retried = await ops('jobs', 'retry', probeId);
+    expect(retried.code).toBe(1);
+    expect(retried.stderr.trim()).toBe(`409 conflict: cannot retry job ${probeId} in state completed`);
+    expect(retried.stdout).toBe('');
+  });
+
+  it('jobs cancel stops a scheduled job, and jobs retry brings it back to run now', async () => {
+    // A day ahead: at TIME_SCALE 0.001 that is 86 s of real time, well past this test.
+    const { id } = await runtime.jobs.client.enqueue(probeKind, { failTimes: 0 }, { delayMs: 24 * 3_600_000 });
+    expect((await opsJson<ShownJob>('jobs', 'show', id)).state).toBe('scheduled');
+
+    const cancelled = await ops('jobs', 'cancel', id);
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect(cancelled.stdout.trim()).toBe(`cancelled job ${id}: cancelled (attempt 0/10)`);
+    expect((await opsJson<{ jobs: { id: string }[] }>('jobs', 'list', '--state', 'cancelled', '--kind', 'ops.probe')).jobs.map((j) => j.id)).toContain(id);
+
+    const again = await ops('jobs', 'cancel', id);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim()).toBe(`409 conflict: cannot cancel job ${id} in state cancelled`);
+
+    const retried = await opsJson<ShownJob & { scheduledAt: string }>('jobs', 'retry', id);
+    expect(retried.state).toBe('available');
+    const done = await waitForState(id, 'completed');
+    expect(done.attempts.map((a) => a.outcome)).toEqual(['completed']);
+  });
+
+  it('jobs show of an unknown id fails with the 404 message', async () => {
+    const shown = await ops('jobs', 'show', 'no-such-job');
+    expect(shown.code).toBe(1);
+    expect(shown.stderr.trim()).toBe('404 not_found: job no-such-job not found');
+  });
+
+  it('probe --json prints {jobId}', async () => {
+    const { jobId } = await opsJson<{ jobId: string }>('probe', '--fail', '0', '--note', 'json output');
+    expect((await opsJson<ShownJob & { args: unknown }>('jobs', 'show', jobId)).args).toEqual({ failTimes: 0, note: 'json output' });
+  });
+});
+
+describe('ops CLI without a server', () => {
+  it("policies prints webhook.deliver's 17 waits, 5.32 d in all, and owner.notify's 6.07 h", async () => {
+    const { code, stdout } = await ops('policies');
+    expect(code).toBe(0);
+
+    const section = (kind: string) => stdout.split('\n\n').find((s) => s.split('\n')[0]!.split(', ').includes(kind)) ?? '';
+    const webhook = section('webhook.deliver');
+    expect(webhook).toContain('18 attempts; when exhausted: discarded');
+    const rows = webhook.split('\n').filter((line) => /^\s+\d+\s{2}/.test(line));
+    expect(rows).toHaveLength(WEBHOOK_WAITS_S.length);
+    expect(rows[0]).toMatch(/^\s+1\s+5 s\s+4\.5 s–5\.5 s\s+5 s$/);
+    expect(rows[1]).toMatch(/^\s+2\s+5 min\s+4\.5 min–5\.5 min\s+5\.08 min$/);
+    expect(rows[5]).toMatch(/^\s+6\s+10 h\s+9 h–11 h\s+/);
+    expect(rows.at(-1)).toMatch(/^\s+17\s+10 h\s+9 h–11 h\s+5\.32 d$/);
+    expect((sum(WEBHOOK_WAITS_S) / 86_400).toFixed(2)).toBe('5.32');
+    expect(webhook).toContain('17 waits, 5.32 d from the first attempt to the last');
+
+    const mail = section('owner.notify');
+    expect(mail).toContain('8 attempts; when exhausted: discarded + alert');
+    expect((sum(MAIL_WAITS_S) / 3600).toFixed(2)).toBe('6.07');
+    expect(mail).toContain('7 waits, 6.07 h from the first attempt to the last');
+    expect(mail).toMatch(/^\s+1\s+20 s\s+18 s–22 s\s+20 s$/m);
+  });
+
+  it('policies --json matches the policy table to the millisecond', async () => {
+    const { policies } = await opsJson<{ policies: { kind: string; maxAttempts: number; schedule: { delayMs: number; cumulativeMs: number }[] }[] }>('policies');
+    const webhook = policies.find((p) => p.kind === 'webhook.deliver')!;
+    expect(webhook.maxAttempts).toBe(18);
+    expect(webhook.schedule.map((r) => r.delayMs)).toEqual(WEBHOOK_WAITS_S.map((s) => s * 1000));
+    expect(webhook.schedule.at(-1)!.cumulativeMs).toBe(sum(WEBHOOK_WAITS_S) * 1000);
+    const mail = policies.find((p) => p.kind === 'owner.notify')!;
+    expect(mail.schedule.map((r) => r.delayMs)).toEqual(MAIL_WAITS_S.map((s) => s * 1000));
+  });
+
+  it('policies works from the npm script as a separate process (Node 22)', async () => {
+    const { stdout } = await promisify(execFile)('./node_modules/.bin/node', ['bin/ops.ts', 'policies'], { cwd: process.cwd(), env: { ...process.env, REDIAL_API_URL: 'http://127.0.0.1:1' } });
+    expect(stdout).toContain('webhook.deliver\n');
+    expect(stdout).toContain('17 waits, 5.32 d from the first attempt to the last');
+  });
+
+  it('says no redial API is there when the connection is refused, exit code 1', async () => {
+    const port = await closedPort();
+    let stderr = '';
+    const code = await runCli(
+      ['--api', `http://127.0.0.1:${port}`, 'jobs', 'list'],
+      { stdout: { write: () => true }, stderr: { write: (text: string) => (stderr += text) } },
+      { env: {}, credentials: () => Promise.reject(new Error('unused')), now: () => new Date() },
+    );
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(`no redial API at http://127.0.0.1:${port} (is \`npm start\` running?)`);
+  });
+
+  it('answers a wrong command line with exit code 2 and sends nothing', async () => {
+    let sent = 0;
+    const run = (...argv: string[]) =>
+      runCli(argv, { stdout: { write: () => true }, stderr: { write: () => true } }, {
+        env: {},
+        credentials: () => Promise.reject(new Error('unused')),
+        now: () => new Date(),
+        send: () => {
+          sent++;
+          return Promise.resolve({ status: 200, headers: {}, text: '{"jobs":[]}' });
+        },
+      });
+    expect(await run('jobs', 'list', '--limit', 'ten')).toBe(2);
+    expect(await run('jobs', 'list', '--limit', '201')).toBe(2);
+    expect(await run('jobs', 'list', '--state', 'lost')).toBe(2);
+    expect(await run('jobs', 'show')).toBe(2);
+    expect(await run('probe', '--fail', '-1')).toBe(2);
+    expect(await run('frobnicate')).toBe(2);
+    expect(await run('--api', 'not a url', 'jobs', 'list')).toBe(2);
+    expect(sent).toBe(0);
+    expect(await run('jobs', 'list', '--limit', '10')).toBe(0);
+    expect(sent).toBe(1);
+  });
+});
+
+/** A port nothing listens on: bound once, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -1,0 +1,170 @@
+/**
+ * The structure gate: the layers of docs/architecture.md, checked on the source. It parses every file under
+ * `functions/` with the TypeScript compiler and reports
+ *
+ * - `layer-import`: an import that runs against the layers. functions/platform imports only itself;
+ *   functions/jobs only itself and platform; a context (calls, webhooks, mail, ops) only itself, platform
+ *   and the job layer's public surface (functions/jobs/index.ts), never another context. The composition
+ *   root and the hosts (app, local, cli, panel, demo) may import anything below them.
+ * - `job-layer-domain-name`: functions/jobs naming a domain kind, queue or discard reason: in a string
+ *   (any such name, exactly), or in a comment (a dotted kind name, or a declared reason with an underscore,
+ *   as a whole word; plain words like "mail" in prose are left alone).
+ *
+ * It reads syntax, not text, so an import inside a comment is not a finding, and a name in a string is one.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import ts from 'typescript';
+
+export const STRUCTURE_RULES = ['layer-import', 'job-layer-domain-name'] as const;
+export type StructureRule = (typeof STRUCTURE_RULES)[number];
+
+export const STRUCTURE_RULE_DESCRIPTIONS: Readonly<Record<StructureRule, string>> = {
+  'layer-import': 'an import against the layers: platform ← jobs ← a context ← app and the hosts; no context imports another',
+  'job-layer-domain-name': 'functions/jobs names a domain kind, queue or discard reason (the contexts declare those)',
+};
+
+export interface StructureViolation {
+  rule: StructureRule;
+  /** Relative to the root, with forward slashes. */
+  file: string;
+  line: number;
+  message: string;
+}
+
+/** The bounded contexts: each imports only itself, platform and functions/jobs/index.ts. */
+export const CONTEXTS = ['calls', 'webhooks', 'mail', 'ops'] as const;
+/** The composition root and the hosts: they assemble the contexts, so they may import anything in functions/. */
+export const HOSTS = ['app', 'local', 'cli', 'panel', 'demo'] as const;
+
+/** The domain's names, as the contexts declare them (functions/app/system.ts `modules`). */
+export interface DomainNames {
+  kinds: readonly string[];
+  queues: readonly string[];
+  reasons: readonly string[];
+}
+
+const SOURCE = /\.(ts|mts|cts|js|mjs|cjs)$/;
+
+function sourceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sourceFiles(path);
+    return SOURCE.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+const posix = (path: string) => path.split(sep).join('/');
+
+function parse(path: string): ts.SourceFile {
+  return ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true);
+}
+
+const lineOf = (file: ts.SourceFile, pos: number) => file.getLineAndCharacterOfPosition(pos).line + 1;
+
+/** Every module specifier a file imports or re-exports (static imports, `export … from`, `import()`, `require()`). */
+function specifiers(file: ts.SourceFile): { text: string; pos: number }[] {
+  const found: { text: string; pos: number }[] = [];
+  const visit = (node: ts.Node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push({ text: node.moduleSpecifier.text, pos: node.getStart(file) });
+    } else if (ts.isCallExpression(node) && node.arguments.length === 1 && ts.isStringLiteralLike(node.arguments[0]!)) {
+      const callee = node.expression;
+      if (callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require')) {
+        found.push({ text: node.arguments[0].text, pos: node.getStart(file) });
+      }
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      found.push({ text: node.argument.literal.text, pos: node.getStart(file) });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return found;
+}
+
+/** Which part of functions/ a path is in: its first folder (`calls`, `jobs`, …), or undefined outside functions/. */
+function partOf(root: string, path: string): string | undefined {
+  const rel = posix(relative(join(root, 'functions'), path));
+  if (rel.startsWith('..')) return undefined;
+  return rel.includes('/') ? rel.split('/')[0] : undefined;
+}
+
+/** Why `from` may not import `to` (both parts of functions/), or undefined when it may. */
+function refusal(from: string, to: string, toPath: string): string | undefined {
+  if (from === to) return undefined;
+  if ((HOSTS as readonly string[]).includes(from)) return undefined;
+  if (from === 'platform') return `functions/platform imports only itself, not functions/${to}`;
+  if (from === 'jobs') return to === 'platform' ? undefined : `functions/jobs imports only itself and functions/platform, not functions/${to}`;
+  if ((CONTEXTS as readonly string[]).includes(from)) {
+    if (to === 'platform') return undefined;
+    if (to === 'jobs') return toPath === 'jobs/index.ts' ? undefined : `a context imports the job layer's public surface (functions/jobs/index.ts), not functions/${toPath}`;
+    if ((CONTEXTS as readonly string[]).includes(to)) return `the ${from} context imports the ${to} context's files (functions/${toPath}); contexts talk through ports the app wires`;
+    return `a context does not import functions/${to} (the composition root and the hosts sit above the contexts)`;
+  }
+  return `functions/${from} is in no layer: add it to CONTEXTS or HOSTS (test/gate/structure-gate.ts)`;
+}
+
+/** `layer-import` over every file of functions/. */
+export function checkLayers(root: string): StructureViolation[] {
+  const violations: StructureViolation[] = [];
+  for (const path of sourceFiles(join(root, 'functions'))) {
+    const from = partOf(root, path);
+    if (!from) continue;
+    const file = parse(path);
+    for (const { text, pos } of specifiers(file)) {
+      if (!text.startsWith('.')) continue;
+      const target = resolve(dirname(path), text);
+      const to = partOf(root, target);
+      if (!to) continue;
+      const why = refusal(from, to, posix(relative(join(root, 'functions'), target)));
+      if (why) violations.push({ rule: 'layer-import', file: posix(relative(root, path)), line: lineOf(file, pos), message: why });
+    }
+  }
+  return violations;
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** `job-layer-domain-name` over every file of functions/jobs, given the names the contexts declare. */
+export function checkJobLayerNames(root: string, names: DomainNames): StructureViolation[] {
+  const exact = new Set([...names.kinds, ...names.queues, ...names.reasons]);
+  // In prose, only names that cannot be ordinary words: dotted kinds and reasons with an underscore.
+  const distinctive = [...names.kinds, ...names.reasons.filter((r) => r.includes('_'))];
+  const inProse = distinctive.length ? new RegExp(`(?<![\\w.])(${distinctive.map(escape).join('|')})(?![\\w])`, 'g') : undefined;
+  const violations: StructureViolation[] = [];
+  for (const path of sourceFiles(join(root, 'functions', 'jobs'))) {
+    const file = parse(path);
+    const rel = posix(relative(root, path));
+    const report = (pos: number, name: string, where: string) =>
+      violations.push({ rule: 'job-layer-domain-name', file: rel, line: lineOf(file, pos), message: `"${name}" ${where}: a name a context declares` });
+    const visit = (node: ts.Node) => {
+      if (ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) {
+        const text = node.text;
+        if (exact.has(text)) report(node.getStart(file), text, 'in a string');
+        else if (inProse) for (const match of text.matchAll(inProse)) report(node.getStart(file), match[1]!, 'in a string');
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(file);
+    if (inProse) {
+      const text = file.getFullText();
+      const seen = new Set<number>();
+      const scanComments = (node: ts.Node) => {
+        for (const range of [...(ts.getLeadingCommentRanges(text, node.getFullStart()) ?? []), ...(ts.getTrailingCommentRanges(text, node.getEnd()) ?? [])]) {
+          if (seen.has(range.pos)) continue;
+          seen.add(range.pos);
+          for (const match of text.slice(range.pos, range.end).matchAll(inProse)) report(range.pos + match.index, match[1]!, 'in a comment');
+        }
+        ts.forEachChild(node, scanComments);
+      };
+      scanComments(file);
+      // Comments after the last statement hang off the end-of-file token.
+      for (const range of ts.getLeadingCommentRanges(text, file.endOfFileToken.getFullStart()) ?? []) {
+        if (seen.has(range.pos)) continue;
+        for (const match of text.slice(range.pos, range.end).matchAll(inProse)) report(range.pos + match.index, match[1]!, 'in a comment');
+      }
+    }
+  }
+  return violations.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
+}
