@@ -473,7 +473,7 @@ export class CallsStore {
         .increment(countAttribute(ContactStatus.RetryEligible), promote.length);
       for (const [code, n] of codeCounts) b.increment(['byCode', code], -n);
       const r = new Expression();
-      r.set('round', batch.round);
+      r.set('round', batch.round).set('expiresAt', callsExpiry(now));
       for (const [code, n] of codeCounts) r.increment([`${RETRIED_PREFIX}${code}`], n, 0);
       items.push(this.update('round', roundKey(batch.batchId, batch.round), r));
     }
@@ -528,7 +528,7 @@ export class CallsStore {
    */
   closeRoundItem(batch: BatchRow, now: number): TransactItem {
     const e = new Expression();
-    e.set('round', batch.round).set('byCodeAfter', batch.byCode).set('closedAt', iso(now));
+    e.set('round', batch.round).set('byCodeAfter', batch.byCode).set('closedAt', iso(now)).set('expiresAt', callsExpiry(now));
     return this.update('round', roundKey(batch.batchId, batch.round), e);
   }
 

@@ -265,23 +265,23 @@ describe('webhook endpoint secrets key', () => {
     expect(key.DeletionPolicy).toBe('Retain');
   });
 
-  it('may be used only by the API (encrypt, decrypt) and the webhooks worker (decrypt), each only with an endpoint’s encryption context', () => {
+  it('may be used only by the API (encrypt, decrypt) and the deliveries worker (decrypt), each only with an endpoint’s encryption context', () => {
     const keyId = s.idOf(s.stack.webhookSecretsKey);
     const uses = Object.fromEntries(
       Object.entries(functionIds).map(([name, id]) => [name, s.roleStatements(s.roleOf(s.resources[id]!)).filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${keyId}"`))]),
     );
-    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'webhooksWorker']);
+    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'deliveriesWorker']);
     // The intake and the rescuer write to the webhooks table, yet neither may use the key at all.
-    for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'mailWorker', 'opsWorker']) {
+    for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'dialWorker', 'webhooksWorker', 'mailWorker', 'opsWorker']) {
       expect(JSON.stringify(s.roleStatements(s.roleOf(s.resources[functionIds[name]!]!))), name).not.toMatch(/"kms:/);
     }
-    for (const statement of [...uses['api']!, ...uses['webhooksWorker']!]) {
+    for (const statement of [...uses['api']!, ...uses['deliveriesWorker']!]) {
       expect(statement.Condition).toEqual({
         'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'] },
         StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
       });
     }
     expect(uses['api']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
-    expect(uses['webhooksWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
+    expect(uses['deliveriesWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
   });
 });
