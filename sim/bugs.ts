@@ -60,7 +60,11 @@ class OutboxOutsideTransaction extends CallsStore {
  */
 class IntakeIgnoresCallBinding extends CallsStore {
   override completionItems(c: CompletionWrite): TransactItem[] {
-    return super.completionItems(c.source === 'webhook' ? { ...c, callId: undefined } : c);
+    const items = super.completionItems(c);
+    if (c.source !== 'webhook') return items;
+    // The contact's condition without the callId; the slot still goes back to the shard the call names.
+    const unbound = super.completionItems({ ...c, callId: undefined }).find((item) => item.name === 'contact')!;
+    return items.map((item) => (item.name === 'contact' ? unbound : item));
   }
 }
 
@@ -97,7 +101,7 @@ class SlotReleasedAtDial extends CallsStore {
   }
 
   override deleteBatchItems(batch: BatchRow, now: number): TransactItem[] {
-    return super.deleteBatchItems(batch, now).filter((item) => item.name !== 'tenant');
+    return super.deleteBatchItems(batch, now).filter((item) => item.name !== 'tenant' && !item.name.startsWith('slot '));
   }
 }
 

@@ -1,7 +1,8 @@
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ContactStatus } from '../functions/calls/model.ts';
-import type { BatchRow, ContactRow, TenantRow } from '../functions/calls/model.ts';
+import { baseCallId, callIdFor } from '../functions/calls/model.ts';
+import type { BatchRow, ContactRow, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { CallCode } from '../functions/calls/codes.ts';
 import { DISCARD_METRIC } from '../functions/jobs/discards.ts';
 import type { JobRow } from '../functions/jobs/row.ts';
@@ -70,11 +71,16 @@ const tenantsOf = (o: Observed) => byPk(o.calls, 'TENANT#', 'TENANT') as unknown
 const eventsOf = (o: Observed) => byPk(o.webhooks, 'EVENT#', 'EVENT') as unknown as WebhookEvent[];
 const endpointsOf = (o: Observed) => byPk(o.webhooks, 'ENDPOINT#', 'ENDPOINT') as unknown as EndpointRow[];
 
-/** Dials that committed: each wrote its watchdog job in the dial's transaction. */
-function dials(o: Observed): { jobId: string; batchId: string; contactNumber: string; round: number; callId: string }[] {
-  return o.jobs
-    .filter((j) => j.kind === 'calls.watchdog')
-    .map((j) => ({ jobId: j.id, ...(j.args as { batchId: string; contactNumber: string; round: number; callId: string }) }));
+/**
+ * Dials that committed: each took one of its contact's attempts in the dial's transaction. A contact is
+ * dialled in rounds 1…attempts (a later round's list holds only what the round before promoted), and its
+ * call id is derived from batch, number and round; the id the placer is given adds the slot shard
+ * (`.s<k>`), which {@link baseCallId} takes off.
+ */
+function dials(o: Observed): { batchId: string; contactNumber: string; round: number; callId: string }[] {
+  return contactsOf(o).flatMap((c) =>
+    Array.from({ length: c.attempts ?? 0 }, (_, i) => ({ batchId: c.batchId, contactNumber: c.contactNumber, round: i + 1, callId: callIdFor(c.batchId, c.contactNumber, i + 1) })),
+  );
 }
 
 const completions = (o: Observed) => eventsOf(o).filter((e) => e.type === 'call.completed');
@@ -87,8 +93,9 @@ const oneResultPerCall: Check = (o, host) => {
   const results = new Map<string, WebhookEvent[]>();
   for (const e of completions(o)) {
     const callId = e.data['callId'] as string | undefined;
-    if (callId) results.set(callId, [...(results.get(callId) ?? []), e]);
+    if (callId) results.set(baseCallId(callId), [...(results.get(baseCallId(callId)) ?? []), e]);
   }
+  const placed = new Map([...host.placer.calls.values()].map((call) => [baseCallId(call.callId), call]));
   for (const dial of dials(o)) {
     const batch = batches.get(dial.batchId);
     const recorded = results.get(dial.callId) ?? [];
@@ -110,14 +117,13 @@ const oneResultPerCall: Check = (o, host) => {
         out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: the watchdog recorded ${code}, not TIMEOUT` });
       }
       if (source === 'placer') {
-        const placed = host.placer.calls.get(dial.callId);
-        if (code !== CallCode.internalError || placed?.answer === 'accepted') {
-          out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: recorded ${code} from the placer, but the placer ${placed ? `accepted it and its answer reached the dialer` : 'never saw it'}` });
+        const call = placed.get(dial.callId);
+        if (code !== CallCode.internalError || call?.answer === 'accepted') {
+          out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: recorded ${code} from the placer, but the placer ${call ? `accepted it and its answer reached the dialer` : 'never saw it'}` });
         }
       }
       if (source === 'webhook') {
-        const placed = host.placer.calls.get(dial.callId);
-        const own = (placed?.reports ?? []).map((report) => SimPlacer.classify(report, batch?.minConversationDurationSeconds ?? 10).code);
+        const own = (placed.get(dial.callId)?.reports ?? []).map((report) => SimPlacer.classify(report, batch?.minConversationDurationSeconds ?? 10).code);
         if (!own.includes(code)) {
           out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId} (${dial.contactNumber} round ${dial.round}) recorded ${code}, which no result sent for this call says (its own: ${own.join(', ') || 'none sent'})` });
         }
@@ -189,11 +195,18 @@ const tenantSlotsReturn: Check = (o) => {
   const out: Violation[] = [];
   const batches = batchesOf(o);
   const contacts = contactsOf(o);
+  // A tenant's slots are held on its slot shards (`TENANT#<id>#S<k>`, calls/model.ts) and, for calls
+  // dialled before the limit was sharded, on the tenant row.
+  const shards = byPk(o.calls, 'TENANT#', 'SLOTS') as unknown as SlotRow[];
   for (const t of tenantsOf(o)) {
     const live = new Set(batches.filter((b) => b.tenantId === t.tenantId && b.status !== 'Deleted').map((b) => b.batchId));
     const calling = contacts.filter((c) => live.has(c.batchId) && c.status === 'Calling').length;
-    if (t.active !== calling) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} counts ${t.active} active calls; ${calling} of its contacts are Calling` });
-    if (t.active < 0) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} has a negative active count (${t.active})` });
+    const mine = shards.filter((s) => s.tenantId === t.tenantId);
+    const active = (t.active ?? 0) + mine.reduce((n, s) => n + s.active, 0);
+    if (active !== calling) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} counts ${active} active calls (${[t.active ?? 0, ...mine.map((s) => s.active)].join(' + ')}); ${calling} of its contacts are Calling` });
+    for (const s of [{ shard: 'row', active: t.active ?? 0 }, ...mine]) {
+      if (s.active < 0) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} has a negative active count (${s.active}) on ${s.shard === 'row' ? 'its row' : `slot shard ${s.shard}`}` });
+    }
   }
   return out;
 };

@@ -1,5 +1,4 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { jobsTable } from '../functions/jobs/row.ts';
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import { JobState, pendingStates } from '../functions/jobs/states.ts';
 import { Driver } from './driver.ts';
 import type { Injection } from './faults.ts';
@@ -56,20 +55,21 @@ async function atRest(host: SimHost, driver: Driver): Promise<boolean> {
   if (!driver.idle || host.placer.pendingResults() > 0) return false;
   const next = host.clock.nextTimerAt();
   if (next !== undefined && next - host.clock.now() < 30_000) return false;
+  // A Scan on the observer's unrecorded client (the job layer keeps no index by state: its byCheck index
+  // holds only the jobs the rescuer looks at, and its counters are flushed after the fact).
   const { clients, tableNames } = host.observer;
-  for (const state of [...pendingStates, JobState.running]) {
-    const result = await clients.dynamo.send(
-      new QueryCommand({
-        TableName: tableNames.jobs,
-        IndexName: jobsTable.indexes[0].name,
-        KeyConditionExpression: '#state = :state',
-        ExpressionAttributeNames: { '#state': 'state' },
-        ExpressionAttributeValues: { ':state': state },
-        Limit: 50,
-      }),
-    );
-    if ((result.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])))) return false;
-  }
+  const states = [...pendingStates, JobState.running];
+  const pages = paginateScan(
+    { client: clients.dynamo },
+    {
+      TableName: tableNames.jobs,
+      FilterExpression: `#state IN (${states.map((_, i) => `:s${i}`).join(', ')})`,
+      ProjectionExpression: '#kind',
+      ExpressionAttributeNames: { '#state': 'state', '#kind': 'kind' },
+      ExpressionAttributeValues: Object.fromEntries(states.map((state, i) => [`:s${i}`, state])),
+    },
+  );
+  for await (const page of pages) if ((page.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])))) return false;
   return true;
 }
 

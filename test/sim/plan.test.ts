@@ -80,8 +80,8 @@ describe('the request interceptor seam', () => {
     };
     const plain = createAwsClients(local);
     const intercepted = createAwsClients({ ...local, interceptor });
-    expect(seen.sort()).toEqual(['DynamoDB', 'SES', 'SQS', 'Scheduler', 'SecretsManager']);
-    for (const key of ['dynamo', 'sqs', 'scheduler', 'ses', 'secrets'] as const) {
+    expect(seen.sort()).toEqual(['DynamoDB', 'KMS', 'SES', 'SQS', 'Scheduler', 'SecretsManager']);
+    for (const key of ['dynamo', 'sqs', 'scheduler', 'ses', 'secrets', 'kms'] as const) {
       expect(names(plain[key]).some((n) => n.includes('testInterceptor'))).toBe(false);
       expect(names(intercepted[key]).some((n) => n.includes('testInterceptor'))).toBe(true);
     }
