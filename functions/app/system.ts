@@ -87,6 +87,8 @@ export interface SystemHost {
    * refuses to.
    */
   secretKey?: SecretKey;
+  /** The calls context's store. @default a CallsStore over `db` (a host may pass another implementation) */
+  callsStore?: CallsStore;
 }
 
 type ModuleName = (typeof modules)[number]['name'];
@@ -237,7 +239,7 @@ export class System {
       },
     };
     return callsDeps({
-      store: new CallsStore(host.db, host.tableNames.calls),
+      store: host.callsStore ?? new CallsStore(host.db, host.tableNames.calls),
       jobs: host.jobs.client,
       ports,
       clock: host.clock,

@@ -1,10 +1,12 @@
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
+import { LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { Decision } from './decide.ts';
 import type { JobHandler } from './kinds.ts';
 import { describeError, JobDiscardReason } from './outcomes.ts';
 import type { Policy } from './policies.ts';
 import type { JobRow } from './row.ts';
+import { JobState } from './states.ts';
 import type { ClaimedJob, JobStore } from './store.ts';
 
 /** The discard metrics. `JobDiscarded` carries kind and reason; `JobDiscardedAlert` (no dimensions) drives the alarm. */
@@ -43,7 +45,8 @@ export const unknownKindDiscard = (kind: string, where: string): DiscardDecision
  * before its own discard. A hook must therefore be idempotent and harmless if the discard does not
  * follow (the write refused: the claim was lost). A hook that throws leaves the job as it was, counted
  * (`JobDiscardHookFailed`) and thrown on: the job layer decides again later, and the discard is written
- * with its hook or not at all. A write that is refused counts nothing.
+ * with its hook or not at all. A write that is refused counts nothing; one whose answer was lost counts if
+ * a read shows it landed.
  */
 export class Discards {
   private readonly store: JobStore;
@@ -61,7 +64,7 @@ export class Discards {
   /** A claimed job's discard, written on the claim (the executor's). */
   async claimed(job: ClaimedJob, now: number, decision: DiscardDecision, durationMs: number): Promise<JobRow> {
     await this.hook(job, now, decision);
-    const row = await this.store.discard(job, now, decision.reason, decision.error, durationMs);
+    const row = await this.written(job, 'discarded', () => this.store.discard(job, now, decision.reason, decision.error, durationMs));
     this.count(row, decision);
     return row;
   }
@@ -69,9 +72,28 @@ export class Discards {
   /** A running job whose lease expired, discarded instead of rescheduled (the rescuer's). */
   async lost(job: JobRow, now: number, decision: DiscardDecision): Promise<JobRow> {
     await this.hook(job, now, decision);
-    const row = await this.store.rescue(job, now, { discard: decision.reason });
+    const row = await this.written(job, 'lost', () => this.store.rescue(job, now, { discard: decision.reason }));
     this.count(row, decision);
     return row;
+  }
+
+  /**
+   * Writes a discard. When its answer is an error that does not say whether it was applied (a dropped
+   * connection, a 500), one consistent read decides: a discard that landed — the job discarded with this
+   * attempt as its last, recorded as `outcome` — is returned (and counted) like any other, because
+   * nobody else would count it (the message that comes back finds the job finished). Anything else is
+   * the write's own error. A refused condition is never read for: nothing was written.
+   */
+  private async written(job: JobRow, outcome: 'discarded' | 'lost', write: () => Promise<JobRow>): Promise<JobRow> {
+    try {
+      return await write();
+    } catch (error) {
+      if (error instanceof TransitionRefusedError || error instanceof LeaseLostError) throw error;
+      const stored = await this.store.get(job.id).catch(() => undefined);
+      const last = stored?.attempts.at(-1);
+      if (stored?.state === JobState.discarded && last?.attempt === job.attempt && last.outcome === outcome) return stored;
+      throw error;
+    }
   }
 
   private count(row: JobRow, decision: DiscardDecision): void {

@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { TimerClock } from '../platform/clock.ts';
 import { createApiHandler } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
@@ -51,8 +51,13 @@ export interface LocalHostOptions {
   secretKey?: SecretKey;
   /** Where the job layer's spans go (X-Ray's place). @default noTracing: nothing is traced, nothing is spent */
   tracing?: Tracing;
-  /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock). */
-  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock'>;
+  /**
+   * Wraps the in-process transport before the job layer gets it (the fault simulator, sim/, loses, delays
+   * and repeats messages there). Ignored with a `transport` of the caller's. @default none
+   */
+  wrapTransport?: (local: LocalTransport, queues: readonly LocalQueue[]) => DispatchTransport;
+  /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock, another calls store). */
+  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore'>;
   /** The queues whose workers run. @default every queue */
   workers?: readonly QueueName[];
   /** What the workers run. @default each queue's context's handlers */
@@ -60,8 +65,16 @@ export interface LocalHostOptions {
   /**
    * Run the rescuer on a timer (real ms; a pass still running when the next is due is not overlapped).
    * It first sends a wake-up for every pending job: in-process queues and timers do not survive a stop.
+   * `onClock`: the interval is the host clock's, timed by its timers (a simulation's clock, which moves
+   * only when told). `metrics`: where the rescuer counts, when it is not the host's (on AWS the rescuer is
+   * a function of its own).
    */
-  rescuer?: { intervalMs: number; rescueAfterMs: number };
+  rescuer?: { intervalMs: number; rescueAfterMs: number; onClock?: boolean; metrics?: MetricsSink };
+  /**
+   * Wraps what each Lambda invocation stands for here: a queue worker's batch, an API request, a rescuer
+   * pass (the fault simulator runs each under a scope of its own, and ends one as a crash would). @default none
+   */
+  boundaries?: HostBoundaries;
   /**
    * How long after its due time a job nobody claimed is taken for a lost wake-up: where the store puts a
    * job's first rescuer check. @default the rescuer's `rescueAfterMs`, else 180 s
@@ -87,6 +100,16 @@ export interface LocalHostOptions {
     origins?: readonly string[];
     wrap?: (handler: ApiHandler) => ApiHandler;
   };
+}
+
+/** What a host wraps around each invocation (see {@link LocalHostOptions.boundaries}). */
+export interface HostBoundaries {
+  /** One worker invocation, a queue's batch; `run` runs one record of it through the worker. */
+  batch?: (queue: QueueName, event: SQSEvent, run: (record: SQSRecord) => Promise<SQSBatchResponse>) => Promise<SQSBatchResponse>;
+  /** One API request; `route` is the route it matched (`POST /v1/batches`), or its method and path. */
+  request?: (route: string, run: () => Promise<APIGatewayProxyStructuredResultV2>) => Promise<APIGatewayProxyStructuredResultV2>;
+  /** One rescuer pass. */
+  rescuerPass?: (run: () => Promise<void>) => Promise<void>;
 }
 
 /** redial on one machine, assembled. */
@@ -143,7 +166,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
       );
   const { recorder } = options;
   const local = options.transport ? undefined : new LocalTransport(localQueues, options.clock, recorder);
-  const transport: DispatchTransport = options.transport ?? local!;
+  const transport: DispatchTransport = options.transport ?? (options.wrapTransport ? options.wrapTransport(local!, localQueues) : local!);
   stops.push(async () => {
     local?.stop();
     await Promise.all(localQueues.map((q) => q.stop()));
@@ -173,48 +196,69 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     const name = queue.name as QueueName;
     if (options.workers && !options.workers.includes(name)) continue;
     const handlers = custom ? custom.filter((h) => h.kind.queue === name) : system.handlers(name);
-    if (recorder) {
-      const fn = `worker:${name}`;
-      const worker = jobs.worker(name, handlers, recordedRecord(fn, recorder));
-      queue.consume(recordedWorker(fn, worker, recorder));
-    } else {
-      const worker = jobs.worker(name, handlers);
-      queue.consume((event) => worker(event, {} as never));
-    }
+    const fn = `worker:${name}`;
+    const worker = recorder ? jobs.worker(name, handlers, recordedRecord(fn, recorder)) : jobs.worker(name, handlers);
+    const consume = recorder ? recordedWorker(fn, worker, recorder) : (event: SQSEvent) => worker(event, {} as never);
+    const batch = options.boundaries?.batch;
+    queue.consume(batch ? (event) => batch(name, event, (record) => consume({ Records: [record] })) : consume);
   }
 
   let passes = 0;
   let rescuerPass: ((now?: number) => Promise<void>) | undefined;
   if (options.rescuer) {
-    const rescuer = jobs.rescuer(custom ?? system.allHandlers(), options.rescuer.rescueAfterMs);
+    const { intervalMs, rescueAfterMs, onClock, metrics: rescuerMetrics } = options.rescuer;
+    const runtime = rescuerMetrics
+      ? createJobRuntime({ db: options.jobsDb ?? options.db, jobsTable: options.tableNames.jobs, queues, transport, clock: options.clock, rng: options.rng, logger, metrics: rescuerMetrics })
+      : jobs;
+    const rescuer = runtime.rescuer(custom ?? system.allHandlers(), rescueAfterMs);
     await rescuer.recover();
-    const pass = async (now?: number) => {
+    const measured = async (now?: number) => {
       const at = now !== undefined ? { now } : undefined;
       if (!recorder) return void (await rescuer.run(at));
       const run = await recorder.measure('rescuer', () => rescuer.run(at), { root: true });
       recorder.record({ service: 'Lambda', operation: 'Invoke', function: 'rescuer', records: 1, durationMs: run.durationMs, bytes: 0, source: 'rescuer' });
     };
+    const around = options.boundaries?.rescuerPass;
+    const pass = around ? (now?: number) => around(() => measured(now)) : measured;
     rescuerPass = pass;
     let running: Promise<void> | undefined;
-    const interval = setInterval(() => {
+    const tick = () => {
       if (running) return;
       running = pass()
         .then(() => void passes++)
         .catch((error: unknown) => logger.error('rescuer pass failed', { error: String(error) }))
         .finally(() => (running = undefined));
-    }, options.rescuer.intervalMs);
+    };
+    let cancel: () => void;
+    if (onClock) {
+      const clock = options.clock;
+      const arm = (at: number) => {
+        cancel = clock.setTimer(at, () => {
+          arm(at + intervalMs);
+          tick();
+        });
+      };
+      arm(clock.now() + intervalMs);
+    } else {
+      const interval = setInterval(tick, intervalMs);
+      cancel = () => clearInterval(interval);
+    }
     stops.push(async () => {
-      clearInterval(interval);
+      cancel();
       await running;
     });
   }
 
   let server: LocalHttpServer | undefined;
   if (options.serve) {
-    const routed = createApiHandler([...system.routes(), ...(options.serve.extraRoutes?.({ jobs, system }) ?? [])], logger);
+    const routes = [...system.routes(), ...(options.serve.extraRoutes?.({ jobs, system }) ?? [])];
+    const routed = createApiHandler(routes, logger);
     const plain: ApiHandler = (event, context) => routed(event, context);
     const recorded = recorder ? recordedApi(plain, system, recorder) : plain;
-    const api = options.serve.wrap ? options.serve.wrap(recorded) : recorded;
+    const around = options.boundaries?.request;
+    const routeOf = routeNamer(routes);
+    const bounded: ApiHandler = around ? (event, context) => around(routeOf(event.requestContext.http.method, event.rawPath), () => recorded(event, context)) : recorded;
+    const api = options.serve.wrap ? options.serve.wrap(bounded) : bounded;
     server = await startHttpServer({ port: options.serve.port, handler: options.serve.origins ? sameOriginOnly(api, options.serve.origins) : api });
     const started = server;
     stops.push(() => started.close());
@@ -250,6 +294,12 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
 }
 
 type SqsWorker = (event: SQSEvent, context: never) => Promise<SQSBatchResponse>;
+
+/** Which route a request matched (`POST /v1/batches/{id}`), from the routes' own patterns; its method and path if none. */
+function routeNamer(routes: readonly { method: string; path: string }[]): (method: string, path: string) => string {
+  const compiled = routes.map((r) => ({ name: `${r.method} ${r.path}`, method: r.method, regex: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
+  return (method, path) => compiled.find((r) => r.method === method && r.regex.test(path))?.name ?? `${method} ${path}`;
+}
 
 /** The job id's kind: ids are `<kind>:…` or, for periodic jobs, `<kind>@<period>`. */
 const kindOfJob = (jobId: string): string => jobId.split(/[:@]/)[0] ?? 'unknown';

@@ -19,7 +19,10 @@ export interface OwnerEmailDeps {
 
 /** The writes of an owner-address change, for the caller's transaction, and the job to wake after it commits. */
 export interface PreparedOwnerEmailChange {
-  /** `unchanged`: the address is the confirmed one already; `items` and `jobs` are empty. */
+  /**
+   * `unchanged`: the address is the confirmed one already; `pending`: it waits for its confirmation, a
+   * new one, or (with `items` and `jobs` empty) the one already on its way.
+   */
   status: 'pending' | 'unchanged';
   items: TransactItem[];
   jobs: PreparedJob[];
@@ -30,8 +33,9 @@ export interface PreparedOwnerEmailChange {
  * Prepares a change of a tenant's owner address: the address becomes *pending* (the confirmed one, if
  * any, keeps getting notifications) with a fresh single-use token, and an owner.email_confirmation job
  * mails it the link. Nothing is written: put `items` in your TransactWriteItems with your own change
- * (the tenant row) and, once committed, pass `jobs` to `jobs.afterCommit`. A newer change supersedes an
- * older pending one, whose link then stops working.
+ * (the tenant row) and, once committed, pass `jobs` to `jobs.afterCommit`. A change to another address
+ * supersedes an older pending one, whose link then stops working; a change to the address already
+ * pending (and not expired) writes nothing, so its link keeps working.
  *
  * @example
  * const change = await prepareOwnerEmailChange({ store, jobs }, tenantId, body.ownerEmail, clock.now());
@@ -43,6 +47,11 @@ export async function prepareOwnerEmailChange(deps: OwnerEmailDeps, tenantId: st
   const contact = await deps.store.getContact(tenantId);
   if (contact?.confirmedAt && contact.email?.toLowerCase() === address.toLowerCase()) {
     return { status: 'unchanged', items: [], jobs: [], confirmationId: undefined };
+  }
+  // The same address asked for again (a client re-sending its PUT after a 503, say) keeps the
+  // confirmation on its way: a new token would make the link it was mailed stop working.
+  if (contact?.pendingEmail?.toLowerCase() === address.toLowerCase() && contact.pendingExpiresAt && Date.parse(contact.pendingExpiresAt) > now) {
+    return { status: 'pending', items: [], jobs: [], confirmationId: contact.pendingId };
   }
   const random = deps.random ?? secureRandomBytes;
   const confirmationId = newId('conf', random);

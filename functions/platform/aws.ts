@@ -31,6 +31,33 @@ export interface AwsClientOptions {
    * subsegments and carry the trace on). Absent (locally, in tests), clients are not wrapped.
    */
   capture?: <T>(client: T) => T;
+  /**
+   * Wraps every request of every client (the fault simulator, sim/, injects its plan's faults here).
+   * Absent (production), no middleware is installed at all.
+   */
+  interceptor?: RequestInterceptor;
+}
+
+/** An SDK client, as an interceptor sees it: a middleware stack to add to. */
+export interface InstrumentableClient {
+  middlewareStack: {
+    add(
+      mw: (next: (args: { input: unknown }) => Promise<{ output: unknown }>, ctx: { commandName?: string }) => (args: { input: unknown }) => Promise<{ output: unknown }>,
+      opts: { step: 'initialize' | 'build'; name: string },
+    ): void;
+  };
+}
+
+/** The AWS services redial's clients speak to. */
+export type AwsService = 'DynamoDB' | 'SQS' | 'Scheduler' | 'SES' | 'SecretsManager' | 'KMS';
+
+/**
+ * Something that wraps each request a client sends: it may fail it before it is sent, or after it was
+ * applied (a lost response). createAwsClients installs it only when one is passed.
+ */
+export interface RequestInterceptor {
+  /** Installs the interceptor on `client`. For DynamoDB, requests are seen marshalled (the raw client's build step). */
+  instrument(client: InstrumentableClient, service: AwsService): void;
 }
 
 /** Counts AWS requests by `Service.Operation`. */
@@ -100,26 +127,32 @@ export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
   count(raw as unknown as MiddlewareHost, 'DynamoDB', options.requestCounter);
   // The recorder reads items back on a client of its own, which it does not record.
   options.recorder?.instrumentDynamo(raw, new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) }));
+  options.interceptor?.instrument(raw as unknown as InstrumentableClient, 'DynamoDB');
   const dynamo = DynamoDBDocumentClient.from(raw, {
     marshallOptions: { removeUndefinedValues: true },
   });
   const sqs = capture(new SQSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.sqs) }));
   count(sqs as unknown as MiddlewareHost, 'SQS', options.requestCounter);
   options.recorder?.instrument(sqs, 'SQS');
+  options.interceptor?.instrument(sqs as unknown as InstrumentableClient, 'SQS');
   const scheduler = capture(new SchedulerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.scheduler) }));
   count(scheduler as unknown as MiddlewareHost, 'Scheduler', options.requestCounter);
   options.recorder?.instrument(scheduler, 'Scheduler');
+  options.interceptor?.instrument(scheduler as unknown as InstrumentableClient, 'Scheduler');
   const ses = capture(new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) }));
   count(ses as unknown as MiddlewareHost, 'SES', options.requestCounter);
   options.recorder?.instrument(ses, 'SES');
+  options.interceptor?.instrument(ses as unknown as InstrumentableClient, 'SES');
   // Not captured: secrets are read at cold start, outside any invocation, where there is no trace to join
   // (the X-Ray SDK would log a missing-context error on every cold start).
   const secrets = new SecretsManagerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.secrets) });
   count(secrets as unknown as MiddlewareHost, 'SecretsManager', options.requestCounter);
   options.recorder?.instrument(secrets, 'SecretsManager');
+  options.interceptor?.instrument(secrets as unknown as InstrumentableClient, 'SecretsManager');
   const kms = capture(new KMSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.kms) }));
   count(kms as unknown as MiddlewareHost, 'KMS', options.requestCounter);
   options.recorder?.instrument(kms, 'KMS');
+  options.interceptor?.instrument(kms as unknown as InstrumentableClient, 'KMS');
   return { dynamo, sqs, scheduler, ses, secrets, kms };
 }
 

@@ -28,6 +28,8 @@ export interface WebhookOptions {
   resolve?: Resolver;
   /** One attempt's whole exchange must finish within this. @default 10000 */
   requestTimeoutMs?: number;
+  /** Wraps the client deliveries send with (a host that watches or alters outbound requests). @default none */
+  wrapHttp?: (client: WebhookHttp) => WebhookHttp;
 }
 
 /** What the webhooks context takes from its host (the composition root builds it once per process). */
@@ -79,7 +81,8 @@ export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeK
 export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { close?(): Promise<void> }): WebhooksContext {
   const options = host.webhooks ?? {};
   const guard = { allowLoopback: options.allowLoopback ?? false };
-  const client = http ?? new VettedHttpClient({ policy: addressPolicy(guard), ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const own = http ?? new VettedHttpClient({ policy: addressPolicy(guard), ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const client = options.wrapHttp ? options.wrapHttp(own) : own;
   const deps: WebhookDeps = {
     store: new WebhookStore(host.db, host.table),
     secrets: new EndpointSecrets(host.secretKey ?? noSecretKey, host.clock),
@@ -128,7 +131,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     handlers,
     sweep: (now) => sweep(deps, waitList, now),
     close: async () => {
-      if (client instanceof VettedHttpClient) await client.close();
+      if (own instanceof VettedHttpClient) await own.close();
       else await http?.close?.();
     },
   };

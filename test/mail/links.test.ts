@@ -183,6 +183,33 @@ describe('an owner address change', () => {
     expect(await prepareOwnerEmailChange(f.deps, 'acme', 'OWNER@acme.test', f.clock.now())).toEqual({ status: 'unchanged', items: [], jobs: [], confirmationId: undefined });
   });
 
+  it('ToTheAddressAlreadyPendingKeepsItsConfirmationSoTheMailedLinkStillWorks', async () => {
+    const { f } = await setup();
+    const first = await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
+    await f.settle();
+    const link = linkIn(f.sink.messages()[0]!, '/confirm-email');
+    // The client sends its PUT again (its first answer was lost): nothing new is written or mailed.
+    f.clock.advance(60_000);
+    const again = await prepareOwnerEmailChange(f.deps, 'acme', 'Owner@acme.test', f.clock.now());
+    expect(again).toEqual({ status: 'pending', items: [], jobs: [], confirmationId: first.confirmationId });
+    await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
+    await f.settle();
+    expect(f.sink.messages()).toHaveLength(1);
+    expect((await use(link)).body).toMatchObject({ status: 'confirmed', email: 'owner@acme.test' });
+  });
+
+  it('ToTheAddressPendingAfterItsLinkExpiredMailsANewLink', async () => {
+    const { f } = await setup();
+    await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
+    await f.settle();
+    f.clock.advance(TOKEN_TTL_MS.emailConfirmation);
+    const again = await changeOwnerEmail(f.deps, 'acme', 'owner@acme.test', f.clock.now());
+    expect(again.items).toHaveLength(2);
+    await f.settle();
+    expect(f.sink.messages()).toHaveLength(2);
+    expect((await use(linkIn(f.sink.messages()[1]!, '/confirm-email'))).body).toMatchObject({ status: 'confirmed' });
+  });
+
   it('RefusesAnInvalidAddress', async () => {
     const { f } = await setup();
     await expect(prepareOwnerEmailChange(f.deps, 'acme', 'not an address', f.clock.now())).rejects.toThrow();

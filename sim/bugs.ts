@@ -1,0 +1,174 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { TableNames } from '../functions/app/system.ts';
+import type { TransactOutcome } from '../functions/platform/dynamo.ts';
+import { CallsStore } from '../functions/calls/store.ts';
+import type { CompletionWrite, DialWrite } from '../functions/calls/store.ts';
+import type { BatchRow } from '../functions/calls/model.ts';
+import type { WebhookHttp } from '../functions/webhooks/deps.ts';
+import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../functions/jobs/discards.ts';
+import type { TransactItem } from '../functions/jobs/store.ts';
+import type { MailTransport } from '../functions/mail/transport.ts';
+import type { MetricsSink } from '../functions/platform/metrics.ts';
+import type { Alterations } from './host.ts';
+
+/**
+ * Plausible bugs, put back through the host's seams (test/sim/bugs.test.ts shows the simulator finds
+ * each): every one is another implementation of one of redial's parts, passed in as the real one is,
+ * never a branch in functions/ on "am I under test". `npm run simulate -- --bug <name>` runs with one.
+ */
+export interface Bug {
+  name: string;
+  /** What the bug is, as a reviewer would describe the broken code. */
+  description: string;
+  alterations: Alterations;
+}
+
+/**
+ * A calls store whose outbox is not transactional: it commits the domain change without the jobs it
+ * implies (the rows for the jobs table), then writes them one by one. A crash or a lost response between
+ * the commit and the writes loses the job for good (a watchdog, a finaliser, an event's fanout).
+ */
+class OutboxOutsideTransaction extends CallsStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly jobsTable: string;
+
+  constructor(db: DynamoDBDocumentClient, tableNames: TableNames) {
+    super(db, tableNames.calls);
+    this.client = db;
+    this.jobsTable = tableNames.jobs;
+  }
+
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    const isJob = (item: TransactItem) => item.Put?.TableName === this.jobsTable;
+    const outcome = await super.transact(items.filter((item) => !isJob(item)));
+    if (!outcome.committed) return outcome;
+    for (const job of items.filter(isJob)) {
+      try {
+        await this.client.send(new PutCommand(job.Put!));
+      } catch (error) {
+        if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) throw error;
+      }
+    }
+    return outcome;
+  }
+}
+
+/**
+ * A calls store whose completion, for a result from the intake, forgets the call binding: the contact
+ * must be Calling in the round, but any call's result completes it (the bug issue 10 fixed).
+ */
+class IntakeIgnoresCallBinding extends CallsStore {
+  override completionItems(c: CompletionWrite): TransactItem[] {
+    const items = super.completionItems(c);
+    if (c.source !== 'webhook') return items;
+    // The contact's condition without the callId; the slot still goes back to the shard the call names.
+    const unbound = super.completionItems({ ...c, callId: undefined }).find((item) => item.name === 'contact')!;
+    return items.map((item) => (item.name === 'contact' ? unbound : item));
+  }
+}
+
+/** The item's condition alone, as a ConditionCheck (only the placeholders the condition uses). */
+function conditionOnly(item: TransactItem): TransactItem {
+  const update = item.Update!;
+  const condition = update.ConditionExpression!;
+  const used = (placeholder: string) => new RegExp(`${placeholder}(?![A-Za-z0-9_])`).test(condition);
+  const names = Object.fromEntries(Object.entries(update.ExpressionAttributeNames ?? {}).filter(([k]) => used(k)));
+  const values = Object.fromEntries(Object.entries(update.ExpressionAttributeValues ?? {}).filter(([k]) => used(k)));
+  return {
+    name: item.name,
+    ConditionCheck: {
+      TableName: update.TableName!,
+      Key: update.Key!,
+      ConditionExpression: condition,
+      ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+      ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+    },
+  };
+}
+
+/**
+ * A calls store that checks the tenant has a free slot when it dials, but does not hold it until the
+ * call's result: the slot is as good as released at the dial, before the call's outcome is written.
+ */
+class SlotReleasedAtDial extends CallsStore {
+  override dialItems(d: DialWrite): TransactItem[] {
+    return super.dialItems(d).map((item) => (item.name === 'tenant' ? conditionOnly(item) : item));
+  }
+
+  override completionItems(c: CompletionWrite): TransactItem[] {
+    return super.completionItems(c).map((item) => (item.name === 'tenant' ? conditionOnly(item) : item));
+  }
+
+  override deleteBatchItems(batch: BatchRow, now: number): TransactItem[] {
+    return super.deleteBatchItems(batch, now).filter((item) => item.name !== 'tenant' && !item.name.startsWith('slot '));
+  }
+}
+
+/** A webhook client that sends a request again on its own after a 5xx, a timeout or a dropped connection. */
+const retryingHttp = (inner: WebhookHttp): WebhookHttp => ({
+  vet: (hostname) => inner.vet(hostname),
+  async send(request) {
+    try {
+      const response = await inner.send(request);
+      return response.status >= 500 ? await inner.send(request) : response;
+    } catch {
+      return inner.send(request);
+    }
+  },
+});
+
+/** A metrics sink that loses the job layer's discard counts (the rescuer built without the host's sink). */
+const withoutDiscards = (metrics: MetricsSink): MetricsSink => ({
+  count(name, dimensions, value) {
+    if (name === DISCARD_METRIC || name === DISCARD_ALERT_METRIC) return;
+    metrics.count(name, dimensions, value);
+  },
+});
+
+/** A mail transport that sends again on its own when a send fails. */
+const retryingMail = (inner: MailTransport): MailTransport => ({
+  name: inner.name,
+  async send(mail, signal) {
+    try {
+      return await inner.send(mail, signal);
+    } catch {
+      return inner.send(mail, signal);
+    }
+  },
+});
+
+export const bugs: readonly Bug[] = [
+  {
+    name: 'intake-ignores-call-binding',
+    description: "the intake completes whichever call of the contact's round is in progress, not the result's own call",
+    alterations: { callsStore: (db, tables) => new IntakeIgnoresCallBinding(db, tables.calls) },
+  },
+  {
+    name: 'tenant-slot-released-at-dial',
+    description: "the tenant's concurrency slot is checked when a call is dialled but released before the call's outcome is written",
+    alterations: { callsStore: (db, tables) => new SlotReleasedAtDial(db, tables.calls) },
+  },
+  {
+    name: 'webhook-client-retries',
+    description: 'the webhook HTTP client sends a delivery again on its own after a 5xx or a failed connection',
+    alterations: { webhookHttp: retryingHttp },
+  },
+  {
+    name: 'outbox-outside-transaction',
+    description: 'the jobs a calls change implies are written after the change commits, not in its transaction',
+    alterations: { callsStore: (db, tables) => new OutboxOutsideTransaction(db, tables) },
+  },
+  {
+    name: 'rescuer-uncounted-discards',
+    description: 'the rescuer, a function of its own, is built without the metrics sink: its discards (a lost last attempt) are never counted',
+    alterations: { rescuerMetrics: withoutDiscards },
+  },
+  {
+    name: 'mail-transport-retries',
+    description: 'the mail transport sends a message again on its own when a send fails',
+    alterations: { mailTransport: retryingMail },
+  },
+];
+
+export const bugNamed = (name: string): Bug | undefined => bugs.find((b) => b.name === name);

@@ -1,0 +1,171 @@
+import type { SimHost } from './host.ts';
+import { SIM_START } from './host.ts';
+import type { Campaign } from './plan.ts';
+import type { ReceivedMail } from './world/smtp.ts';
+
+/**
+ * The campaign's customer: it drives redial through its public API on the simulation clock, as a
+ * well-behaved client would (an Idempotency-Key on every create, the same request sent again after a
+ * 5xx or a dropped connection). It creates the tenants and endpoints, each batch at its time, deletes the
+ * batches the plan deletes, follows the owner's confirmation link when that mail arrives, and then makes
+ * the tenant's access requests.
+ */
+
+/** One API request the driver made, and what it finally got. */
+export interface DriverCall {
+  what: string;
+  method: string;
+  path: string;
+  /** Every status it got, in order (0: no answer). */
+  statuses: number[];
+}
+
+const RESEND_DELAYS_MS = [2_000, 10_000, 60_000, 300_000, 900_000];
+
+export class Driver {
+  readonly calls: DriverCall[] = [];
+  /** Batch ids by the batch's plan key. */
+  readonly batches = new Map<string, { batchId: string; tenantId: string }>();
+  /** Tenants whose owner followed the confirmation link. */
+  readonly confirmed = new Set<string>();
+  private readonly host: SimHost;
+  private readonly campaign: Campaign;
+  private readonly clicked = new Set<string>();
+  /** Actions scheduled or requests unanswered. */
+  private open = 0;
+
+  /** A tenant's concurrency limit, as the campaign sets it. */
+  limitOf(tenantId: string): number | undefined {
+    return this.campaign.tenants.find((t) => t.id === tenantId)?.concurrencyLimit;
+  }
+
+  /** Whether the driver has nothing left to do (no action scheduled, no request waiting for an answer). */
+  get idle(): boolean {
+    return this.open === 0;
+  }
+
+  /** Schedules `action` on the clock, counted until it has run. */
+  private at(time: number, action: () => Promise<unknown>): void {
+    this.open++;
+    this.host.clock.setTimer(time, () => void action().finally(() => this.open--), 'driver');
+  }
+
+  constructor(host: SimHost, campaign: Campaign) {
+    this.host = host;
+    this.campaign = campaign;
+    host.onMail((mail) => this.onMail(mail));
+  }
+
+  /**
+   * Starts the campaign: each tenant and its endpoints are set up at once (in the background: a re-sent
+   * request waits for the clock), and its batches and deletions are scheduled on the clock.
+   */
+  start(): void {
+    for (const tenant of this.campaign.tenants) {
+      this.open++;
+      const ready = this.setUp(tenant).finally(() => this.open--);
+      for (const batch of tenant.batches) {
+        this.at(SIM_START + batch.createAtMs, () => ready.then(() => this.createBatch(tenant.id, batch.key, batch)));
+        if (batch.deleteAtMs !== undefined) this.at(SIM_START + batch.deleteAtMs, () => ready.then(() => this.deleteBatch(batch.key)));
+      }
+    }
+  }
+
+  private async setUp(tenant: Campaign['tenants'][number]): Promise<void> {
+    await this.request(`tenant ${tenant.id}`, 'PUT', `/v1/tenants/${tenant.id}`, { concurrencyLimit: tenant.concurrencyLimit, ...(tenant.ownerEmail ? { ownerEmail: tenant.ownerEmail } : {}) });
+    for (const endpoint of tenant.endpoints) {
+      const response = await this.request(
+        `endpoint ${endpoint.name}`,
+        'POST',
+        '/v1/endpoints',
+        { tenantId: tenant.id, url: this.host.receivers.url(endpoint.name), ...(endpoint.eventTypes ? { eventTypes: endpoint.eventTypes } : {}) },
+        { 'idempotency-key': `endpoint-${endpoint.name}` },
+      );
+      const registered = response.body as { endpointId?: string; secret?: string } | undefined;
+      if (registered?.endpointId && registered.secret) this.host.receivers.register(endpoint.name, registered.endpointId, registered.secret);
+    }
+  }
+
+  private async createBatch(tenantId: string, key: string, batch: Campaign['tenants'][number]['batches'][number]): Promise<void> {
+    const response = await this.request(
+      `batch ${key}`,
+      'POST',
+      '/v1/batches',
+      { tenantId, contacts: batch.contacts.map((number) => ({ number })), maxAttempts: batch.maxAttempts, retry: batch.retry, ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}) },
+      { 'idempotency-key': key },
+    );
+    const batchId = (response.body as { batchId?: string } | undefined)?.batchId;
+    if (batchId) this.batches.set(key, { batchId, tenantId });
+  }
+
+  private async deleteBatch(key: string): Promise<void> {
+    const batch = this.batches.get(key);
+    if (!batch) return;
+    await this.request(`delete ${key}`, 'DELETE', `/v1/batches/${batch.batchId}`);
+  }
+
+  /** The owner reads the confirmation mail and follows its link half a minute later (once per link). */
+  private onMail(mail: ReceivedMail): void {
+    if (mail.kind !== 'owner.email_confirmation') return;
+    const link = /https?:\/\/[^\s"<>]+\/v1\/tenants\/([^/\s]+)\/confirm-email\?token=[A-Za-z0-9_%.~-]+/.exec(mail.text);
+    if (!link || this.clicked.has(link[0])) return;
+    this.clicked.add(link[0]);
+    const url = new URL(link[0]);
+    const tenantId = decodeURIComponent(link[1]!);
+    this.at(this.host.clock.now() + 30_000, () =>
+      this.request(`confirm ${tenantId}`, 'POST', `${url.pathname}${url.search}`).then((response) => {
+        if (response.status !== 200) return;
+        this.confirmed.add(tenantId);
+        this.scheduleAccessRequests(tenantId);
+      }),
+    );
+  }
+
+  private scheduleAccessRequests(tenantId: string): void {
+    const tenant = this.campaign.tenants.find((t) => t.id === tenantId);
+    if (!tenant) return;
+    for (let i = 1; i <= tenant.accessRequests; i++) {
+      this.at(this.host.clock.now() + i * 60_000, () => this.request(`access ${tenantId} ${i}`, 'POST', `/v1/tenants/${tenantId}/access-requests`, { email: `requester${i}@${tenantId}.req.sim.test` }));
+    }
+  }
+
+  /** Sends a request, and sends it again after a 5xx or no answer, on the simulation clock. */
+  request(what: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+    const call: DriverCall = { what, method, path, statuses: [] };
+    this.calls.push(call);
+    this.open++;
+    return new Promise<{ status: number; body: unknown }>((resolve) => {
+      const attempt = (n: number) => {
+        void this.host.activity.track(async () => {
+          let status: number;
+          let parsed: unknown;
+          try {
+            const response = await fetch(`${this.host.url}${path}`, {
+              method,
+              headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+              ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+              signal: AbortSignal.timeout(30_000),
+            });
+            status = response.status;
+            const text = await response.text();
+            try {
+              parsed = text ? JSON.parse(text) : undefined;
+            } catch {
+              parsed = text;
+            }
+          } catch {
+            status = 0;
+          }
+          call.statuses.push(status);
+          const delay = RESEND_DELAYS_MS[n];
+          if ((status === 0 || status >= 500) && delay !== undefined) {
+            this.host.clock.setTimer(this.host.clock.now() + delay, () => attempt(n + 1), 'driver');
+            return;
+          }
+          resolve({ status, body: parsed });
+        });
+      };
+      attempt(0);
+    }).finally(() => this.open--);
+  }
+}

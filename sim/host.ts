@@ -1,0 +1,313 @@
+import { randomBytes } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SQSRecord } from 'aws-lambda';
+import { tables } from '../functions/app/system.ts';
+import type { TableNames } from '../functions/app/system.ts';
+import { callsDefaults } from '../functions/calls/config.ts';
+import type { CallsStore } from '../functions/calls/store.ts';
+import { createLocalHost } from '../functions/local/host.ts';
+import type { LocalHost } from '../functions/local/host.ts';
+import { parseMailConfig } from '../functions/mail/config.ts';
+import type { MailTransport } from '../functions/mail/transport.ts';
+import { transportFor } from '../functions/mail/transport.ts';
+import { createAwsClients, localCredentials } from '../functions/platform/aws.ts';
+import type { AwsClients } from '../functions/platform/aws.ts';
+import { systemClock } from '../functions/platform/clock.ts';
+import { ensureTables, freePort } from '../functions/platform/local/dynamodb-local.ts';
+import { createLogger } from '../functions/platform/logger.ts';
+import { MemoryMetrics } from '../functions/platform/metrics.ts';
+import type { MetricsSink } from '../functions/platform/metrics.ts';
+import { seededRng } from '../functions/platform/rng.ts';
+import type { WebhookHttp } from '../functions/webhooks/deps.ts';
+import { SimClock } from './clock.ts';
+import { FaultInjector } from './faults.ts';
+import type { Plan } from './plan.ts';
+import { Activity, Scopes } from './scope.ts';
+import type { Invocation } from './scope.ts';
+import { SimReceivers } from './world/endpoints.ts';
+import { CallLedger } from './world/ledger.ts';
+import { SimPlacer } from './world/placer.ts';
+import { SimSmtp } from './world/smtp.ts';
+import type { ReceivedMail } from './world/smtp.ts';
+
+/** The intake's signing secret in the simulation (the Standard Webhooks spec's example key). */
+export const SIM_WEBHOOK_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+/** Monday 2026-01-05 09:00 UTC: where every seed's clock starts. */
+export const SIM_START = Date.parse('2026-01-05T09:00:00.000Z');
+
+/** The rescuer's period and threshold, as deployed (lib/redial-stack.ts: every minute; functions/jobs/aws.ts: 180 s). */
+export const RESCUER_PERIOD_MS = 60_000;
+export const RESCUE_AFTER_MS = 180_000;
+
+/**
+ * How long the dialer waits for the placer, real ms: long enough that a loaded machine does not time
+ * out an answer sent at once, short enough that a placer.timeout fault costs little.
+ */
+export const PLACER_TIMEOUT_MS = 1_500;
+
+/** A call with no result after this long is timed out by its watchdog (short, so seeds end soon). */
+export const SIM_CALL_TIMEOUT_SECONDS = 120;
+
+/**
+ * Other implementations of redial's parts, passed in by a test to put a bug back (sim/bugs.ts): each
+ * replaces one part through a seam the local host already has for it, never through a branch in
+ * functions/.
+ */
+export interface Alterations {
+  /** The calls context's store (built over the host's client and tables). */
+  callsStore?: (db: DynamoDBDocumentClient, tableNames: TableNames) => CallsStore;
+  /** The metrics sink the rescuer counts in (on AWS a function of its own); the workers keep the host's. */
+  rescuerMetrics?: (metrics: MetricsSink) => MetricsSink;
+  /** The mail transport (wrapped around the SMTP one). */
+  mailTransport?: (inner: MailTransport) => MailTransport;
+  /** The HTTP client webhook deliveries send with (wrapped around the vetted one). */
+  webhookHttp?: (inner: WebhookHttp) => WebhookHttp;
+}
+
+export interface SimHostOptions {
+  /** A running DynamoDB Local; the host creates fresh tables in it and deletes them when it stops. */
+  dynamoEndpoint: string;
+  plan: Plan;
+  alterations?: Alterations;
+}
+
+/** redial on one machine under a fault plan, and the world around it. */
+export interface SimHost {
+  url: string;
+  clock: SimClock;
+  faults: FaultInjector;
+  metrics: MemoryMetrics;
+  /** The local host the simulation runs redial on (functions/local/host.ts). */
+  local: LocalHost;
+  placer: SimPlacer;
+  /** The calls the placer has out, for the concurrency invariant. */
+  ledger: CallLedger;
+  receivers: SimReceivers;
+  smtp: SimSmtp;
+  activity: Activity;
+  /** Clients without faults, for the invariants to read the tables with. */
+  observer: { clients: AwsClients; tableNames: TableNames };
+  /** Called with each mail the SMTP server takes (the driver follows the owner's confirmation link). */
+  onMail(listener: (mail: ReceivedMail) => void): void;
+  /** Resolves when nothing is in flight: no batch, request, rescuer pass or result being sent. */
+  quiesce(): Promise<void>;
+  /** Moves the clock to the next timer (firing it); false if none waits. */
+  advance(): boolean;
+  /** Rescuer passes so far. */
+  rescuerPasses(): number;
+  stop(): Promise<void>;
+}
+
+/** The job id in a wake-up message's body, and its kind (ids are `<kind>:…` or `<kind>@<period>`). */
+function jobOf(record: SQSRecord): { jobId?: string; kind: string } {
+  try {
+    const { jobId } = JSON.parse(record.body) as { jobId?: unknown };
+    if (typeof jobId === 'string') return { jobId, kind: jobId.split(/[:@]/)[0] ?? 'unknown' };
+  } catch {
+    // a malformed message: the worker drops it
+  }
+  return { kind: 'unknown' };
+}
+
+/** Races a run against its invocation's death: a dead invocation answers at once (its runs hang on). */
+async function untilDeath<T>(invocation: Invocation, run: Promise<T>, onDeath: () => T): Promise<T> {
+  return Promise.race([run, invocation.died.then(onDeath)]);
+}
+
+/**
+ * Redial for one seed, on the local host (functions/local/host.ts `createLocalHost`, which `npm start`,
+ * the test fixtures and the benchmarks build on too), with what the simulation adds through its options:
+ * fresh tables in a shared DynamoDB Local; AWS clients with the plan's {@link FaultInjector} as their
+ * interceptor; the in-process queues and schedules behind the injector's transport decorator
+ * (`wrapTransport`); the mail transport behind its mail decorator; the simulation clock, with the rescuer
+ * timed by it (`rescuer.onClock`); every worker batch, each record in it, each API request and each
+ * rescuer pass run under a scope (scope.ts) the injector reads, so a crash kills exactly one invocation
+ * (`boundaries`); and the world around redial: the call placer, the webhook receivers, the SMTP server.
+ */
+export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
+  const { plan, alterations = {} } = options;
+  const stops: (() => Promise<void> | void)[] = [];
+  const stop = async () => {
+    for (const fn of stops.splice(0).reverse()) {
+      try {
+        await fn();
+      } catch {
+        // keep stopping the rest
+      }
+    }
+  };
+  try {
+    const prefix = `s${plan.seed}x${randomBytes(3).toString('hex')}`;
+    const tableNames = Object.fromEntries(Object.keys(tables).map((key) => [key, `${prefix}-${key}`])) as TableNames;
+    await ensureTables(options.dynamoEndpoint, Object.entries(tables).map(([key, definition]) => ({ definition, tableName: tableNames[key as keyof TableNames] })));
+    stops.push(async () => {
+      const admin = new DynamoDBClient({ endpoint: options.dynamoEndpoint, region: 'local', credentials: localCredentials, maxAttempts: 1 });
+      try {
+        for (const name of Object.values(tableNames)) await admin.send(new DeleteTableCommand({ TableName: name }));
+      } finally {
+        admin.destroy();
+      }
+    });
+
+    const clock = new SimClock(SIM_START);
+    const scopes = new Scopes();
+    const activity = new Activity();
+    const faultRng = seededRng(plan.seed * 7 + 3);
+    const faults = new FaultInjector({ faults: plan.faults, scopes, clock, draw: () => faultRng.float() });
+    const dynamoLocal = { region: 'local', endpoints: { dynamodb: options.dynamoEndpoint }, credentials: localCredentials };
+    const clients = createAwsClients({ ...dynamoLocal, interceptor: faults });
+    const observer = createAwsClients(dynamoLocal);
+    stops.push(() => {
+      clients.dynamo.destroy();
+      observer.dynamo.destroy();
+    });
+
+    const logger = createLogger('simulate');
+    const metrics = new MemoryMetrics();
+    const rng = seededRng(plan.seed * 7 + 1);
+
+    // The world, first: its servers hold their ports before the API's is picked.
+    const mailListeners: ((mail: ReceivedMail) => void)[] = [];
+    const ledger = new CallLedger();
+    faults.onApplied((service, operation, input) => {
+      if (service === 'DynamoDB' && operation === 'TransactWriteItems') ledger.applied(input);
+    });
+    const placer = new SimPlacer({
+      onAccepted: (callId, batchId) => ledger.accepted(callId, batchId),
+      clock,
+      activity,
+      scopes,
+      faults,
+      seed: plan.seed,
+      secret: SIM_WEBHOOK_SECRET,
+      placerTimeoutMs: PLACER_TIMEOUT_MS,
+      callTimeoutMs: SIM_CALL_TIMEOUT_SECONDS * 1000,
+    });
+    await placer.start();
+    stops.push(() => placer.close());
+    const requestTimeoutMs = 400;
+    const receivers = new SimReceivers({ clock, scopes, faults, planFaults: plan.faults, stallMs: requestTimeoutMs * 3 });
+    await receivers.start();
+    stops.push(() => receivers.close());
+    const smtp = new SimSmtp({ clock, faults, onMail: (mail) => mailListeners.forEach((l) => l(mail)) });
+    await smtp.start();
+    stops.push(() => smtp.close());
+
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const mail = parseMailConfig({ MAIL_DOMAIN: 'sim.redial.test', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtp.url });
+    const smtpTransport = transportFor(mail.transport, clients);
+    const local = await createLocalHost({
+      db: clients.dynamo,
+      tableNames,
+      clock,
+      rng,
+      logger,
+      metrics,
+      wrapTransport: (inner, queues) =>
+        faults.transport({
+          sendMessage: (queue, body, delaySeconds) => inner.sendMessage(queue, body, delaySeconds),
+          createSchedule: (name, at, queue, body) => inner.createSchedule(name, at, queue, body),
+          deleteSchedule: (name) => inner.deleteSchedule(name),
+          deliverNow: (queue, body) => queues.find((q) => q.name === queue)?.send(body, 0),
+        }),
+      contexts: {
+        calls: {
+          ...callsDefaults,
+          placerUrl: placer.url,
+          callbackUrl: `${url}/v1/calls/webhook`,
+          webhookSecret: SIM_WEBHOOK_SECRET,
+          callTimeoutSeconds: SIM_CALL_TIMEOUT_SECONDS,
+          placerTimeoutMs: PLACER_TIMEOUT_MS,
+        },
+        mail: { config: mail, transport: faults.mail(alterations.mailTransport ? alterations.mailTransport(smtpTransport) : smtpTransport) },
+        webhooks: { allowLoopback: true, requestTimeoutMs, ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}) },
+        // Signatures are stamped and checked with the wall clock, as the AI handler and receivers do.
+        wallClock: systemClock,
+        ...(alterations.callsStore ? { callsStore: alterations.callsStore(clients.dynamo, tableNames) } : {}),
+      },
+      rescuer: {
+        intervalMs: RESCUER_PERIOD_MS,
+        rescueAfterMs: RESCUE_AFTER_MS,
+        onClock: true,
+        ...(alterations.rescuerMetrics ? { metrics: alterations.rescuerMetrics(metrics) } : {}),
+      },
+      boundaries: {
+        // A queue worker's batch, as its Lambda: one invocation; each record a run of its own.
+        batch: (queue, event, run) =>
+          activity.track(async () => {
+            const invocation = scopes.invocation(`worker:${queue}`);
+            const runs = Promise.all(
+              event.Records.map((record) => {
+                const { jobId, kind } = jobOf(record);
+                return scopes.run({ where: 'job', name: kind, ...(jobId ? { jobId } : {}), invocation }, () => run(record));
+              }),
+            ).then((parts) => ({ batchItemFailures: parts.flatMap((p) => p.batchItemFailures) }));
+            return untilDeath(invocation, runs, () => {
+              // The invocation died: SQS sees a failed invocation, and every message of the batch comes back.
+              throw new Error(`worker:${queue} died (${invocation.cause ?? 'crash'})`);
+            });
+          }),
+        // An API request, as API Gateway and its function: a dead function is a 502.
+        request: (route, run) =>
+          activity.track(async () => {
+            const invocation = scopes.invocation('api');
+            return untilDeath(invocation, scopes.run({ where: 'api', name: route, invocation }, run), () => ({
+              statusCode: 502,
+              headers: { 'content-type': 'application/json' },
+              body: '{"message":"Internal Server Error"}',
+            }));
+          }),
+        // A rescuer pass, as its scheduled Lambda.
+        rescuerPass: (run) =>
+          activity.track(async () => {
+            const invocation = scopes.invocation('rescuer');
+            await untilDeath(invocation, scopes.run({ where: 'rescuer', name: 'rescuer', invocation }, run), () => undefined);
+          }),
+      },
+      serve: { port },
+    });
+    stops.push(() => local.stop());
+
+    const quiesce = async () => {
+      for (;;) {
+        const before = activity.generation;
+        await activity.idle();
+        await local.idle();
+        await nextTurn();
+        await nextTurn();
+        if (activity.inFlight === 0 && activity.generation === before) return;
+      }
+    };
+
+    return {
+      url,
+      clock,
+      faults,
+      metrics,
+      local,
+      placer,
+      ledger,
+      receivers,
+      smtp,
+      activity,
+      observer: { clients: observer, tableNames },
+      onMail: (listener) => mailListeners.push(listener),
+      quiesce,
+      advance: () => {
+        const next = clock.nextTimerAt();
+        if (next === undefined) return false;
+        clock.set(Math.max(next, clock.now()));
+        return true;
+      },
+      rescuerPasses: () => local.rescuerPasses(),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

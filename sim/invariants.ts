@@ -1,0 +1,446 @@
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ContactStatus } from '../functions/calls/model.ts';
+import { baseCallId, callIdFor } from '../functions/calls/model.ts';
+import type { BatchRow, ContactRow, SlotRow, TenantRow } from '../functions/calls/model.ts';
+import { CallCode } from '../functions/calls/codes.ts';
+import { DISCARD_METRIC } from '../functions/jobs/discards.ts';
+import type { JobRow } from '../functions/jobs/row.ts';
+import { isTerminal, JobState } from '../functions/jobs/states.ts';
+import { caps, recipientKey, windowOf } from '../functions/mail/caps.ts';
+import { MailMetric } from '../functions/mail/context.ts';
+import type { Notice } from '../functions/mail/store.ts';
+import { deliveryJobId } from '../functions/webhooks/endpoint.ts';
+import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
+import type { WebhookEvent } from '../functions/webhooks/events.ts';
+import { eventBody } from '../functions/webhooks/signing.ts';
+import type { Driver } from './driver.ts';
+import type { SimHost } from './host.ts';
+import { RESCUE_AFTER_MS, RESCUER_PERIOD_MS } from './host.ts';
+import { SimPlacer } from './world/placer.ts';
+
+/**
+ * The invariants: what must hold after any plan, each a named check with a message that says which
+ * record broke it. They read the tables (with clients the plan does not touch), the world's records (the
+ * placer's calls, the receivers' requests, the SMTP server's mails), the metrics sink and the driver's
+ * answers. docs/simulation.md lists them.
+ */
+
+export interface Violation {
+  invariant: string;
+  message: string;
+}
+
+/** Everything the checks read, gathered once. */
+export interface Observed {
+  now: number;
+  /** The run came to rest before the horizon: nothing left to do. */
+  settled: boolean;
+  jobs: JobRow[];
+  calls: Record<string, unknown>[];
+  webhooks: Record<string, unknown>[];
+  mail: Record<string, unknown>[];
+}
+
+async function scanAll(db: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  for await (const page of paginateScan({ client: db }, { TableName: table, ConsistentRead: true })) items.push(...((page.Items ?? []) as Record<string, unknown>[]));
+  return items;
+}
+
+/** Reads every table. */
+export async function observe(host: SimHost, settled: boolean): Promise<Observed> {
+  const { clients, tableNames } = host.observer;
+  const [jobs, calls, webhooks, mail] = await Promise.all([
+    scanAll(clients.dynamo, tableNames.jobs),
+    scanAll(clients.dynamo, tableNames.calls),
+    scanAll(clients.dynamo, tableNames.webhooks),
+    scanAll(clients.dynamo, tableNames.mail),
+  ]);
+  return { now: host.clock.now(), settled, jobs: jobs.filter((j) => 'state' in j) as unknown as JobRow[], calls, webhooks, mail };
+}
+
+type Check = (o: Observed, host: SimHost, driver: Driver) => Violation[];
+
+const byPk = (items: Record<string, unknown>[], prefix: string, sk?: string | ((sk: string) => boolean)) =>
+  items.filter((i) => String(i['pk']).startsWith(prefix) && (sk === undefined || (typeof sk === 'string' ? i['sk'] === sk : sk(String(i['sk'])))));
+
+const batchesOf = (o: Observed) => byPk(o.calls, 'BATCH#', 'BATCH') as unknown as BatchRow[];
+const contactsOf = (o: Observed) => byPk(o.calls, 'BATCH#', (sk) => sk.startsWith('CONTACT#')) as unknown as ContactRow[];
+const tenantsOf = (o: Observed) => byPk(o.calls, 'TENANT#', 'TENANT') as unknown as TenantRow[];
+const eventsOf = (o: Observed) => byPk(o.webhooks, 'EVENT#', 'EVENT') as unknown as WebhookEvent[];
+const endpointsOf = (o: Observed) => byPk(o.webhooks, 'ENDPOINT#', 'ENDPOINT') as unknown as EndpointRow[];
+
+/**
+ * Dials that committed: each took one of its contact's attempts in the dial's transaction. A contact is
+ * dialled in rounds 1…attempts (a later round's list holds only what the round before promoted), and its
+ * call id is derived from batch, number and round; the id the placer is given adds the slot shard
+ * (`.s<k>`), which {@link baseCallId} takes off.
+ */
+function dials(o: Observed): { batchId: string; contactNumber: string; round: number; callId: string }[] {
+  return contactsOf(o).flatMap((c) =>
+    Array.from({ length: c.attempts ?? 0 }, (_, i) => ({ batchId: c.batchId, contactNumber: c.contactNumber, round: i + 1, callId: callIdFor(c.batchId, c.contactNumber, i + 1) })),
+  );
+}
+
+const completions = (o: Observed) => eventsOf(o).filter((e) => e.type === 'call.completed');
+
+// ─── calls ──────────────────────────────────────────────────────────────────────────────────────────
+
+const oneResultPerCall: Check = (o, host) => {
+  const out: Violation[] = [];
+  const batches = new Map(batchesOf(o).map((b) => [b.batchId, b]));
+  const results = new Map<string, WebhookEvent[]>();
+  for (const e of completions(o)) {
+    const callId = e.data['callId'] as string | undefined;
+    if (callId) results.set(baseCallId(callId), [...(results.get(baseCallId(callId)) ?? []), e]);
+  }
+  const placed = new Map([...host.placer.calls.values()].map((call) => [baseCallId(call.callId), call]));
+  for (const dial of dials(o)) {
+    const batch = batches.get(dial.batchId);
+    const recorded = results.get(dial.callId) ?? [];
+    // A deleted batch ignores the results of its calls in progress (docs/calls.md): they may end with none.
+    const deleted = batch?.status === 'Deleted';
+    if (recorded.length > 1) {
+      out.push({ invariant: 'calls.one-result-per-call', message: `call ${dial.callId} (${dial.batchId} ${dial.contactNumber} round ${dial.round}) has ${recorded.length} recorded results: ${recorded.map((r) => `${String(r.data['code'])} from ${String(r.data['source'])}`).join(', ')}` });
+    }
+    if (recorded.length === 0 && !deleted && o.settled) {
+      out.push({ invariant: 'calls.one-result-per-call', message: `call ${dial.callId} (${dial.batchId} ${dial.contactNumber} round ${dial.round}) was placed and never got a result (not even TIMEOUT)` });
+    }
+    for (const r of recorded) {
+      const code = String(r.data['code']);
+      const source = String(r.data['source']);
+      if (Number(r.data['round']) !== dial.round) {
+        out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId} of round ${dial.round} recorded a result for round ${String(r.data['round'])}` });
+      }
+      if (source === 'watchdog' && code !== CallCode.timeout) {
+        out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: the watchdog recorded ${code}, not TIMEOUT` });
+      }
+      if (source === 'placer') {
+        const call = placed.get(dial.callId);
+        if (code !== CallCode.internalError || call?.answer === 'accepted') {
+          out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: recorded ${code} from the placer, but the placer ${call ? `accepted it and its answer reached the dialer` : 'never saw it'}` });
+        }
+      }
+      if (source === 'webhook') {
+        const own = (placed.get(dial.callId)?.reports ?? []).map((report) => SimPlacer.classify(report, batch?.minConversationDurationSeconds ?? 10).code);
+        if (!own.includes(code)) {
+          out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId} (${dial.contactNumber} round ${dial.round}) recorded ${code}, which no result sent for this call says (its own: ${own.join(', ') || 'none sent'})` });
+        }
+      }
+    }
+  }
+  // A result for a call never dialled (a callId no dial wrote) is a result applied to something else.
+  const dialled = new Set(dials(o).map((d) => d.callId));
+  for (const [callId, recorded] of results) {
+    if (!dialled.has(callId)) out.push({ invariant: 'calls.result-is-its-own', message: `${recorded.length} result(s) recorded for call ${callId}, which no dial placed` });
+  }
+  return out;
+};
+
+const roundsWithinMaxAttempts: Check = (o, host) => {
+  const out: Violation[] = [];
+  const batches = new Map(batchesOf(o).map((b) => [b.batchId, b]));
+  for (const c of contactsOf(o)) {
+    const batch = batches.get(c.batchId);
+    if (batch && c.attempts > batch.maxAttempts) out.push({ invariant: 'calls.rounds-within-max-attempts', message: `contact ${c.contactNumber} of ${c.batchId} was dialled ${c.attempts} times; maxAttempts is ${batch.maxAttempts}` });
+  }
+  const rounds = new Map<string, Set<number>>();
+  for (const call of host.placer.calls.values()) {
+    const key = `${call.batchId} ${call.contactNumber}`;
+    rounds.set(key, (rounds.get(key) ?? new Set()).add(call.round));
+    if (call.requests > 1) out.push({ invariant: 'calls.placed-once', message: `call ${call.callId} (${key} round ${call.round}) was asked of the placer ${call.requests} times` });
+  }
+  for (const [key, set] of rounds) {
+    const batch = batches.get(key.split(' ')[0]!);
+    if (batch && set.size > batch.maxAttempts) out.push({ invariant: 'calls.rounds-within-max-attempts', message: `${key} was called in ${set.size} rounds; maxAttempts is ${batch.maxAttempts}` });
+  }
+  return out;
+};
+
+const finalisedWithNoCallOut: Check = (o) => {
+  const out: Violation[] = [];
+  const contacts = contactsOf(o);
+  const events = completions(o);
+  for (const b of batchesOf(o).filter((b) => b.status === 'Finalised')) {
+    const calling = contacts.filter((c) => c.batchId === b.batchId && c.status === ContactStatus.Calling);
+    if (b.nCalling !== 0 || calling.length > 0) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} is Finalised with ${b.nCalling} counted and ${calling.length} contacts Calling` });
+    const later = events.filter((e) => e.data['batchId'] === b.batchId && b.finalisedAt && e.timestamp > b.finalisedAt);
+    for (const e of later) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} was Finalised at ${b.finalisedAt}, before its call ${String(e.data['callId'])} ended at ${e.timestamp}` });
+  }
+  return out;
+};
+
+const countersMatchContacts: Check = (o) => {
+  const out: Violation[] = [];
+  const contacts = contactsOf(o);
+  for (const b of batchesOf(o)) {
+    const mine = contacts.filter((c) => c.batchId === b.batchId);
+    const count = (s: ContactStatus) => mine.filter((c) => c.status === s).length;
+    const expected = { nQueued: b.contactCount - mine.length, nCalling: count('Calling'), nCompleted: count('Completed'), nRetryEligible: count('RetryEligible') };
+    for (const [field, value] of Object.entries(expected)) {
+      const stored = b[field as keyof typeof expected];
+      if (stored !== value) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: ${field} is ${stored}, its contacts say ${value}` });
+    }
+    const codes = new Map<string, number>();
+    for (const c of mine) if (c.status === 'Completed' && c.code) codes.set(c.code, (codes.get(c.code) ?? 0) + 1);
+    const stored = Object.entries(b.byCode ?? {}).filter(([, n]) => n !== 0);
+    for (const [code, n] of stored) if (codes.get(code) !== n) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: byCode.${code} is ${n}, its Completed contacts say ${codes.get(code) ?? 0}` });
+    for (const [code, n] of codes) if (!stored.some(([c]) => c === code)) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: byCode has no ${code}, ${n} Completed contacts have it` });
+  }
+  return out;
+};
+
+const tenantSlotsReturn: Check = (o) => {
+  const out: Violation[] = [];
+  const batches = batchesOf(o);
+  const contacts = contactsOf(o);
+  // A tenant's slots are held on its slot shards (`TENANT#<id>#S<k>`, calls/model.ts) and, for calls
+  // dialled before the limit was sharded, on the tenant row.
+  const shards = byPk(o.calls, 'TENANT#', 'SLOTS') as unknown as SlotRow[];
+  for (const t of tenantsOf(o)) {
+    const live = new Set(batches.filter((b) => b.tenantId === t.tenantId && b.status !== 'Deleted').map((b) => b.batchId));
+    const calling = contacts.filter((c) => live.has(c.batchId) && c.status === 'Calling').length;
+    const mine = shards.filter((s) => s.tenantId === t.tenantId);
+    const active = (t.active ?? 0) + mine.reduce((n, s) => n + s.active, 0);
+    if (active !== calling) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} counts ${active} active calls (${[t.active ?? 0, ...mine.map((s) => s.active)].join(' + ')}); ${calling} of its contacts are Calling` });
+    for (const s of [{ shard: 'row', active: t.active ?? 0 }, ...mine]) {
+      if (s.active < 0) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} has a negative active count (${s.active}) on ${s.shard === 'row' ? 'its row' : `slot shard ${s.shard}`}` });
+    }
+  }
+  return out;
+};
+
+const withinConcurrencyLimit: Check = (_o, host, driver) => {
+  const tenantOf = new Map([...driver.batches.values()].map((b) => [b.batchId, b.tenantId]));
+  const out: Violation[] = [];
+  for (const [tenantId, peak] of host.ledger.peaks((batchId) => tenantOf.get(batchId))) {
+    const limit = driver.limitOf(tenantId);
+    if (limit !== undefined && peak > limit) out.push({ invariant: 'calls.within-concurrency-limit', message: `tenant ${tenantId} had ${peak} calls out at once; its concurrency limit is ${limit}` });
+  }
+  return out;
+};
+
+const batchesEnd: Check = (o) => {
+  if (!o.settled) return [];
+  return batchesOf(o)
+    .filter((b) => b.status !== 'Finalised' && b.status !== 'Deleted')
+    .map((b) => ({ invariant: 'calls.batches-end', message: `batch ${b.batchId} is still ${b.status} (round ${b.round}, ${b.nCalling} calling) with nothing left to run` }));
+};
+
+// ─── webhooks ───────────────────────────────────────────────────────────────────────────────────────
+
+const everyEventDelivered: Check = (o, host) => {
+  const out: Violation[] = [];
+  const endpoints = endpointsOf(o);
+  const markers = new Set(byPk(o.webhooks, 'ENDPOINT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => `${String(m['pk']).slice('ENDPOINT#'.length)} ${String(m['jobId'])}`));
+  const jobs = new Map(o.jobs.map((j) => [j.id, j]));
+  const delivered = new Set(host.receivers.requests.filter((r) => r.status >= 200 && r.status < 300).map((r) => `${r.endpoint} ${r.webhookId}`));
+  for (const e of eventsOf(o)) {
+    const fanout = jobs.get(`webhook.fanout:${e.id}`);
+    // The fanout job is written in the event's own transaction (the outbox): an event without one is never announced.
+    if (!fanout) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) has no webhook.fanout job: it was recorded without the job that announces it` });
+    for (const p of endpoints.filter((p) => p.tenantId === e.tenantId && (!p.eventTypes || p.eventTypes.includes(e.type)))) {
+      const jobId = deliveryJobId(e.id, p.endpointId);
+      const job = jobs.get(jobId);
+      if (delivered.has(`${host.receivers.nameOf(p.endpointId) ?? '?'} ${e.id}`)) continue;
+      if (!job) {
+        // Fanout skips an endpoint disabled before it ran.
+        const skipped = p.disabled && p.disabledAt !== undefined && fanout?.finalizedAt !== undefined && p.disabledAt <= fanout.finalizedAt;
+        if (!skipped && fanout && isTerminal(fanout.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) never reached endpoint ${p.endpointId}, and no delivery was made for it` });
+        continue;
+      }
+      if (job.state === JobState.discarded) {
+        if (!markers.has(`${p.endpointId} ${jobId}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `delivery ${jobId} was discarded (${job.discardReason ?? '?'}) without the marker redeliver reads: it cannot be brought back` });
+        continue;
+      }
+      if (o.settled || isTerminal(job.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) never reached endpoint ${p.endpointId}; its delivery is ${job.state}` });
+    }
+  }
+  return out;
+};
+
+const oneInFlightPerEndpoint: Check = (_o, host) =>
+  [...host.receivers.maxOpen()].filter(([, n]) => n > 1).map(([endpoint, n]) => ({ invariant: 'webhooks.one-in-flight-per-endpoint', message: `endpoint ${endpoint} had ${n} deliveries in flight at once` }));
+
+const oneWebhookIdPerEvent: Check = (o, host) => {
+  const out: Violation[] = [];
+  const events = new Map(eventsOf(o).map((e) => [e.id, e]));
+  for (const r of host.receivers.requests) {
+    const event = events.get(r.webhookId);
+    if (!event) {
+      out.push({ invariant: 'webhooks.one-webhook-id-per-event', message: `endpoint ${r.endpoint} got webhook-id ${r.webhookId}, which is no event's id` });
+      continue;
+    }
+    if (r.body !== eventBody(event)) out.push({ invariant: 'webhooks.one-webhook-id-per-event', message: `endpoint ${r.endpoint} got webhook-id ${r.webhookId} with another event's body` });
+    if (!r.signatureOk) out.push({ invariant: 'webhooks.one-webhook-id-per-event', message: `endpoint ${r.endpoint} got ${r.webhookId} with a signature its secret does not verify` });
+  }
+  return out;
+};
+
+// ─── one owner of retries ───────────────────────────────────────────────────────────────────────────
+
+const oneSendPerRun: Check = (_o, host) => {
+  const out: Violation[] = [];
+  const count = <K>(keys: K[]) => {
+    const map = new Map<K, number>();
+    for (const k of keys) map.set(k, (map.get(k) ?? 0) + 1);
+    return map;
+  };
+  for (const [key, n] of count(host.receivers.requests.flatMap((r) => r.runs.map((run) => `${run} ${r.endpoint} ${r.webhookId}`)))) {
+    if (n > 1) out.push({ invariant: 'retries.one-send-per-run', message: `run ${key.split(' ')[0]} sent ${key.split(' ')[2]} to endpoint ${key.split(' ')[1]} ${n} times` });
+  }
+  for (const [key, n] of count(host.smtp.datas.flatMap((d) => d.runs.map((run) => `${run} ${d.messageId}`)))) {
+    if (n > 1) out.push({ invariant: 'retries.one-send-per-run', message: `run ${key.split(' ')[0]} handed ${key.split(' ')[1]} to the SMTP server ${n} times` });
+  }
+  for (const call of host.placer.calls.values()) {
+    for (const [run, n] of count(call.runs.flat())) if (n > 1) out.push({ invariant: 'retries.one-send-per-run', message: `run ${run} asked the placer for call ${call.callId} ${n} times` });
+  }
+  return out;
+};
+
+// ─── jobs ───────────────────────────────────────────────────────────────────────────────────────────
+
+const PERIODIC = new Set(['webhook.sweep']);
+
+const noneStuck: Check = (o) => {
+  const out: Violation[] = [];
+  for (const j of o.jobs) {
+    if (isTerminal(j.state)) continue;
+    if (j.state === JobState.running) {
+      const expired = Date.parse(j.leaseUntil ?? '') + RESCUER_PERIOD_MS;
+      if (o.now > expired) out.push({ invariant: 'jobs.none-stuck', message: `job ${j.id} is running on a lease that expired at ${j.leaseUntil}, and the rescuer has passed since` });
+      continue;
+    }
+    const due = Date.parse(j.scheduledAt);
+    // The rescuer looks at a waiting job at its check time (byCheck: `<ISO time>#<id>`) and moves it on when
+    // it wakes the job again; a check long past means nothing looked.
+    const check = Date.parse(j.checkAt.slice(0, j.checkAt.indexOf('#')));
+    if (o.now > Math.max(due + RESCUE_AFTER_MS, check) + 2 * RESCUER_PERIOD_MS) {
+      out.push({ invariant: 'jobs.none-stuck', message: `job ${j.id} is ${j.state}, due since ${j.scheduledAt}, and nothing woke it (now ${new Date(o.now).toISOString()})` });
+    }
+  }
+  if (o.settled) {
+    for (const j of o.jobs) {
+      if (!isTerminal(j.state) && !PERIODIC.has(j.kind)) out.push({ invariant: 'jobs.none-stuck', message: `job ${j.id} is ${j.state} with nothing left to wake it` });
+    }
+  }
+  return out;
+};
+
+const attemptsWithinMax: Check = (o) =>
+  o.jobs
+    .filter((j) => j.attempt > j.maxAttempts || j.attempts.length > j.maxAttempts)
+    .map((j) => ({ invariant: 'jobs.attempts-within-max', message: `job ${j.id} spent ${j.attempt} attempts (${j.attempts.length} recorded) of ${j.maxAttempts}` }));
+
+const snoozeSpendsNoAttempt: Check = (o) => {
+  const out: Violation[] = [];
+  for (const j of o.jobs) {
+    const expected = j.state === JobState.running ? j.attempts.length + 1 : j.attempts.length;
+    if (j.attempt !== expected) out.push({ invariant: 'jobs.snooze-spends-no-attempt', message: `job ${j.id} (${j.state}, ${j.snoozes} snoozes) counts ${j.attempt} attempts but records ${j.attempts.length}` });
+    j.attempts.forEach((a, i) => {
+      if (a.attempt !== i + 1) out.push({ invariant: 'jobs.snooze-spends-no-attempt', message: `job ${j.id}: its attempt record ${i + 1} says attempt ${a.attempt}` });
+    });
+  }
+  return out;
+};
+
+const discardsCounted: Check = (o, host) => {
+  const out: Violation[] = [];
+  const rows = new Map<string, number>();
+  for (const j of o.jobs.filter((j) => j.state === JobState.discarded)) rows.set(`${j.kind} ${j.discardReason ?? '?'}`, (rows.get(`${j.kind} ${j.discardReason ?? '?'}`) ?? 0) + 1);
+  const counted = new Map<string, number>();
+  for (const m of host.metrics.list().filter((m) => m.name === DISCARD_METRIC)) counted.set(`${m.dimensions['kind']} ${m.dimensions['reason']}`, (counted.get(`${m.dimensions['kind']} ${m.dimensions['reason']}`) ?? 0) + m.value);
+  for (const key of new Set([...rows.keys(), ...counted.keys()])) {
+    if ((rows.get(key) ?? 0) !== (counted.get(key) ?? 0)) out.push({ invariant: 'jobs.discards-counted', message: `${key}: ${rows.get(key) ?? 0} discarded jobs, ${counted.get(key) ?? 0} counted in ${DISCARD_METRIC}` });
+  }
+  return out;
+};
+
+// ─── mail ───────────────────────────────────────────────────────────────────────────────────────────
+
+const recipientCap: Check = (_o, host) => {
+  const out: Violation[] = [];
+  const perWindow = new Map<string, Set<string>>();
+  for (const m of host.smtp.mails) {
+    const dateHeader = /^Date:\s*(.+)$/im.exec(m.text)?.[1];
+    const at = dateHeader ? Date.parse(dateHeader) : m.at;
+    const key = `${recipientKey(m.to)} ${new Date(windowOf(caps.recipient, at).start).toISOString()}`;
+    perWindow.set(key, (perWindow.get(key) ?? new Set()).add(m.messageId));
+  }
+  for (const [key, ids] of perWindow) if (ids.size > caps.recipient.limit) out.push({ invariant: 'mail.recipient-cap', message: `${key.split(' ')[0]} got ${ids.size} mails in the hour from ${key.split(' ')[1]} (cap ${caps.recipient.limit})` });
+  return out;
+};
+
+const oneMessageIdPerEvent: Check = (_o, host) => {
+  const out: Violation[] = [];
+  const byEvent = new Map<string, Set<string>>();
+  const byId = new Map<string, Set<string>>();
+  for (const m of host.smtp.mails) {
+    byEvent.set(m.eventId, (byEvent.get(m.eventId) ?? new Set()).add(m.messageId));
+    byId.set(m.messageId, (byId.get(m.messageId) ?? new Set()).add(m.eventId));
+  }
+  for (const [event, ids] of byEvent) if (ids.size > 1) out.push({ invariant: 'mail.one-message-id-per-event', message: `event ${event} was mailed under ${ids.size} Message-IDs: ${[...ids].join(', ')}` });
+  for (const [id, events] of byId) if (events.size > 1) out.push({ invariant: 'mail.one-message-id-per-event', message: `Message-ID ${id} was used for ${events.size} events` });
+  return out;
+};
+
+const everyFinalisedBatchNotified: Check = (o) => {
+  const owners = new Set(tenantsOf(o).filter((t) => t.ownerEmail).map((t) => t.tenantId));
+  const jobs = new Set(o.jobs.map((j) => j.id));
+  return eventsOf(o)
+    .filter((e) => e.type === 'batch.finalised' && owners.has(e.tenantId) && !jobs.has(`owner.notify:${e.id}`))
+    .map((e) => ({ invariant: 'mail.every-finalised-batch-notified', message: `batch ${String(e.data['batchId'])} of tenant ${e.tenantId} was finalised (${e.id}) without the owner.notify job its transaction writes` }));
+};
+
+const dropsCounted: Check = (o, host) => {
+  const dropped = byPk(o.mail, 'TENANT#', (sk) => sk.startsWith('NOTICE#')).filter((n) => (n as unknown as Notice).status === 'dropped').length;
+  const counted = host.metrics.total(MailMetric.dropped, { reason: 'owner_burst_cap' });
+  return counted < dropped ? [{ invariant: 'mail.drops-counted', message: `${dropped} owner notices dropped, ${counted} counted in ${MailMetric.dropped}` }] : [];
+};
+
+// ─── the API ────────────────────────────────────────────────────────────────────────────────────────
+
+const expectedAnswers: Check = (_o, host, driver) => {
+  const out: Violation[] = [];
+  for (const call of driver.calls) {
+    for (const status of call.statuses) {
+      if (status === 500 || (status >= 400 && status < 500 && status !== 404)) out.push({ invariant: 'api.expected-answers', message: `${call.what}: ${call.method} ${call.path} answered ${status}` });
+    }
+  }
+  for (const call of host.placer.calls.values()) {
+    for (const report of call.reports) {
+      for (const r of report.responses) if (r.status === 500 || (r.status >= 400 && r.status < 500)) out.push({ invariant: 'api.expected-answers', message: `the result of call ${call.callId} was answered ${r.status}` });
+    }
+  }
+  return out;
+};
+
+/** Every invariant, by name (docs/simulation.md describes each). */
+export const invariants: Readonly<Record<string, Check>> = {
+  'calls.one-result-per-call': oneResultPerCall,
+  'calls.rounds-within-max-attempts': roundsWithinMaxAttempts,
+  'calls.finalised-with-no-call-out': finalisedWithNoCallOut,
+  'calls.counters-match-contacts': countersMatchContacts,
+  'calls.tenant-slots-return': tenantSlotsReturn,
+  'calls.within-concurrency-limit': withinConcurrencyLimit,
+  'calls.batches-end': batchesEnd,
+  'webhooks.every-event-delivered': everyEventDelivered,
+  'webhooks.one-in-flight-per-endpoint': oneInFlightPerEndpoint,
+  'webhooks.one-webhook-id-per-event': oneWebhookIdPerEvent,
+  'retries.one-send-per-run': oneSendPerRun,
+  'jobs.none-stuck': noneStuck,
+  'jobs.attempts-within-max': attemptsWithinMax,
+  'jobs.snooze-spends-no-attempt': snoozeSpendsNoAttempt,
+  'jobs.discards-counted': discardsCounted,
+  'mail.recipient-cap': recipientCap,
+  'mail.one-message-id-per-event': oneMessageIdPerEvent,
+  'mail.every-finalised-batch-notified': everyFinalisedBatchNotified,
+  'mail.drops-counted': dropsCounted,
+  'api.expected-answers': expectedAnswers,
+};
+
+/** Runs every check. */
+export function check(o: Observed, host: SimHost, driver: Driver): Violation[] {
+  return Object.values(invariants).flatMap((c) => c(o, host, driver));
+}

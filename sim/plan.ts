@@ -1,0 +1,393 @@
+import { createHash } from 'node:crypto';
+import { seededRng } from '../functions/platform/rng.ts';
+import type { Rng } from '../functions/platform/rng.ts';
+
+/**
+ * A seed's plan: the campaign it runs (tenants, batches, endpoints, mail) and the faults it injects, both
+ * drawn from the seed alone, so `--seed S` replays the same plan. The campaign is drawn first and the
+ * faults after, from the same generator: dropping faults (`--only`) leaves the campaign as it was.
+ */
+
+// ─── The campaign ───────────────────────────────────────────────────────────────────────────────────
+
+export interface EndpointPlan {
+  /** The receiver's path: `/e/<name>`. */
+  name: string;
+  /** Subscribed event types; undefined: every type. */
+  eventTypes?: string[];
+}
+
+export interface BatchPlan {
+  /** The Idempotency-Key the driver creates it with (so a re-sent POST creates nothing new). */
+  key: string;
+  contacts: string[];
+  maxAttempts: number;
+  retry: { baseSeconds: number; capSeconds: number };
+  /** When the driver creates it, ms after the start. */
+  createAtMs: number;
+  /** When the driver deletes it, ms after the start (rarely). */
+  deleteAtMs?: number;
+  /** A calling window that opens a little after the start (London time; the clock starts at 09:00 UTC on a Monday). */
+  callingWindow?: { timezone: string; start: string; end: string; weekdays: number[] };
+}
+
+export interface TenantPlan {
+  id: string;
+  concurrencyLimit: number;
+  ownerEmail?: string;
+  /** Access requests the driver makes once the owner address is confirmed (each mails the owner). */
+  accessRequests: number;
+  endpoints: EndpointPlan[];
+  batches: BatchPlan[];
+}
+
+export interface Campaign {
+  tenants: TenantPlan[];
+}
+
+// ─── The faults ─────────────────────────────────────────────────────────────────────────────────────
+
+/** Every kind of fault the simulator injects (docs/simulation.md describes each). */
+export const FaultKind = {
+  // DynamoDB, at the client: refused before it is applied, or applied with the response lost.
+  dynamoConflict: 'dynamo.conflict',
+  dynamoThroughput: 'dynamo.throughput',
+  dynamoThrottling: 'dynamo.throttling',
+  dynamoInternal: 'dynamo.internal',
+  dynamoLostResponse: 'dynamo.lostResponse',
+  // SQS and Scheduler, at the dispatch transport.
+  sqsDuplicate: 'sqs.duplicate',
+  sqsLate: 'sqs.late',
+  sqsReorder: 'sqs.reorder',
+  sqsSendFails: 'sqs.sendFails',
+  schedulerCreateFails: 'scheduler.createFails',
+  schedulerLate: 'scheduler.late',
+  // A worker (or an API function, or the rescuer) dies at a step.
+  crashAfterClaim: 'crash.afterClaim',
+  crashAfterSideEffect: 'crash.afterSideEffect',
+  crashBetweenWrites: 'crash.betweenWrites',
+  crashAtRequest: 'crash.atRequest',
+  // The clock.
+  clockJump: 'clock.jump',
+  // The call placer.
+  placerTimeout: 'placer.timeout',
+  placerRefuse: 'placer.refuse',
+  placerNeverReports: 'placer.neverReports',
+  placerReportsTwice: 'placer.reportsTwice',
+  placerReportsLate: 'placer.reportsLate',
+  placerOutOfOrder: 'placer.outOfOrder',
+  // Webhook endpoints.
+  endpointFlap: 'endpoint.flap',
+  endpointStall: 'endpoint.stall',
+  endpointThrottle: 'endpoint.throttle',
+  endpointGone: 'endpoint.gone',
+  // The SMTP server.
+  smtpTransient: 'smtp.transient',
+  smtpReject: 'smtp.reject',
+  smtpDropAfterData: 'smtp.dropAfterData',
+} as const;
+export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
+export const faultKinds = Object.values(FaultKind);
+
+/**
+ * Which requests of a run a DynamoDB fault looks at: writes, reads, any request, transactions (a domain
+ * change with the jobs and events it implies), or, in a job's run, the claim (its first request), the outcome (a later write to its own job row: the recorded result), or a
+ * write that discards a job (a job's own outcome, or the rescuer giving up on a lost last attempt).
+ */
+export type RequestClass = 'write' | 'read' | 'any' | 'transaction' | 'claim' | 'outcome' | 'discard';
+
+/** Which runs a fault looks at: where they run and what they are (a job kind, an API route, the rescuer). */
+export interface RunTarget {
+  where?: 'job' | 'api' | 'rescuer';
+  /** A job kind (`calls.dial`), a route (`POST /v1/calls/webhook`), or `rescuer`. */
+  name?: string;
+}
+
+/**
+ * One fault. It fires once, at the `nth` event that matches it (a request, a send, a call, a delivery, a
+ * mail), except the endpoint faults, which last `count` requests.
+ */
+export type Fault =
+  | { id: number; kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal' | 'dynamo.lostResponse'; target: RunTarget; ops: RequestClass; nth: number }
+  | { id: number; kind: 'sqs.duplicate' | 'sqs.late' | 'sqs.reorder' | 'sqs.sendFails'; queue?: string; nth: number; delayMs: number }
+  | { id: number; kind: 'scheduler.createFails' | 'scheduler.late'; nth: number; delayMs: number }
+  | { id: number; kind: 'crash.afterClaim' | 'crash.afterSideEffect' | 'crash.betweenWrites'; target: RunTarget; nth: number }
+  | { id: number; kind: 'crash.atRequest'; target: RunTarget; nth: number; request: number }
+  | { id: number; kind: 'clock.jump'; target: RunTarget; nth: number; jumpMs: number }
+  | { id: number; kind: 'placer.timeout' | 'placer.refuse' | 'placer.neverReports' | 'placer.reportsTwice' | 'placer.reportsLate' | 'placer.outOfOrder'; nth: number }
+  | { id: number; kind: 'endpoint.flap' | 'endpoint.stall' | 'endpoint.throttle' | 'endpoint.gone'; endpoint: string; nth: number; count: number; retryAfterSeconds?: number }
+  | { id: number; kind: 'smtp.transient' | 'smtp.reject' | 'smtp.dropAfterData'; nth: number };
+
+export interface Plan {
+  seed: number;
+  campaign: Campaign;
+  faults: Fault[];
+}
+
+// ─── Drawing a plan ─────────────────────────────────────────────────────────────────────────────────
+
+const pick = <T>(rng: Rng, items: readonly T[]): T => items[rng.int(0, items.length - 1)]!;
+const chance = (rng: Rng, p: number): boolean => rng.float() < p;
+
+/** Job kinds and routes a campaign runs, the targets a fault may aim at (weighted by how often they run). */
+const JOB_TARGETS = ['calls.dial', 'calls.dial', 'calls.watchdog', 'calls.finalise', 'calls.finalise', 'webhook.fanout', 'webhook.deliver', 'webhook.deliver', 'webhook.sweep', 'owner.notify', 'owner.email_confirmation', 'access_request.approval_mail'];
+const API_TARGETS = ['POST /v1/calls/webhook', 'POST /v1/calls/webhook', 'PUT /v1/tenants/{tenantId}', 'POST /v1/batches', 'POST /v1/tenants/{tenantId}/access-requests'];
+
+function runTarget(rng: Rng): RunTarget {
+  const roll = rng.float();
+  if (roll < 0.7) return { where: 'job', name: pick(rng, JOB_TARGETS) };
+  if (roll < 0.9) return { where: 'api', name: pick(rng, API_TARGETS) };
+  if (roll < 0.95) return { where: 'rescuer', name: 'rescuer' };
+  return {};
+}
+
+/** Fault kinds by weight: what a plan is made of. */
+const FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
+  'dynamo.conflict': 3,
+  'dynamo.throughput': 2,
+  'dynamo.throttling': 2,
+  'dynamo.internal': 2,
+  'dynamo.lostResponse': 4,
+  'sqs.duplicate': 3,
+  'sqs.late': 2,
+  'sqs.reorder': 2,
+  'sqs.sendFails': 2,
+  'scheduler.createFails': 1,
+  'scheduler.late': 1,
+  'crash.afterClaim': 2,
+  'crash.afterSideEffect': 3,
+  'crash.betweenWrites': 3,
+  'crash.atRequest': 2,
+  'clock.jump': 2,
+  'placer.timeout': 2,
+  'placer.refuse': 2,
+  'placer.neverReports': 2,
+  'placer.reportsTwice': 3,
+  'placer.reportsLate': 4,
+  'placer.outOfOrder': 2,
+  'endpoint.flap': 3,
+  'endpoint.stall': 2,
+  'endpoint.throttle': 2,
+  'endpoint.gone': 1,
+  'smtp.transient': 2,
+  'smtp.reject': 1,
+  'smtp.dropAfterData': 2,
+};
+
+function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined {
+  const total = Object.values(FAULT_WEIGHTS).reduce((a, b) => a + b, 0);
+  let roll = rng.float() * total;
+  let kind: FaultKind = 'dynamo.conflict';
+  for (const k of faultKinds) {
+    roll -= FAULT_WEIGHTS[k];
+    if (roll < 0) {
+      kind = k;
+      break;
+    }
+  }
+  const nth = rng.int(1, 4);
+  // A job's claim and its recorded outcome are the writes whose loss the job layer must survive.
+  const jobWrite = (target: RunTarget): RequestClass =>
+    target.where === 'job'
+      ? pick(rng, ['write', 'transaction', 'claim', 'outcome', 'outcome', 'discard'] as const)
+      : target.where === 'rescuer'
+        ? pick(rng, ['write', 'discard'] as const)
+        : pick(rng, ['write', 'transaction'] as const);
+  switch (kind) {
+    case 'dynamo.conflict': {
+      const target = runTarget(rng);
+      return { id, kind, target, ops: jobWrite(target), nth };
+    }
+    case 'dynamo.lostResponse': {
+      const target = runTarget(rng);
+      return { id, kind, target, ops: chance(rng, 0.85) ? jobWrite(target) : 'read', nth };
+    }
+    case 'dynamo.throughput':
+    case 'dynamo.throttling':
+    case 'dynamo.internal': {
+      const target = runTarget(rng);
+      return { id, kind, target, ops: chance(rng, 0.6) ? jobWrite(target) : pick(rng, ['read', 'any'] as const), nth };
+    }
+    case 'sqs.duplicate':
+    case 'sqs.late':
+    case 'sqs.reorder':
+    case 'sqs.sendFails':
+      return { id, kind, ...(chance(rng, 0.5) ? { queue: pick(rng, ['calls', 'webhooks', 'mail']) } : {}), nth: rng.int(1, 8), delayMs: rng.int(1, 120) * 1000 };
+    case 'scheduler.createFails':
+    case 'scheduler.late':
+      return { id, kind, nth: rng.int(1, 2), delayMs: rng.int(1, 60) * 1000 };
+    case 'crash.afterClaim':
+    case 'crash.afterSideEffect':
+    case 'crash.betweenWrites':
+      return { id, kind, target: kind === 'crash.afterSideEffect' ? { where: 'job', name: pick(rng, ['calls.dial', 'webhook.deliver', 'webhook.deliver', 'owner.notify', 'owner.email_confirmation', 'access_request.approval_mail']) } : runTarget(rng), nth };
+    case 'crash.atRequest':
+      return { id, kind, target: runTarget(rng), nth, request: rng.int(1, 6) };
+    case 'clock.jump':
+      // Forward, and shorter than a claim's lease (65 s) plus a rescuer period: docs/simulation.md says why.
+      return { id, kind, target: runTarget(rng), nth, jumpMs: rng.int(1, 60) * 1000 };
+    case 'placer.timeout':
+    case 'placer.refuse':
+    case 'placer.neverReports':
+    case 'placer.reportsTwice':
+    case 'placer.reportsLate':
+    case 'placer.outOfOrder':
+      return { id, kind, nth: rng.int(1, 6) };
+    case 'endpoint.flap':
+    case 'endpoint.stall':
+    case 'endpoint.throttle':
+    case 'endpoint.gone': {
+      const endpoints = campaign.tenants.flatMap((t) => t.endpoints.map((e) => e.name));
+      if (endpoints.length === 0) return undefined;
+      return {
+        id,
+        kind,
+        endpoint: pick(rng, endpoints),
+        nth: rng.int(1, 4),
+        count: kind === 'endpoint.gone' ? 1_000_000 : kind === 'endpoint.stall' ? rng.int(1, 2) : rng.int(1, 5),
+        ...(kind === 'endpoint.throttle' ? { retryAfterSeconds: rng.int(1, 600) } : {}),
+      };
+    }
+    case 'smtp.transient':
+    case 'smtp.reject':
+    case 'smtp.dropAfterData':
+      if (!campaign.tenants.some((t) => t.ownerEmail)) return undefined;
+      return { id, kind, nth: rng.int(1, 5) };
+    default:
+      return kind satisfies never;
+  }
+}
+
+/** Numbers in a seed's own range, so no two contacts of a batch share one. */
+const contactNumbers = (rng: Rng, count: number): string[] => {
+  const base = rng.int(200, 999);
+  return Array.from({ length: count }, (_, i) => `+1${base}555${String(1000 + i).padStart(4, '0')}`);
+};
+
+function drawCampaign(rng: Rng): Campaign {
+  // A mail-heavy campaign: several tenants share one owner address, which then gets more than the
+  // recipient cap (30 an hour) of confirmation, approval and notice mails.
+  const mailHeavy = chance(rng, 0.12);
+  const tenantCount = mailHeavy ? rng.int(3, 4) : rng.int(1, 2);
+  const shared = 'owner@shared.sim.test';
+  const tenants: TenantPlan[] = [];
+  let endpointNo = 0;
+  for (let t = 1; t <= tenantCount; t++) {
+    const owner = mailHeavy ? shared : chance(rng, 0.75) ? (chance(rng, 0.2) ? shared : `owner${t}@t${t}.sim.test`) : undefined;
+    const endpoints: EndpointPlan[] = [];
+    const endpointCount = mailHeavy ? rng.int(0, 1) : rng.int(0, 2);
+    for (let e = 0; e < endpointCount; e++) {
+      const all = chance(rng, 0.7);
+      endpoints.push({ name: `e${++endpointNo}`, ...(all ? {} : { eventTypes: [pick(rng, ['call.completed', 'batch.finalised', 'batch.round_scheduled']), 'batch.finalised'].filter((v, i, a) => a.indexOf(v) === i) }) });
+    }
+    const batches: BatchPlan[] = [];
+    // In a mail-heavy campaign the first tenant finalises more batches in an hour than its owner may be
+    // told about (the burst cap, 5 an hour): the rest of the notices are deliberate, counted drops.
+    const manyBatches = mailHeavy && t === 1;
+    const batchCount = manyBatches ? rng.int(6, 8) : mailHeavy ? 1 : rng.int(1, 2);
+    for (let b = 1; b <= batchCount; b++) {
+      const size = manyBatches ? 1 : mailHeavy ? rng.int(1, 2) : rng.int(1, 5);
+      const createAtMs = rng.int(0, 300) * 1000;
+      batches.push({
+        key: `t${t}-b${b}`,
+        contacts: contactNumbers(rng, size),
+        maxAttempts: manyBatches ? 1 : rng.int(1, 3),
+        retry: { baseSeconds: rng.int(1, 10), capSeconds: rng.int(30, 120) },
+        createAtMs,
+        ...(chance(rng, 0.06) ? { deleteAtMs: createAtMs + rng.int(5, 600) * 1000 } : {}),
+        ...(chance(rng, 0.1) ? { callingWindow: { timezone: 'Europe/London', start: `09:${String(rng.int(5, 40)).padStart(2, '0')}`, end: '17:00', weekdays: [1, 2, 3, 4, 5] } } : {}),
+      });
+    }
+    tenants.push({
+      id: `t${t}`,
+      concurrencyLimit: rng.int(1, 3),
+      ...(owner ? { ownerEmail: owner } : {}),
+      accessRequests: owner ? (mailHeavy ? rng.int(8, 12) : rng.int(0, 2)) : 0,
+      endpoints,
+      batches,
+    });
+  }
+  return { tenants };
+}
+
+/** The plan of `seed`: its campaign, then up to ten faults (a few seeds run without any). */
+export function drawPlan(seed: number): Plan {
+  const rng = seededRng(seed);
+  const campaign = drawCampaign(rng);
+  const faults: Fault[] = [];
+  const count = chance(rng, 0.05) ? 0 : rng.int(1, 10);
+  for (let id = 1; faults.length < count && id <= count * 3; id++) {
+    const fault = drawFault(rng, faults.length + 1, campaign);
+    if (fault) faults.push(fault);
+  }
+  return { seed, campaign, faults };
+}
+
+/** The plan with only the faults whose ids are listed (a shrunk plan, replayed with `--only`). */
+export function withFaults(plan: Plan, ids: readonly number[]): Plan {
+  return { ...plan, faults: plan.faults.filter((f) => ids.includes(f.id)) };
+}
+
+/** A fault, in one line. */
+export function describeFault(fault: Fault): string {
+  const target = 'target' in fault ? ` in ${fault.target.where ?? 'any'}${fault.target.name ? ` ${fault.target.name}` : ''}` : '';
+  switch (fault.kind) {
+    case 'dynamo.conflict':
+    case 'dynamo.throughput':
+    case 'dynamo.throttling':
+    case 'dynamo.internal':
+    case 'dynamo.lostResponse':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.ops === 'any' ? 'request' : fault.ops === 'write' || fault.ops === 'read' || fault.ops === 'transaction' ? fault.ops : `${fault.ops} write`}${target}`;
+    case 'sqs.duplicate':
+    case 'sqs.late':
+    case 'sqs.reorder':
+    case 'sqs.sendFails':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} SendMessage${fault.queue ? ` to ${fault.queue}` : ''}${fault.kind === 'sqs.sendFails' || fault.kind === 'sqs.reorder' ? '' : ` (${fault.delayMs / 1000} s)`}`;
+    case 'scheduler.createFails':
+    case 'scheduler.late':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} CreateSchedule${fault.kind === 'scheduler.late' ? ` (fires ${fault.delayMs / 1000} s late)` : ''}`;
+    case 'crash.afterClaim':
+    case 'crash.afterSideEffect':
+    case 'crash.betweenWrites':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} run${target}`;
+    case 'crash.atRequest':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} run${target} that reaches its request ${fault.request}`;
+    case 'clock.jump':
+      return `#${fault.id} ${fault.kind}: +${fault.jumpMs / 1000} s at the ${ordinal(fault.nth)} request${target}`;
+    case 'placer.timeout':
+    case 'placer.refuse':
+    case 'placer.neverReports':
+    case 'placer.reportsTwice':
+    case 'placer.reportsLate':
+    case 'placer.outOfOrder':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} call`;
+    case 'endpoint.flap':
+    case 'endpoint.stall':
+    case 'endpoint.throttle':
+    case 'endpoint.gone':
+      return `#${fault.id} ${fault.kind}: endpoint ${fault.endpoint}, ${fault.kind === 'endpoint.gone' ? 'every request' : `${fault.count} request(s)`} from its ${ordinal(fault.nth)}${fault.retryAfterSeconds !== undefined ? ` (Retry-After ${fault.retryAfterSeconds})` : ''}`;
+    case 'smtp.transient':
+    case 'smtp.reject':
+    case 'smtp.dropAfterData':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} message`;
+    default:
+      return fault satisfies never;
+  }
+}
+
+const ordinal = (n: number): string => `${n}${n % 10 === 1 && n % 100 !== 11 ? 'st' : n % 10 === 2 && n % 100 !== 12 ? 'nd' : n % 10 === 3 && n % 100 !== 13 ? 'rd' : 'th'}`;
+
+/** The campaign, in one line. */
+export function describeCampaign(campaign: Campaign): string {
+  return campaign.tenants
+    .map((t) => {
+      const batches = t.batches.map((b) => `${b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start})` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`).join(', ');
+      return `${t.id}: limit ${t.concurrencyLimit}, batches [${batches}], endpoints ${t.endpoints.length}${t.ownerEmail ? `, owner ${t.ownerEmail}, ${t.accessRequests} access requests` : ''}`;
+    })
+    .join('; ');
+}
+
+/** A deterministic draw in [0, 1) from a seed and a name (a call's outcome must not depend on arrival order). */
+export function hashDraw(seed: number, name: string): number {
+  const digest = createHash('sha256').update(`${seed}\n${name}`).digest();
+  return digest.readUInt32BE(0) / 2 ** 32;
+}

@@ -1,0 +1,146 @@
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
+import { JobState, pendingStates } from '../functions/jobs/states.ts';
+import { Driver } from './driver.ts';
+import type { Injection } from './faults.ts';
+import { SIM_START, startSimHost } from './host.ts';
+import type { Alterations, SimHost } from './host.ts';
+import { check, observe } from './invariants.ts';
+import type { Violation } from './invariants.ts';
+import { drawPlan, withFaults } from './plan.ts';
+import type { Fault, Plan } from './plan.ts';
+
+/**
+ * One seed, run: its plan on a fresh host, the clock moved from timer to timer until the system is at
+ * rest (or the horizon is reached), then every invariant checked.
+ */
+
+export interface RunOptions {
+  dynamoEndpoint: string;
+  /** Other implementations of redial's parts (test/sim/bugs.test.ts puts bugs back with them). */
+  alterations?: Alterations;
+  /** Simulated time after which the run stops even if work is left. @default 3 days */
+  horizonMs?: number;
+  /** Real time the host may take to come to rest after a step before the run is abandoned. @default 60 s */
+  stallLimitMs?: number;
+}
+
+export interface SeedResult {
+  seed: number;
+  plan: Plan;
+  injections: Injection[];
+  /** Faults of the plan that never found their event. */
+  unfired: Fault[];
+  violations: Violation[];
+  /** The run came to rest before the horizon. */
+  settled: boolean;
+  /** Simulated ms from the start to the end. */
+  simulatedMs: number;
+  /** Real ms the run took (tables, servers and checks included). */
+  wallMs: number;
+  /** Clock steps taken. */
+  steps: number;
+  /** What the run exercised (for the summary). */
+  stats: Record<string, number>;
+}
+
+const PERIODIC_KINDS = new Set(['webhook.sweep']);
+
+/**
+ * Whether nothing is left to do: the driver has no action left, no call result is due, and every job
+ * (but the periodic ones) is finished. Timers may still wait: a schedule that outlived its job fires into
+ * a stale wake-up, which does nothing. Read only when the next timer is a while away (a system at work
+ * takes small steps), to spare the queries.
+ */
+async function atRest(host: SimHost, driver: Driver): Promise<boolean> {
+  if (!driver.idle || host.placer.pendingResults() > 0) return false;
+  const next = host.clock.nextTimerAt();
+  if (next !== undefined && next - host.clock.now() < 30_000) return false;
+  // A Scan on the observer's unrecorded client (the job layer keeps no index by state: its byCheck index
+  // holds only the jobs the rescuer looks at, and its counters are flushed after the fact).
+  const { clients, tableNames } = host.observer;
+  const states = [...pendingStates, JobState.running];
+  const pages = paginateScan(
+    { client: clients.dynamo },
+    {
+      TableName: tableNames.jobs,
+      FilterExpression: `#state IN (${states.map((_, i) => `:s${i}`).join(', ')})`,
+      ProjectionExpression: '#kind',
+      ExpressionAttributeNames: { '#state': 'state', '#kind': 'kind' },
+      ExpressionAttributeValues: Object.fromEntries(states.map((state, i) => [`:s${i}`, state])),
+    },
+  );
+  for await (const page of pages) if ((page.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])))) return false;
+  return true;
+}
+
+class StallError extends Error {}
+
+async function withinLimit<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StallError(what)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs `plan` once. */
+export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResult> {
+  const started = performance.now();
+  const host = await startSimHost({ dynamoEndpoint: options.dynamoEndpoint, plan, ...(options.alterations ? { alterations: options.alterations } : {}) });
+  const violations: Violation[] = [];
+  let settled = false;
+  let steps = 0;
+  try {
+    const driver = new Driver(host, plan.campaign);
+    driver.start();
+    const horizon = SIM_START + (options.horizonMs ?? 3 * 86400_000);
+    try {
+      for (;;) {
+        await withinLimit(host.quiesce(), options.stallLimitMs ?? 60_000, `the host did not come to rest at ${new Date(host.clock.now()).toISOString()}`);
+        if (await atRest(host, driver)) {
+          settled = true;
+          break;
+        }
+        if (host.clock.now() >= horizon || !host.advance()) break;
+        steps++;
+      }
+    } catch (error) {
+      if (!(error instanceof StallError)) throw error;
+      violations.push({ invariant: 'host.comes-to-rest', message: `${error.message}: ${host.activity.inFlight} things in flight for ${(options.stallLimitMs ?? 60_000) / 1000} s` });
+    }
+    const observed = await observe(host, settled);
+    violations.push(...check(observed, host, driver));
+    const stats = {
+      calls: host.placer.calls.size,
+      rounds: observed.jobs.filter((j) => j.kind === 'calls.finalise').length,
+      deliveries: host.receivers.requests.length,
+      mails: host.smtp.datas.length,
+      capSnoozes: host.metrics.total('MailCapSnoozed'),
+      drops: host.metrics.total('MailDropped'),
+      discards: observed.jobs.filter((j) => j.state === 'discarded').length,
+      lostAttempts: observed.jobs.reduce((n, j) => n + j.attempts.filter((a) => a.outcome === 'lost').length, 0),
+      snoozes: observed.jobs.reduce((n, j) => n + j.snoozes, 0),
+    };
+    return {
+      seed: plan.seed,
+      plan,
+      injections: host.faults.fired,
+      unfired: host.faults.unfired(),
+      violations,
+      settled,
+      simulatedMs: host.clock.now() - SIM_START,
+      wallMs: performance.now() - started,
+      steps,
+      stats,
+    };
+  } finally {
+    await host.stop();
+  }
+}
+
+/** Runs the plan of `seed`, or the part of it with only the faults `only` names. */
+export function runSeed(seed: number, options: RunOptions & { only?: readonly number[] }): Promise<SeedResult> {
+  const plan = drawPlan(seed);
+  return runPlan(options.only ? withFaults(plan, options.only) : plan, options);
+}

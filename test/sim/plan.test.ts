@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
+import type { InstrumentableClient, RequestInterceptor } from '../../functions/platform/aws.ts';
+import { SimClock } from '../../sim/clock.ts';
+import { describeFault, drawPlan, faultKinds, withFaults } from '../../sim/plan.ts';
+
+describe('a seed plan', () => {
+  it('TheSameSeedDrawsTheSamePlanAndNeighbouringSeedsDiffer', () => {
+    expect(drawPlan(42)).toEqual(drawPlan(42));
+    expect(JSON.stringify(drawPlan(42))).not.toBe(JSON.stringify(drawPlan(43)));
+  });
+
+  it('TakingFaultsOutLeavesTheCampaignAsItWas', () => {
+    const plan = drawPlan(7);
+    const ids = plan.faults.map((f) => f.id);
+    const smaller = withFaults(plan, ids.slice(0, 1));
+    expect(smaller.campaign).toEqual(plan.campaign);
+    expect(smaller.faults.map((f) => f.id)).toEqual(ids.slice(0, 1));
+    expect(withFaults(plan, []).faults).toEqual([]);
+  });
+
+  it('FiveHundredSeedsDrawEveryFaultKindAndDescribeEachInOneLine', () => {
+    const drawn = new Set<string>();
+    for (let seed = 1; seed <= 500; seed++) {
+      for (const fault of drawPlan(seed).faults) {
+        drawn.add(fault.kind);
+        expect(describeFault(fault)).toMatch(new RegExp(`^#${fault.id} ${fault.kind.replace('.', '\\.')}: `));
+      }
+    }
+    expect([...drawn].sort()).toEqual([...faultKinds].sort());
+  });
+
+  it('EveryPlanHasATenantWithABatchToCall', () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const { campaign } = drawPlan(seed);
+      expect(campaign.tenants.length).toBeGreaterThan(0);
+      expect(campaign.tenants.every((t) => t.batches.length > 0 && t.batches.every((b) => b.contacts.length > 0 && new Set(b.contacts).size === b.contacts.length))).toBe(true);
+    }
+  });
+});
+
+describe('the simulation clock', () => {
+  it('FiresTimersInTimeOrderThenInTheOrderTheyWereSet', () => {
+    const clock = new SimClock(1_000);
+    const fired: string[] = [];
+    clock.setTimer(3_000, () => fired.push('c'), 'queue');
+    clock.setTimer(2_000, () => fired.push('a'), 'rescuer');
+    clock.setTimer(2_000, () => fired.push('b'), 'placer');
+    expect(clock.nextTimerAt()).toBe(2_000);
+    expect(clock.pendingLabels().sort()).toEqual(['placer', 'queue', 'rescuer']);
+    clock.set(2_500);
+    expect(fired).toEqual(['a', 'b']);
+    expect(clock.now()).toBe(2_500);
+    expect(() => clock.set(2_000)).toThrow(RangeError);
+    clock.set(3_000);
+    expect(fired).toEqual(['a', 'b', 'c']);
+    expect(clock.nextTimerAt()).toBeUndefined();
+  });
+
+  it('ATimerSetWhileFiringFiresInTheSameMoveWhenItIsDue', () => {
+    const clock = new SimClock(0);
+    const fired: number[] = [];
+    clock.setTimer(10, () => clock.setTimer(15, () => fired.push(clock.now())));
+    clock.set(20);
+    expect(fired).toEqual([15]);
+  });
+});
+
+describe('the request interceptor seam', () => {
+  const local = { region: 'local', endpoints: { dynamodb: 'http://127.0.0.1:9' }, credentials: localCredentials };
+  const names = (client: unknown) => (client as { middlewareStack: { identify(): string[] } }).middlewareStack.identify();
+
+  it('IsInstalledOnEveryClientOnlyWhenOneIsPassed', () => {
+    const seen: string[] = [];
+    const interceptor: RequestInterceptor = {
+      instrument(client: InstrumentableClient, service) {
+        seen.push(service);
+        client.middlewareStack.add((next) => (args) => next(args), { step: 'build', name: 'testInterceptor' });
+      },
+    };
+    const plain = createAwsClients(local);
+    const intercepted = createAwsClients({ ...local, interceptor });
+    expect(seen.sort()).toEqual(['DynamoDB', 'KMS', 'SES', 'SQS', 'Scheduler', 'SecretsManager']);
+    for (const key of ['dynamo', 'sqs', 'scheduler', 'ses', 'secrets', 'kms'] as const) {
+      expect(names(plain[key]).some((n) => n.includes('testInterceptor'))).toBe(false);
+      expect(names(intercepted[key]).some((n) => n.includes('testInterceptor'))).toBe(true);
+    }
+    plain.dynamo.destroy();
+    intercepted.dynamo.destroy();
+  });
+});
