@@ -16,7 +16,7 @@ import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../../functions/jobs/execu
 import { METRICS_NAMESPACE } from '../../functions/platform/metrics.ts';
 import { DELIVERY_METRIC } from '../../functions/webhooks/delivery.ts';
 import { CALL_RESULT_METRIC } from '../../functions/calls/metrics.ts';
-import { RESCUED_METRIC, RESCUER_REPORT_MESSAGE } from '../../functions/ops/rescuer-report.ts';
+import { RESCUED_METRIC, RESCUER_BEHIND_METRIC, RESCUER_REPORT_MESSAGE } from '../../functions/ops/rescuer-report.ts';
 import { VISIBILITY_TIMEOUT_FACTOR } from './job-queue.ts';
 
 /** The runbook every alarm points to; each alarm's description names its section. */
@@ -34,6 +34,7 @@ export const RunbookSection = {
   schedulerDropped: 'scheduler-dropped',
   rescuerNotRunning: 'rescuer-not-running',
   rescuerErrors: 'rescuer-errors',
+  rescuerBehind: 'rescuer-behind',
 } as const;
 export type RunbookSection = (typeof RunbookSection)[keyof typeof RunbookSection];
 
@@ -82,6 +83,7 @@ export interface MonitoringProps {
  * | SchedulerTargetErrors / SchedulerDropped | a job wake-up schedule could not send, or gave up |
  * | RescuerNotRunning | fewer than 3 rescuer passes in 5 minutes (missing data breaches) |
  * | RescuerLoggedErrors | the rescuer logged an error (a write or a send it could not make) |
+ * | RescuerBehind | every rescuer pass for 15 minutes ended with a backlog left for the next |
  */
 export class Monitoring extends Construct {
   readonly topic: sns.Topic;
@@ -181,6 +183,15 @@ export class Monitoring extends Construct {
     this.alarm('RescuerLoggedErrors', RunbookSection.rescuerErrors, 'The rescuer logged an error: a rescue write or a wake-up it could not make.', {
       metric: sum(rescuerErrors.metric()),
       threshold: 1,
+    });
+
+    this.alarm('RescuerBehind', RunbookSection.rescuerBehind, 'The rescuer ended its passes with work left for the next one for 15 minutes: it is not catching up.', {
+      // One pass left behind is a crash wave being worked off (each pass goes on from the last one's
+      // watermark); three 5-minute periods running means it is falling behind.
+      metric: insights(`SELECT SUM(${RESCUER_BEHIND_METRIC}) FROM "${METRICS_NAMESPACE}"`, RESCUER_BEHIND_METRIC, fiveMinutes),
+      threshold: 1,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 3,
     });
 
     this.dashboard = this.buildDashboard(props, sum);

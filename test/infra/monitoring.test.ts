@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CALL_RESULT_METRIC } from '../../functions/calls/metrics.ts';
 import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../../functions/jobs/executor.ts';
 import { queueNames } from '../../functions/app/system.ts';
-import { RESCUED_METRIC, RESCUER_REPORT_MESSAGE } from '../../functions/ops/rescuer-report.ts';
+import { RESCUED_METRIC, RESCUER_BEHIND_METRIC, RESCUER_REPORT_MESSAGE } from '../../functions/ops/rescuer-report.ts';
 import { tables } from '../../functions/app/system.ts';
 import type { TableKey } from '../../functions/app/system.ts';
 import { DELIVERY_METRIC } from '../../functions/webhooks/delivery.ts';
@@ -142,6 +142,18 @@ describe('alarms', () => {
       MetricTransformations: [Match.objectLike({ MetricName: RESCUER_ERRORS_METRIC, MetricNamespace: 'Redial', MetricValue: '1' })],
     });
     expect(alarmsOn('Redial', RESCUER_ERRORS_METRIC).length).toBe(1);
+  });
+
+  it('fire when the rescuer has been behind for three periods running, across every function that reports it', () => {
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Metrics: [Match.objectLike({ Expression: `SELECT SUM(${RESCUER_BEHIND_METRIC}) FROM "Redial"`, Period: 300, ReturnData: true })],
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [topicRef()],
+    });
   });
 
   it('keep the discard alarm: one alerting discard in five minutes, across every function', () => {
