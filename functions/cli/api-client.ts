@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { AwsCredentials, CredentialProvider } from '../platform/credentials.ts';
 import { sendOnce } from '../platform/outbound.ts';
 import type { OutboundRequest, OutboundResponse } from '../platform/outbound.ts';
-import { jobDetailSchema, jobSummarySchema } from '../ops/views.ts';
+import { jobDetailSchema, jobSummarySchema, periodicListSchema } from '../ops/views.ts';
 import type { JobDetail } from '../ops/views.ts';
 import { batchListResponse, batchResponse, contactsResponse, roundsResponse } from '../calls/schemas.ts';
 import { endpointViewSchema } from '../webhooks/endpoint.ts';
@@ -114,20 +114,6 @@ export const jobCountsSchema = z.object({
   deadLetters: z.array(z.object({ state: z.enum(['discarded', 'cancelled']), kind: z.string(), reason: z.string().nullable(), count: z.number().int() })),
 });
 
-/** `GET /v1/ops/periodic`. */
-export const periodicListSchema = z.object({
-  periodic: z.array(
-    z.object({
-      kind: z.string(),
-      everySeconds: z.number(),
-      lastRunAt: z.string().nullable(),
-      lastOutcome: z.enum(['completed', 'failed']).nullable(),
-      lastJobId: z.string().nullable(),
-      lastFailureAt: z.string().nullable(),
-      lastError: z.string().nullable(),
-    }),
-  ),
-});
 export type PeriodicList = z.infer<typeof periodicListSchema>;
 
 export type BatchView = z.infer<typeof batchResponse>;

@@ -5,7 +5,7 @@ import type { ApiRoute, HttpError as HttpErrorType } from '../platform/http.ts';
 import { allStates, bulkCancelStates, bulkRetryStates, JobNotFoundError, JobState, MAX_CURSOR_LENGTH, retrySchedule, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobKind, PeriodicStatus } from '../jobs/index.ts';
 import { probeArgs, probeKind } from './probe.ts';
-import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema } from './views.ts';
+import { jobDetail, jobDetailSchema, jobSummary, jobSummarySchema, periodicListSchema } from './views.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(200) });
 
@@ -58,20 +58,6 @@ export interface OpsDeps {
   /** A periodic kind's last run, as the job layer keeps it (undefined before its first). */
   periodicStatus(kind: string): Promise<PeriodicStatus | undefined>;
 }
-
-const periodicResponse = z.object({
-  periodic: z.array(
-    z.object({
-      kind: z.string(),
-      everySeconds: z.number(),
-      lastRunAt: z.string().nullable(),
-      lastOutcome: z.enum(['completed', 'failed']).nullable(),
-      lastJobId: z.string().nullable(),
-      lastFailureAt: z.string().nullable(),
-      lastError: z.string().nullable(),
-    }),
-  ),
-});
 
 /**
  * The ops routes' errors as HTTP answers, in one place: a job that is not there is a 404, a transition
@@ -252,7 +238,7 @@ export function jobRoutes(deps: () => OpsDeps): ApiRoute[] {
     path: '/v1/ops/periodic',
     auth: 'iam',
     summary: 'Every periodic kind with its period, its last run and its last failure (periodic jobs are never retried)',
-    responses: { 200: { description: 'one entry per periodic kind', schema: periodicResponse } },
+    responses: { 200: { description: 'one entry per periodic kind', schema: periodicListSchema } },
     handler: async () => {
       const periodicKinds = deps().kinds.filter((k) => k.periodic);
       const statuses = await Promise.all(periodicKinds.map((k) => deps().periodicStatus(k.kind)));

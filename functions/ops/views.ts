@@ -69,3 +69,18 @@ export function jobDetail(row: JobRow): JobDetail {
     attempts: row.attempts,
   };
 }
+
+/** `GET /v1/ops/periodic`: every periodic kind with its last run (served by jobs-api.ts, read by the CLI and the panel). */
+export const periodicListSchema = z.object({
+  periodic: z.array(
+    z.object({
+      kind: z.string(),
+      everySeconds: z.number(),
+      lastRunAt: z.string().nullable(),
+      lastOutcome: z.enum(['completed', 'failed']).nullable(),
+      lastJobId: z.string().nullable(),
+      lastFailureAt: z.string().nullable(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+});
