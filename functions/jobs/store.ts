@@ -206,7 +206,8 @@ export class JobStore {
         (transitions.claimNext.from as readonly JobState[]).includes(current.state) &&
         current.queue === queue &&
         current.cancelRequestedAt === undefined &&
-        current.checkAt > checkKey(leaseUntil, id);
+        // (a row with no entry at all gets one)
+        (current.checkAt === undefined || current.checkAt > checkKey(leaseUntil, id));
       if (!onlyLate) throw error;
       return (await this.write(id, this.claimNextExpression(id, queue, now, leaseUntil, true), 'claimNext')) as ClaimedJob;
     }
