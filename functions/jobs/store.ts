@@ -81,7 +81,8 @@ export interface JobStoreOptions {
  *
  * What each write does to the indexes (row.ts): the enqueue puts the job's byCheck entry; claims and
  * outcomes leave it; a write that makes the job due earlier than its entry says moves it (wake, retry now,
- * a retry or snooze shorter than the entry's wait); only the rescuer moves it later. A discard (and an
+ * a retry or snooze shorter than the entry's wait, a hand-on to a job whose entry comes after the new
+ * lease's end); only the rescuer moves it later. A discard (and an
  * ops cancel) puts the job's byDeadLetter entry; a retry takes it out.
  */
 export class JobStore {
