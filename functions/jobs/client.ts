@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { JobChanges } from './apply.ts';
+import { CountScope } from './counts.ts';
 import type { CountStore, JobCounts } from './counts.ts';
 import type { Dispatcher, WakeUp } from './dispatch.ts';
 import { DuplicateJobError, InvalidJobArgsError, TransitionRefusedError } from './errors.ts';
@@ -248,7 +249,7 @@ export class JobClient {
         if (pending.length >= BULK_WIDTH) await act();
       }
       if (pending.length > 0) await act();
-    });
+    }, CountScope.bulk);
     return result;
   }
 }

@@ -16,8 +16,19 @@ export const DEAD_COUNT_SHARDS = 8;
 /** Counted when a flush of counts is lost (its deltas are gone; the counts are off by them). */
 export const COUNTS_LOST_METRIC = 'JobCountsLost';
 
-/** The id of one counter item of a kind. */
+/**
+ * The id of one counter item of a kind, as flushes wrote them before counter items were kept per scope: still
+ * read (and summed with the scopes' items), never written, so the counts a deployed stack kept carry over.
+ */
 export const kindCounterId = (kind: string, shard: number): string => `count#${kind}#${shard}`;
+/** The id of one counter item of a scope (every kind its flushes touched, `<kind>:<state>` attributes). */
+export const scopeCounterId = (scope: string, shard: number): string => `counts#${scope}#${shard}`;
+/** The scope of a queue's worker batches. */
+export const workerScope = (queue: string): string => `q:${queue}`;
+/** The scopes every runtime flushes from besides its queues' workers: rescuer passes, bulk actions, a change outside any scope. */
+export const CountScope = { rescuer: 'rescuer', bulk: 'bulk', direct: 'direct' } as const;
+/** The attribute of a scope counter item that counts jobs of `kind` in `state`. */
+const kindStateKey = (kind: string, state: JobState): string => `${kind}:${state}`;
 /** The id of one counter item of a day's dead letters. */
 export const deadCounterId = (day: string, shard: number): string => `dead#${day}#${shard}`;
 /** The day (UTC, `yyyy-mm-dd`) of an ISO time or epoch ms. */
@@ -111,25 +122,32 @@ export class CountStore {
   private readonly tableName: string;
   private readonly logger: Logger;
   private readonly metrics: MetricsSink;
-  private readonly scope = new AsyncLocalStorage<Tally>();
+  private readonly scope = new AsyncLocalStorage<{ tally: Tally; name: string }>();
+  private readonly scopes: readonly string[];
   private turn = randomInt(COUNT_SHARDS);
 
-  constructor(options: { db: DynamoDBDocumentClient; tableName: string; logger: Logger; metrics: MetricsSink }) {
+  /** `queues`: every queue whose workers flush counts (their scopes' counter items are read; see {@link workerScope}). */
+  constructor(options: { db: DynamoDBDocumentClient; tableName: string; logger: Logger; metrics: MetricsSink; queues?: readonly string[] }) {
     this.db = options.db;
     this.tableName = options.tableName;
     this.logger = options.logger;
     this.metrics = options.metrics;
+    this.scopes = [...(options.queues ?? []).map(workerScope), ...Object.values(CountScope)];
   }
 
-  /** Runs `fn` as one scope: what it changes is tallied and flushed once, when it ends (even if it throws). */
-  async within<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` as one scope named `name` (a worker's {@link workerScope}, or a {@link CountScope}): what it
+   * changes is tallied and flushed once, when it ends (even if it throws), to one counter item of the scope.
+   */
+  async within<T>(fn: () => Promise<T>, name: string = CountScope.bulk): Promise<T> {
     if (this.open()) return fn();
+    if (!this.scopes.includes(name)) throw new RangeError(`no counter scope "${name}": its counts would never be read`);
     const tally = new Tally();
     try {
-      return await this.scope.run(tally, fn);
+      return await this.scope.run({ tally, name }, fn);
     } finally {
       tally.closed = true;
-      await this.flush(tally);
+      await this.flush(tally, name);
     }
   }
 
@@ -144,20 +162,29 @@ export class CountStore {
     if (current) return count(current);
     const tally = new Tally();
     count(tally);
-    await this.flush(tally);
+    await this.flush(tally, CountScope.direct);
   }
 
-  /** Adds a tally to the counters: one UpdateItem per kind and per day it touched. Never throws. */
-  async flush(tally: Tally): Promise<void> {
+  /**
+   * Adds a tally to the counters: one UpdateItem on one of the scope's {@link COUNT_SHARDS} items for every
+   * kind it touched (a worker's batch moves jobs of its own kinds and creates others': one write, not one per
+   * kind), and one per day of dead letters it touched. Never throws.
+   */
+  async flush(tally: Tally, scope: string = CountScope.direct): Promise<void> {
     if (tally.isEmpty()) return;
+    if (!this.scopes.includes(scope)) throw new RangeError(`no counter scope "${scope}": its counts would never be read`);
     const shard = this.turn++ % COUNT_SHARDS;
     const writes: Promise<void>[] = [];
+    const e = new Expression();
+    let moved = false;
     for (const [kind, states] of tally.kinds) {
-      const e = new Expression();
-      for (const [state, n] of states) if (n !== 0) e.add(state, n);
-      e.set('kind', kind);
-      writes.push(this.update(kindCounterId(kind, shard), e));
+      for (const [state, n] of states) {
+        if (n === 0) continue;
+        e.add(kindStateKey(kind, state), n);
+        moved = true;
+      }
     }
+    if (moved) writes.push(this.update(scopeCounterId(scope, shard), e.set('scope', scope)));
     for (const [day, keys] of tally.dead) {
       const e = new Expression();
       for (const [key, n] of keys) if (n !== 0) e.add(key, n);
@@ -177,7 +204,10 @@ export class CountStore {
     const zero = () => Object.fromEntries(allStates.map((s) => [s, 0])) as Record<JobState, number>;
     const byKind: Record<string, Record<JobState, number>> = Object.fromEntries(kinds.map((k) => [k, zero()]));
     const byState = zero();
-    const kindIds = kinds.flatMap((kind) => Array.from({ length: COUNT_SHARDS }, (_, n) => kindCounterId(kind, n)));
+    const kindIds = [
+      ...this.scopes.flatMap((scope) => Array.from({ length: COUNT_SHARDS }, (_, n) => scopeCounterId(scope, n))),
+      ...kinds.flatMap((kind) => Array.from({ length: COUNT_SHARDS }, (_, n) => kindCounterId(kind, n))),
+    ];
     const longest = Math.max(options.discardedRetentionDays, options.cancelledRetentionDays);
     const days = Array.from({ length: longest + 1 }, (_, i) => dayOf(options.now - i * 86400_000));
     const deadIds = days.flatMap((day) => Array.from({ length: DEAD_COUNT_SHARDS }, (_, n) => deadCounterId(day, n)));
@@ -193,6 +223,18 @@ export class CountStore {
         }
         continue;
       }
+      if (typeof item['scope'] === 'string') {
+        for (const [key, value] of Object.entries(item)) {
+          const at = key.lastIndexOf(':');
+          const counts = at > 0 ? byKind[key.slice(0, at)] : undefined;
+          const state = key.slice(at + 1) as JobState;
+          // Discarded comes from the dead-letter counters below, which follow retention.
+          if (!counts || typeof value !== 'number' || !(state in counts) || state === JobState.discarded) continue;
+          counts[state] += value;
+        }
+        continue;
+      }
+      // A counter item of one kind, written before counter items were kept per scope.
       const kind = item['kind'];
       if (typeof kind !== 'string' || !byKind[kind]) continue;
       for (const state of allStates) {
@@ -222,7 +264,7 @@ export class CountStore {
    */
   private open(): Tally | undefined {
     const current = this.scope.getStore();
-    return current && !current.closed ? current : undefined;
+    return current && !current.tally.closed ? current.tally : undefined;
   }
 
   private async update(id: string, e: Expression): Promise<void> {

@@ -7,6 +7,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { JobChanges } from './apply.ts';
 import type { JobClient } from './client.ts';
+import { CountScope } from './counts.ts';
 import type { CountStore } from './counts.ts';
 import { decide } from './decide.ts';
 import type { Decision } from './decide.ts';
@@ -169,7 +170,7 @@ export class Rescuer {
           }
         }),
       );
-    });
+    }, CountScope.rescuer);
     return report;
   }
 

@@ -55,9 +55,10 @@ export interface JobRow {
   checkShard: string;
   /**
    * The byCheck index's sort key, `<ISO time>#<id>`: when the rescuer looks at the job if nothing has
-   * moved it on by then. Set at enqueue (due time + the rescue delay) and moved only when a look would
-   * come too late (a job woken or rescheduled earlier) or by the rescuer itself; claims and outcomes
-   * leave it, so they write nothing to the index (docs/job-layer.md, "The jobs table").
+   * moved it on by then. Set at enqueue (due time + its queue's lease; a dormant job's: creation + lease,
+   * so a `runNext` claim, whose lease runs from then, finds it early enough) and moved only when a look
+   * would come too late (a job woken, rescheduled or handed on to earlier) or by the rescuer itself; claims
+   * and outcomes leave it, so they write nothing to the index (docs/job-layer.md, "The jobs table").
    */
   checkAt: string;
   /** The byDeadLetter index's partition (`discarded#<n>`, `cancelled#<n>`): only on jobs ops may retry. */

@@ -79,7 +79,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   });
   const tracing = deps.tracing ?? noTracing;
   const dispatcher = new Dispatcher(deps.transport, deps.clock, tracing);
-  const counts = new CountStore({ db: deps.db, tableName: deps.jobsTable, logger: deps.logger, metrics: deps.metrics });
+  const counts = new CountStore({ db: deps.db, tableName: deps.jobsTable, logger: deps.logger, metrics: deps.metrics, queues: Object.keys(deps.queues) });
   const watermarks = new Watermarks(deps.db, deps.jobsTable);
   const listing = new JobListing({ db: deps.db, tableName: deps.jobsTable, watermarks: () => watermarks.read() });
   // Every handler this runtime runs, by kind: the discard path finds a kind's onDiscard hook here.
@@ -104,7 +104,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     counts,
     changes,
     executor,
-    worker: (queue, list, aroundRecord) => createWorker({ executor: executor(queue, list), counts, logger: deps.logger, ...(aroundRecord ? { aroundRecord } : {}) }),
+    worker: (queue, list, aroundRecord) => createWorker({ executor: executor(queue, list), counts, logger: deps.logger, queue, ...(aroundRecord ? { aroundRecord } : {}) }),
     rescuer: (list, ownDelay, options = {}) => {
       register(list);
       return new Rescuer({

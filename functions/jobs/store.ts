@@ -81,7 +81,8 @@ export interface JobStoreOptions {
  *
  * What each write does to the indexes (row.ts): the enqueue puts the job's byCheck entry; claims and
  * outcomes leave it; a write that makes the job due earlier than its entry says moves it (wake, retry now,
- * a retry or snooze shorter than the entry's wait); only the rescuer moves it later. A discard (and an
+ * a retry or snooze shorter than the entry's wait, a hand-on to a job whose entry comes after the new
+ * lease's end); only the rescuer moves it later. A discard (and an
  * ops cancel) puts the job's byDeadLetter entry; a retry takes it out.
  */
 export class JobStore {
@@ -116,7 +117,10 @@ export class JobStore {
       attempts: [],
       snoozes: 0,
       checkShard: checkShard(job.id),
-      checkAt: checkKey(this.checkDueBy(job.queue, Math.max(job.scheduledAt, job.now)), job.id),
+      // A dormant job may be taken at any moment by a `runNext` claim, whose lease runs from then: its entry is
+      // placed as for a job due now, so that claim finds it early enough and moves nothing. One still waiting
+      // when its check comes is seen not due by the rescuer and moved to its backstop (`scheduledAt`).
+      checkAt: checkKey(this.checkDueBy(job.queue, job.dormant ? job.now : Math.max(job.scheduledAt, job.now)), job.id),
       ...(!job.dormant && needsSchedule(job.scheduledAt, job.now) ? { wakeSchedule: { seq: 1, at: iso(job.scheduledAt) } } : {}),
       ...(job.counted ? { counted: true } : {}),
     };
@@ -188,24 +192,26 @@ export class JobStore {
    * does not run), a finished, running or cancel-requested one is refused ({@link TransitionRefusedError} with the row as stored).
    */
   async claimNext(id: string, queue: string, now: number, leaseMs: number): Promise<ClaimedJob> {
-    const e = new Expression();
-    const token = randomUUID();
     const leaseUntil = now + leaseMs;
-    e.when(is.from(e, 'claimNext'))
-      .when(e.eq('queue', queue))
-      .when(is.notCancelRequested(e))
-      .set('state', JobState.running)
-      .increment('attempt', 1)
-      .increment('seq', 1)
-      .set('scheduledAt', iso(now))
-      .set('leaseToken', token)
-      .set('leaseUntil', iso(leaseUntil))
-      .set('attemptedAt', iso(now))
-      .set('updatedAt', iso(now))
-      // Its check moves to when its lease ends (a dormant job's entry is as far off as its snooze): if this
-      // worker dies, the job is found as soon as any claimed job.
-      .set('checkAt', checkKey(leaseUntil, id));
-    return (await this.write(id, e, 'claimNext')) as ClaimedJob;
+    // If this worker dies, the job must be found once its lease ends. An entry no later than that stays: a
+    // dormant job's entry is placed as for a job due at its creation (insertItem), and the lease runs from
+    // now, so a hand-on writes no index. A later entry (a job rescheduled far off, then handed on to early)
+    // is moved to the lease's end by a second write, once the first is refused for it alone.
+    try {
+      return (await this.write(id, this.claimNextExpression(id, queue, now, leaseUntil, false), 'claimNext')) as ClaimedJob;
+    } catch (error) {
+      const current = error instanceof TransitionRefusedError ? error.current : undefined;
+      const onlyLate =
+        current !== undefined &&
+        'state' in current &&
+        (transitions.claimNext.from as readonly JobState[]).includes(current.state) &&
+        current.queue === queue &&
+        current.cancelRequestedAt === undefined &&
+        // (a row with no entry at all gets one)
+        (current.checkAt === undefined || current.checkAt > checkKey(leaseUntil, id));
+      if (!onlyLate) throw error;
+      return (await this.write(id, this.claimNextExpression(id, queue, now, leaseUntil, true), 'claimNext')) as ClaimedJob;
+    }
   }
 
   /** complete: the claim holder records success. */
@@ -396,6 +402,25 @@ export class JobStore {
   /** A wake-up later than SQS's timers reach is a schedule: the row says which, so it is deleted if the job moves on first. */
   private scheduleIfFar(e: Expression, seq: number, at: number, now: number): void {
     if (needsSchedule(at, now)) e.set('wakeSchedule', { seq, at: iso(at) });
+  }
+
+  /** claimNext's write: with `moveCheck`, its entry moves to the lease's end; without, it must be there already or earlier. */
+  private claimNextExpression(id: string, queue: string, now: number, leaseUntil: number, moveCheck: boolean): Expression {
+    const e = new Expression();
+    e.when(is.from(e, 'claimNext'))
+      .when(e.eq('queue', queue))
+      .when(is.notCancelRequested(e))
+      .set('state', JobState.running)
+      .increment('attempt', 1)
+      .increment('seq', 1)
+      .set('scheduledAt', iso(now))
+      .set('leaseToken', randomUUID())
+      .set('leaseUntil', iso(leaseUntil))
+      .set('attemptedAt', iso(now))
+      .set('updatedAt', iso(now));
+    if (moveCheck) e.set('checkAt', checkKey(leaseUntil, id));
+    else e.when(e.le('checkAt', checkKey(leaseUntil, id)));
+    return e;
   }
 
   private finish(job: ClaimedJob, now: number, name: 'complete' | 'discard', state: JobState): Expression {

@@ -2,6 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Logger } from '../platform/logger.ts';
+import { workerScope } from './counts.ts';
 import type { CountStore } from './counts.ts';
 import { wakeUpMessage } from './dispatch.ts';
 import type { WakeUpMessage } from './dispatch.ts';
@@ -24,7 +25,7 @@ export type WorkerResponse = SQSBatchResponse & { results?: ExecutionResult[] };
  * redelivers the failed items either way. The batch is one scope of the job counts: what its records
  * change is added to the counters once, when the batch ends.
  */
-export function createWorker(options: { executor: Executor; counts: CountStore; logger: Logger; aroundRecord?: RecordHook }) {
+export function createWorker(options: { executor: Executor; counts: CountStore; logger: Logger; aroundRecord?: RecordHook; queue: string }) {
   const { executor, counts, logger } = options;
   const around: RecordHook = options.aroundRecord ?? ((_job, run) => run());
   return middy<SQSEvent, WorkerResponse>().handler(async (event) => {
@@ -44,7 +45,7 @@ export function createWorker(options: { executor: Executor; counts: CountStore; 
     };
     // A processor per invocation: it holds the batch's records, and the local host runs batches concurrently.
     const processor = new BatchProcessor(EventType.SQS, { logger });
-    const response = await counts.within(() => processPartialResponse(event, runRecord, processor, { throwOnFullBatchFailure: false }));
+    const response = await counts.within(() => processPartialResponse(event, runRecord, processor, { throwOnFullBatchFailure: false }), workerScope(options.queue));
     return { ...response, results };
   });
 }

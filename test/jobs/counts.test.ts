@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { COUNTS_LOST_METRIC, CountStore, dayOf, Tally } from '../../functions/jobs/counts.ts';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { COUNTS_LOST_METRIC, CountStore, dayOf, kindCounterId, scopeCounterId, Tally, workerScope } from '../../functions/jobs/counts.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
 import { allStates } from '../../functions/jobs/states.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
@@ -101,6 +102,46 @@ describe('job counts: maintained counters, never a read of the jobs', () => {
     const read = (days: number) => store.read(['old.kind'], { now, discardedRetentionDays: days, cancelledRetentionDays: 30 });
     expect((await read(30)).byKind['old.kind']?.discarded).toBe(3);
     expect((await read(60)).byKind['old.kind']?.discarded).toBe(8);
+  });
+
+  it('AFlushTouchingSeveralKindsIsOneWrite_ToOneCounterItemOfItsScope', async () => {
+    const fx = await jobsFixture();
+    const store = new CountStore({ db: fx.clients.dynamo, tableName: fx.tableNames.jobs, logger: fx.logger, metrics: fx.metrics, queues: ['webhooks'] });
+    const before = fx.counter.toJSON()['DynamoDB.UpdateItem'] ?? 0;
+    // A fanout batch: two fanouts run, each creating deliveries (another queue's kind), one parked.
+    await store.within(async () => {
+      await store.record((tally) => {
+        tally.move('a.fanout', 'available', 'completed');
+        tally.move('a.fanout', 'available', 'completed');
+        tally.move('a.deliver', undefined, 'available');
+        tally.move('a.deliver', undefined, 'scheduled');
+        tally.move('a.notify', undefined, 'available');
+      });
+    }, workerScope('webhooks'));
+    expect((fx.counter.toJSON()['DynamoDB.UpdateItem'] ?? 0) - before).toBe(1);
+    const counts = await store.read(['a.fanout', 'a.deliver', 'a.notify'], { now: fx.clock.now(), discardedRetentionDays: 30, cancelledRetentionDays: 30 });
+    expect(counts.byKind['a.fanout']).toMatchObject({ available: -2, completed: 2 });
+    expect(counts.byKind['a.deliver']).toMatchObject({ available: 1, scheduled: 1 });
+    expect(counts.byState).toMatchObject({ available: 0, scheduled: 1, completed: 2 });
+    // A scope no reader knows is refused before it runs anything: its counts would never be read.
+    let ran = false;
+    await expect(store.within(async () => void (ran = true), workerScope('nobody'))).rejects.toThrow(RangeError);
+    expect(ran).toBe(false);
+  });
+
+  it('CountersAStackWroteOnePerKind_BeforeScopes_AreStillReadAndSummed', async () => {
+    const fx = await jobsFixture();
+    const store = new CountStore({ db: fx.clients.dynamo, tableName: fx.tableNames.jobs, logger: fx.logger, metrics: fx.metrics, queues: ['webhooks'] });
+    // What an earlier deploy left: one item per kind and shard.
+    await fx.clients.dynamo.send(new PutCommand({ TableName: fx.tableNames.jobs, Item: { id: kindCounterId('old.kind', 3), kind: 'old.kind', completed: 7, running: 1, available: 2 } }));
+    const tally = new Tally();
+    tally.move('old.kind', 'running', 'completed');
+    tally.move('old.kind', 'available', 'running');
+    await store.flush(tally, workerScope('webhooks'));
+    const written = await fx.jobs.store.get(scopeCounterId(workerScope('webhooks'), 0));
+    expect(written).toBeUndefined(); // a counter item is not a job
+    const counts = await store.read(['old.kind'], { now: fx.clock.now(), discardedRetentionDays: 30, cancelledRetentionDays: 30 });
+    expect(counts.byKind['old.kind']).toMatchObject({ completed: 8, running: 1, available: 1 });
   });
 
   it('AFlushThatFailsNeverFailsTheWorkItCounts_ItIsCountedAsLost', async () => {

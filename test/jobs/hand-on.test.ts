@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defaultPolicy, defineKind, handle, snooze, TransitionRefusedError } from '../../functions/jobs/index.ts';
 import type { JobHandler } from '../../functions/jobs/index.ts';
+import { checkKey, keyTime } from '../../functions/jobs/row.ts';
 import { jobsFixture } from '../support/jobs.ts';
 
 /**
@@ -115,6 +116,55 @@ describe('job layer: handing work on within a worker', () => {
     expect((await rescuer.run()).rewoken).toBe(0);
     fx.clock.advance(3_600_000 + 60_001);
     expect((await rescuer.run()).rewoken).toBe(1);
+    expect(fx.recording.last()).toMatchObject({ kind: 'message', queue: 'ops', body: { jobId: id } });
+  });
+  it('AHandOnToADormantJobWritesNoIndexEntry_AndTheRescuerStillFindsItsLeaseOnceItsWorkerDies', async () => {
+    const kinds = chainKinds();
+    const fx = await jobsFixture({ handlers: kinds.handlers });
+    const leaseMs = 65_000; // the ops queue's: its 60 s timeout and the margin
+    await fx.jobs.client.enqueue(kinds.chainKind, {}, { id: 'test.chain:b', at: fx.clock.now() + 6 * 3_600_000, dormant: true });
+    const parked = await fx.jobs.store.mustGet('test.chain:b');
+    // Its entry is where a job due at its creation would have it, not six hours on.
+    expect(parked.checkAt).toBe(checkKey(Date.parse(parked.createdAt) + leaseMs, parked.id));
+    fx.clock.advance(10_000);
+    // A holder hands on to it, then its worker dies (nothing records the run).
+    const claimed = await fx.jobs.store.claimNext('test.chain:b', 'ops', fx.clock.now(), leaseMs);
+    expect(claimed.checkAt).toBe(parked.checkAt);
+    expect(keyTime(claimed.checkAt)).toBeLessThanOrEqual(Date.parse(claimed.leaseUntil));
+    const rescuer = fx.jobs.rescuer(kinds.handlers, 60_000);
+    // Under its live lease the rescuer moves the entry to the lease's end; once it has ended, the job is rescued.
+    fx.clock.advance(leaseMs - 5_000);
+    expect(await rescuer.run()).toMatchObject({ expired: 0, rechecked: 1 });
+    expect((await fx.jobs.store.mustGet('test.chain:b')).checkAt).toBe(checkKey(Date.parse(claimed.leaseUntil) + 1, claimed.id));
+    fx.clock.advance(10_000);
+    expect(await rescuer.run()).toMatchObject({ expired: 1 });
+    expect(await fx.jobs.store.mustGet('test.chain:b')).toMatchObject({ state: 'retryable', attempts: [{ attempt: 1, outcome: 'lost' }] });
+  });
+
+  it('AHandOnToAJobWhoseEntryIsLaterThanTheLeaseMovesItToTheLeasesEnd', async () => {
+    const kinds = chainKinds();
+    const fx = await jobsFixture({ handlers: kinds.handlers });
+    const leaseMs = 65_000;
+    // Not dormant: due in an hour, its entry an hour and a lease on.
+    await fx.jobs.client.enqueue(kinds.chainKind, {}, { id: 'test.chain:later', at: fx.clock.now() + 3_600_000 });
+    expect(keyTime((await fx.jobs.store.mustGet('test.chain:later')).checkAt)).toBe(fx.clock.now() + 3_600_000 + leaseMs);
+    const claimed = await fx.jobs.store.claimNext('test.chain:later', 'ops', fx.clock.now(), leaseMs);
+    expect(claimed).toMatchObject({ state: 'running', attempt: 1, checkAt: checkKey(Date.parse(claimed.leaseUntil), claimed.id) });
+    // Its worker dies: the rescuer finds it as soon as the lease has ended.
+    fx.clock.advance(leaseMs + 1);
+    expect(await fx.jobs.rescuer(kinds.handlers, 60_000).run()).toMatchObject({ expired: 1 });
+  });
+
+  it('ADormantJobStillWaitingWhenItsCheckComesIsMovedToItsBackstop_AndWokenOnceDue', async () => {
+    const kinds = chainKinds();
+    const fx = await jobsFixture({ handlers: kinds.handlers });
+    const { id } = await fx.jobs.client.enqueue(kinds.chainKind, {}, { id: 'test.chain:parked', at: fx.clock.now() + 3_600_000, dormant: true });
+    const rescuer = fx.jobs.rescuer(kinds.handlers, 60_000);
+    fx.clock.advance(70_000);
+    expect(await rescuer.run()).toMatchObject({ rechecked: 1, rewoken: 0 });
+    expect(keyTime((await fx.jobs.store.mustGet(id)).checkAt)).toBe(fx.clock.now() - 70_000 + 3_600_000 + 65_000);
+    fx.clock.advance(3_600_000);
+    expect(await rescuer.run()).toMatchObject({ rewoken: 1 });
     expect(fx.recording.last()).toMatchObject({ kind: 'message', queue: 'ops', body: { jobId: id } });
   });
 });
