@@ -238,9 +238,9 @@ export class WebhookStore {
         e.set('holder', move.to).set('busyUntil', iso(move.busyUntil));
         break;
       case 'release':
+        // `watch` stays: taking the lease again sets it to the same value, so neither write touches the
+        // byWatch index; the sweep takes an idle, healthy endpoint out of the index (unwatch).
         e.remove('holder', 'busyUntil');
-        // A healthy or disabled endpoint with nobody waiting needs no sweep; a failing one does (5-day rule).
-        if (change && (change.health !== 'failing' || change.disable)) e.remove('watch');
         break;
       default:
         assertNever(move);
