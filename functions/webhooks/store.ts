@@ -239,8 +239,9 @@ export class WebhookStore {
         break;
       case 'release':
         // `watch` stays: taking the lease again sets it to the same value, so neither write touches the
-        // byWatch index; the sweep takes an idle, healthy endpoint out of the index (unwatch).
-        e.remove('holder', 'busyUntil');
+        // byWatch index; the sweep takes an endpoint idle for a while out of the index (unwatch). So does
+        // `busyUntil`, without a holder a free lease, which tells the sweep when the endpoint was last used.
+        e.remove('holder');
         break;
       default:
         assertNever(move);
