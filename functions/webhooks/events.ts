@@ -40,8 +40,9 @@ export interface WebhookEvent {
  * | a discarded delivery, for redeliver | `ENDPOINT#<id>` | `DISCARDED#<job id>` |
  * | a tenant's endpoint (fanout reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
  *
- * `byWatch` is sparse: only endpoints that hold a lease or are failing carry `watch`, so the periodic
- * sweep reads just those. Keys only: lease updates that leave `watch` alone write nothing to the index.
+ * `byWatch` is sparse: only endpoints that hold a lease, held one since the last sweep, or are failing
+ * carry `watch`, so the periodic sweep reads just those. Keys only: lease updates that leave `watch` alone
+ * (or set it to the value it has) write nothing to the index; the sweep unwatches idle endpoints.
  */
 export const webhooksTable = {
   name: 'webhooks',

@@ -238,9 +238,10 @@ export class WebhookStore {
         e.set('holder', move.to).set('busyUntil', iso(move.busyUntil));
         break;
       case 'release':
-        e.remove('holder', 'busyUntil');
-        // A healthy or disabled endpoint with nobody waiting needs no sweep; a failing one does (5-day rule).
-        if (change && (change.health !== 'failing' || change.disable)) e.remove('watch');
+        // `watch` stays: taking the lease again sets it to the same value, so neither write touches the
+        // byWatch index; the sweep takes an endpoint idle for a while out of the index (unwatch). So does
+        // `busyUntil`, without a holder a free lease, which tells the sweep when the endpoint was last used.
+        e.remove('holder');
         break;
       default:
         assertNever(move);

@@ -5,6 +5,13 @@ import { DISABLE_AFTER_MS, LEASE_MS, leaseOf, leaseStateOf } from './lease.ts';
 import { watchPartitions } from './store.ts';
 import type { WaitList } from './waitlist.ts';
 
+/**
+ * How long after its last lease ended a healthy, idle endpoint leaves the sweep's index. Taking the lease
+ * puts an endpoint in the index and letting it go leaves it there, so an endpoint used more often than
+ * this writes nothing to the index per delivery; one used less often, an entry and its removal.
+ */
+export const UNWATCH_IDLE_MS = 3600_000;
+
 /** What one sweep did. */
 export interface SweepReport {
   looked: number;
@@ -21,8 +28,8 @@ export interface SweepReport {
  *    to notice (a probe notices it too, at its next attempt);
  * 2. a stalled wait list: a free or expired lease with deliveries parked behind it (its holder crashed,
  *    was cancelled, or its wake-up was lost) is given to the oldest of them, which runs now;
- * 3. tidying: an expired lease nobody waits for is released, and an idle healthy (or disabled) endpoint
- *    leaves the index.
+ * 3. tidying: an expired lease nobody waits for is released, and an endpoint idle for
+ *    {@link UNWATCH_IDLE_MS} and healthy (or disabled, at once) leaves the index.
  */
 export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number): Promise<SweepReport> {
   const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0 };
@@ -71,5 +78,7 @@ async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: 
     return;
   }
   if (row.holder && row.busyUntil && (await store.releaseExpired(endpointId, row.holder, row.busyUntil))) report.released++;
-  if ((!row.failingSince || row.disabled) && (await store.waitListHead(endpointId, 1)).length === 0) await store.unwatch(endpointId);
+  // A healthy endpoint used within the hour stays in the index: its next lease then writes nothing to it.
+  const idle = row.busyUntil === undefined || Date.parse(row.busyUntil) <= now - UNWATCH_IDLE_MS;
+  if ((row.disabled || (!row.failingSince && idle)) && (await store.waitListHead(endpointId, 1)).length === 0) await store.unwatch(endpointId);
 }

@@ -4,6 +4,7 @@ import { webhooksModule } from '../../functions/webhooks/module.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
 import { watchValue } from '../../functions/webhooks/store.ts';
+import { UNWATCH_IDLE_MS } from '../../functions/webhooks/sweep.ts';
 import type { EndpointChange } from '../../functions/webhooks/lease.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 
@@ -109,7 +110,11 @@ describe('the lease and the wait list under races', () => {
     expect(receiver.maxInFlight).toBe(1);
     const endpoint = await store.getEndpoint(endpointId);
     expect(endpoint?.holder).toBeUndefined();
-    // Idle and healthy: the next sweep drops it from its index.
+    // Healthy and just used, it stays in the sweep's index (its next lease writes nothing to the index);
+    // idle for UNWATCH_IDLE_MS past its last lease, the sweep drops it.
+    await fx.webhooks.sweep(fx.clock.now());
+    expect((await store.watched(watchValue(endpointId))).endpointIds).toContain(endpointId);
+    fx.clock.advance(LEASE_MS + UNWATCH_IDLE_MS);
     await fx.webhooks.sweep(fx.clock.now());
     expect((await store.watched(watchValue(endpointId))).endpointIds).not.toContain(endpointId);
   });

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
-import { COOLDOWN_MS } from '../../functions/webhooks/lease.ts';
+import { COOLDOWN_MS, LEASE_MS } from '../../functions/webhooks/lease.ts';
+import { UNWATCH_IDLE_MS } from '../../functions/webhooks/sweep.ts';
+import { watchValue } from '../../functions/webhooks/store.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 
 const closers: (() => Promise<void>)[] = [];
@@ -39,7 +41,11 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
     const endpoint = await fx.webhooks.deps.store.getEndpoint(endpointId);
     expect(endpoint?.holder).toBeUndefined();
-    expect(endpoint?.watch).toBeUndefined();
+    // The lease's writes left the sweep's index alone (`watch` kept at release); the sweep drops the
+    // endpoint once it has been idle for UNWATCH_IDLE_MS.
+    expect(endpoint?.watch).toBe(watchValue(endpointId));
+    await fx.webhooks.sweep(fx.clock.now() + LEASE_MS + UNWATCH_IDLE_MS);
+    expect((await fx.webhooks.deps.store.getEndpoint(endpointId))?.watch).toBeUndefined();
   }, 120_000);
 
   it('WhileAnEndpointFails_OneDeliveryProbesIt_TheOthersWaitWithoutSpendingAttempts_AndGoAtOnceWhenItRecovers', async () => {
