@@ -18,6 +18,13 @@ import { nextWindowOpening } from './window.ts';
 /** A run stops starting dials after this much real time, so it ends well inside its job timeout. */
 export const DIAL_RUN_BUDGET_MS = 20_000;
 
+/**
+ * A run asks the placer for no call after this much real time: the calls of a group it dialled but has no
+ * time left to place (a placer answering slowly, up to its 10 s timeout per call) complete with
+ * INTERNAL_ERROR at once, so the run ends inside its 50 s job timeout (kinds.ts).
+ */
+export const PLACE_BUDGET_MS = 35_000;
+
 /** How long the dialer waits when another transaction held the tenant or the batch. */
 export const CONTENTION_SNOOZE_MS = 1_000;
 
@@ -33,11 +40,13 @@ export type DialVerdict = 'contention' | 'batch_changed' | 'no_slot' | 'contact_
 /** Reads a cancelled dial's reasons. Pure. */
 export function judgeDialCancel(cancelled: TransactCancelled): DialVerdict {
   if (cancelled.contention) return 'contention';
-  const { contact, tenant, batch } = cancelled.refused;
+  const { tenant, batch } = cancelled.refused;
   // A batch that changed (deleted, cursor moved) makes the rest moot.
   if (batch?.code === 'ConditionalCheckFailed') return 'batch_changed';
   if (tenant?.code === 'ConditionalCheckFailed') return tenant.item ? 'no_slot' : 'unexplained';
-  if (contact?.code === 'ConditionalCheckFailed') return 'contact_not_dialable';
+  // Any contact of the group (`contact`, `contact 1`, …: store.ts dialContactItemName).
+  const contactRefused = Object.entries(cancelled.refused).some(([name, r]) => (name === 'contact' || name.startsWith('contact ')) && r.code === 'ConditionalCheckFailed');
+  if (contactRefused) return 'contact_not_dialable';
   return 'unexplained';
 }
 
@@ -51,9 +60,9 @@ const configOf = (batch: BatchRow): BatchConfig => ({
   round: batch.round,
 });
 
-/** The cursor's next position in a round's list. */
-const advance = (batch: BatchRow, pageLength: number) =>
-  batch.dialPos + 1 < pageLength ? { page: batch.dialPage, pos: batch.dialPos + 1 } : { page: batch.dialPage + 1, pos: 0 };
+/** The cursor's position `by` contacts on in a round's list (a group never crosses a page). */
+const advance = (batch: BatchRow, pageLength: number, by = 1) =>
+  batch.dialPos + by < pageLength ? { page: batch.dialPage, pos: batch.dialPos + by } : { page: batch.dialPage + 1, pos: 0 };
 
 /**
  * calls.dial: dials one round of a batch, in list order (docs/calls.md, "The dialer").
@@ -75,12 +84,22 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
     if (!config.placerUrl || !config.callbackUrl) throw new Error('calls.dial needs CALL_PLACER_URL and CALL_WEBHOOK_URL');
     const batch = await deps.store.getBatch(args.batchId);
     if (!isDialling(batch, args.round)) return;
-    // Each call is placed before the next contact is dialled, so the placer sees the list's order.
-    await dialRun(deps, batch, ctx, (contactNumber, callId, dialled) => place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx));
+    // Each group's calls are placed in list order before the next group is dialled, so the placer sees the list's order.
+    const started = performance.now();
+    await dialRun(deps, batch, ctx, async (contactNumber, callId, dialled, dialledAt) => {
+      // A call of the group whose time is up before it was placed (a run that outlasted its watchdog's due
+      // time: a stalled machine, a scaled clock) is its watchdog's to end with TIMEOUT, if it has not
+      // already: placing it now would only make a call whose result is ignored.
+      if (ctx.now() - dialledAt >= config.callTimeoutSeconds * 1000) {
+        deps.logger.warn('a dialled call timed out before it was placed; its watchdog ends it', { batchId: dialled.batchId, contactNumber });
+        return;
+      }
+      await place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx, performance.now() - started > PLACE_BUDGET_MS);
+    });
   });
 }
 
-async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, callId: string, batch: BatchRow) => Promise<void>): Promise<void> {
+async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, callId: string, batch: BatchRow, dialledAt: number) => Promise<void>): Promise<void> {
   const { store, jobs, config } = deps;
   const started = performance.now();
   const pages = new Map<number, ListPage>();
@@ -90,6 +109,8 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
   // Where the tenant has free slots, as this run last saw it: read once, kept up to date by its own dials
   // and by the shard a refused dial returns. The dial's condition, not this view, enforces the limit.
   let slots: SlotRow[] | undefined;
+  // After a group was refused for one of its contacts: dial one at a time until one commits or is skipped.
+  let single = false;
   for (let dials = 0; ; ) {
     if (batch.dialComplete || batch.dialPage >= batch.listPages) return;
     const now = ctx.now();
@@ -99,16 +120,14 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     if (watchdog && !covers(watchdog, batch.dialPage, batch.dialPos)) throw snooze({ delayMs: 0 }, `dialled ${dials} this run, as far as its watchdog covers; continuing`);
 
     const page = pages.get(batch.dialPage) ?? (await store.getListPage(batch.batchId, batch.round, batch.dialPage));
-    const contactNumber = page?.numbers[batch.dialPos];
-    if (!page || !contactNumber) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list entry at page ${batch.dialPage}, position ${batch.dialPos}`);
+    const first = page?.numbers[batch.dialPos];
+    if (!page || !first) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list entry at page ${batch.dialPage}, position ${batch.dialPos}`);
     pages.set(batch.dialPage, page);
-    const next = advance(batch, page.numbers.length);
 
     slots ??= await store.getSlots(batch.tenantId);
     if (slots.length === 0) throw new Error(`tenant ${batch.tenantId} has no slot shards: PUT /v1/tenants/${batch.tenantId} again to split its limit`);
     const slot = freestSlot(slots);
     if (!slot) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
-    const callId = callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots.length);
     const block: RunWatchdogArgs = watchdog ?? {
       batchId: batch.batchId,
       round: batch.round,
@@ -116,22 +135,46 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
       pos: batch.dialPos,
       count: Math.min(config.dialsPerRun, page.numbers.length - batch.dialPos),
     };
+    // The group: the next contacts of this page, as many as the group size, the run's budget, its
+    // watchdog's cover and the slot shard's free slots allow (one after a contact was found not dialable).
+    const size = Math.max(
+      1,
+      Math.min(single ? 1 : config.dialGroup, config.dialsPerRun - dials, block.pos + block.count - batch.dialPos, page.numbers.length - batch.dialPos, slot.limit - slot.active),
+    );
+    const group = page.numbers.slice(batch.dialPos, batch.dialPos + size).map((contactNumber) => ({
+      contactNumber,
+      callId: callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots!.length),
+    }));
+    const next = advance(batch, page.numbers.length, group.length);
     const watchdogId = jobIds.watchdog(block.batchId, block.round, block.page, block.pos);
     // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
     const created = watchdog ? undefined : jobs.prepare(watchdogKind, block, { id: watchdogId, at: now + config.callTimeoutSeconds * 1000 + DIAL_RUN_BUDGET_MS });
     const result = await store.transact([
-      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, slot: slot.shard, watchdogJobId: watchdogId, opensWatchdog: created !== undefined, now }),
+      ...store.dialItems({
+        batch,
+        contacts: group,
+        page: batch.dialPage,
+        pos: batch.dialPos,
+        next,
+        slot: slot.shard,
+        slotLimit: slot.limit,
+        watchdogJobId: watchdogId,
+        opensWatchdog: created !== undefined,
+        now,
+      }),
       ...(created ? [created.item] : []),
     ]);
     if (result.committed) {
-      slot.active++;
-      batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + 1 };
+      slot.active += group.length;
+      single = false;
+      batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + group.length };
       if (created) {
         watchdog = block;
         await jobs.afterCommit([created]);
       }
-      await onDialled(contactNumber, callId, batch);
-      dials++;
+      // Placed in list order, each once, after the commit (a crash in between leaves them to the watchdog).
+      for (const dialled of group) await onDialled(dialled.contactNumber, dialled.callId, batch, now);
+      dials += group.length;
       continue;
     }
     const verdict = judgeDialCancel(result);
@@ -158,13 +201,18 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
         throw new Error(`the dial cursor of batch ${batch.batchId} moved under this run`);
       }
       case 'contact_not_dialable': {
-        const skipped = await skip(deps, batch, contactNumber, next, now);
+        // Which contact of a group: dial them one by one until past it.
+        if (group.length > 1) {
+          single = true;
+          continue;
+        }
+        const skipped = await skip(deps, batch, first, next, now);
         if (!skipped) return;
         batch = skipped;
         continue;
       }
       case 'unexplained':
-        throw new Error(`dial of ${contactNumber} in batch ${batch.batchId} cancelled: ${describeRefusals(result)}`);
+        throw new Error(`dial of ${group.map((c) => c.contactNumber).join(', ')} in batch ${batch.batchId} cancelled: ${describeRefusals(result)}`);
       default:
         return verdict satisfies never;
     }
@@ -211,15 +259,19 @@ async function skip(deps: CallsDeps, batch: BatchRow, contactNumber: string, nex
  * Asks the placer for the call, once. A refusal completes the contact with INTERNAL_ERROR through the
  * completion path; if even that cannot be written now, the call's watchdog ends it later (TIMEOUT).
  */
-async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext): Promise<void> {
+async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext, outOfTime: boolean): Promise<void> {
   const { logger } = deps;
-  const placed = await placeCall(
-    placer.url,
-    { batchId: batch.batchId, contactNumber, round: batch.round, callId, callbackUrl: placer.callbackUrl },
-    { timeoutMs: deps.config.placerTimeoutMs, signal: ctx.signal },
-  );
-  if (placed.accepted) return;
-  logger.warn('the placer refused a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber, reason: placed.reason });
+  if (outOfTime) {
+    logger.warn('no time left in the dial run to place a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber });
+  } else {
+    const placed = await placeCall(
+      placer.url,
+      { batchId: batch.batchId, contactNumber, round: batch.round, callId, callbackUrl: placer.callbackUrl },
+      { timeoutMs: deps.config.placerTimeoutMs, signal: ctx.signal },
+    );
+    if (placed.accepted) return;
+    logger.warn('the placer refused a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber, reason: placed.reason });
+  }
   try {
     const outcome = await completeCall(deps, configOf(batch), {
       batchId: batch.batchId,

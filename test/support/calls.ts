@@ -31,6 +31,8 @@ export interface CallsFixtureOptions {
   script?: SimulatorOptions['script'];
   resultDelayMs?: SimulatorOptions['resultDelayMs'];
   callTimeoutSeconds?: number;
+  /** Contacts per dial transaction (default: the production group, `callsDefaults.dialGroup`). */
+  dialGroup?: number;
   /** How long the dialer waits for a free slot (default: the production 3 s). */
   noSlotSnoozeMs?: number;
   /** The outside world's clock, where it differs from job time (default: the ManualClock). */
@@ -82,6 +84,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
         webhookSecret: TEST_SECRET,
         callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
         ...(options.noSlotSnoozeMs ? { noSlotSnoozeMs: options.noSlotSnoozeMs } : {}),
+        ...(options.dialGroup ? { dialGroup: options.dialGroup } : {}),
       },
       mail: { config: mailConfig, transport: transportFor(mailConfig.transport, clients) },
     },
