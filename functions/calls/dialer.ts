@@ -109,8 +109,8 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
   // Where the tenant has free slots, as this run last saw it: read once, kept up to date by its own dials
   // and by the shard a refused dial returns. The dial's condition, not this view, enforces the limit.
   let slots: SlotRow[] | undefined;
-  // After a group was refused for one of its contacts: dial one at a time until one commits or is skipped.
-  let single = false;
+  // After a group was refused for one of its contacts: how many to dial one at a time (past that group).
+  let single = 0;
   for (let dials = 0; ; ) {
     if (batch.dialComplete || batch.dialPage >= batch.listPages) return;
     const now = ctx.now();
@@ -139,7 +139,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     // watchdog's cover and the slot shard's free slots allow (one after a contact was found not dialable).
     const size = Math.max(
       1,
-      Math.min(single ? 1 : config.dialGroup, config.dialsPerRun - dials, block.pos + block.count - batch.dialPos, page.numbers.length - batch.dialPos, slot.limit - slot.active),
+      Math.min(single > 0 ? 1 : config.dialGroup, config.dialsPerRun - dials, block.pos + block.count - batch.dialPos, page.numbers.length - batch.dialPos, slot.limit - slot.active),
     );
     const group = page.numbers.slice(batch.dialPos, batch.dialPos + size).map((contactNumber) => ({
       contactNumber,
@@ -166,7 +166,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     ]);
     if (result.committed) {
       slot.active += group.length;
-      single = false;
+      single = Math.max(0, single - 1);
       batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + group.length };
       if (created) {
         watchdog = block;
@@ -203,11 +203,12 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
       case 'contact_not_dialable': {
         // Which contact of a group: dial them one by one until past it.
         if (group.length > 1) {
-          single = true;
+          single = group.length;
           continue;
         }
         const skipped = await skip(deps, batch, first, next, now);
         if (!skipped) return;
+        single = Math.max(0, single - 1);
         batch = skipped;
         continue;
       }
