@@ -67,16 +67,17 @@ const advance = (batch: BatchRow, pageLength: number, by = 1) =>
 /**
  * calls.dial: dials one round of a batch, in list order (docs/calls.md, "The dialer").
  *
- * Each dial is ONE transaction — the contact becomes Calling (naming its run's watchdog), the tenant's
- * slot is taken (a conditional counter), the batch counts the call and moves its cursor; the run's first
- * dial also enqueues the run's watchdog, which covers the list positions the run may dial, and names it
- * open on the batch; a later dial of the run requires it still open (a watchdog closes itself when it runs,
- * so a run that outlasts its watchdog's due time dials on under a new one instead of under one that has
- * looked already) — and only then is the placer asked, once. A placer failure completes the contact with INTERNAL_ERROR through the
- * same path as a result. Outside the batch's calling window the job snoozes until it opens; with no free
- * slot it snoozes briefly; neither spends an attempt. A run dials at most `dialsPerRun` contacts (and
- * stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to continue at once: the cursor
- * on the batch says where.
+ * Each dial is ONE transaction over a group of up to `dialGroup` consecutive contacts — each contact
+ * becomes Calling (naming its run's watchdog), the tenant's slot shard gives a slot per call (a
+ * conditional counter), the batch counts the calls and moves its cursor past them; the run's first dial
+ * also enqueues the run's watchdog, which covers the list positions the run may dial, and names it open on
+ * the batch; a later dial of the run requires it still open (a watchdog closes itself when it runs, so a
+ * run that outlasts its watchdog's due time dials on under a new one instead of under one that has looked
+ * already) — and only then is the placer asked, once a call, in list order. A placer failure completes the
+ * contact with INTERNAL_ERROR through the same path as a result. Outside the batch's calling window the job
+ * snoozes until it opens; with no free slot it snoozes briefly; neither spends an attempt. A run dials at
+ * most `dialsPerRun` contacts (and stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to
+ * continue at once: the cursor on the batch says where.
  */
 export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; round: number }> {
   return handle(dialKind, async (args, ctx) => {
