@@ -18,7 +18,8 @@ export interface CallsConfig {
   dialsPerRun: number;
   /**
    * Contacts dialled in one transaction (a group): one write of the tenant's slot shard and of the batch row
-   * for the group, so the batch's partition takes a fraction of a write per dial (docs/calls.md).
+   * for the group, so the batch's partition takes a fraction of a write per dial (docs/calls.md). Small,
+   * because a group's calls are placed one after another after its commit: the last waits for the others.
    */
   dialGroup: number;
   /** How long the dialer waits when the tenant has no free slot. */
@@ -41,7 +42,7 @@ export const callsEnv = z.object({
 });
 
 /** Defaults for the tuning knobs that have no environment variable. */
-export const callsDefaults = { placerTimeoutMs: 10_000, dialsPerRun: 20, dialGroup: 10, noSlotSnoozeMs: 3_000 } as const;
+export const callsDefaults = { placerTimeoutMs: 10_000, dialsPerRun: 20, dialGroup: 5, noSlotSnoozeMs: 3_000 } as const;
 
 /** The calls configuration from the environment; `overrides` win (a secret read from Secrets Manager, the local simulator's URL). */
 export function callsConfigFromEnv(env: Record<string, string | undefined> = process.env, overrides: Partial<CallsConfig> = {}): CallsConfig {

@@ -1,5 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
+import { callsDefaults } from '../../functions/calls/config.ts';
 import { contactKey, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
@@ -22,14 +23,15 @@ async function handRun() {
 }
 
 describe('dialer: a group of contacts in one transaction', () => {
-  it('ARunOfTwentyContactsDialsThemInTwoTransactions_EachWritingTheSlotShardAndTheBatchRowOnce_InListOrder', async () => {
+  it('ARunOfTwentyContactsDialsThemInFourTransactions_EachWritingTheSlotShardAndTheBatchRowOnce_InListOrder', async () => {
     const { fx, run } = await handRun();
     const contacts = numbers(20);
     const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 100 });
     fx.counter.reset();
     expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
-    // Two groups of ten (callsDefaults.dialGroup): one transaction each, the run's watchdog in the first.
-    expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(2);
+    // Four groups of five (callsDefaults.dialGroup): one transaction each, the run's watchdog in the first.
+    expect(callsDefaults.dialGroup).toBe(5);
+    expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(4);
     expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts);
     const batch = (await fx.store.getBatch(batchId))!;
     expect(batch).toMatchObject({ nCalling: 20, nQueued: 0, dialComplete: true });
