@@ -159,4 +159,27 @@ describe('watchdog: one per dial run, ending only its own lost calls', () => {
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { TIMEOUT: 3 } } });
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
   });
+
+  it('AWatchdogEndingTheRoundsLastCalls_PlansTheLastOneAsTheLastCall_NoTransactionCancelled', async () => {
+    // Every result is lost: the run's watchdog ends all three calls, the third the round's last.
+    const fx = await callsFixture({ script: () => 'lostWebhook', callTimeoutSeconds: 600, workers: false });
+    fixtures.push(fx);
+    const run = async (id: string) => {
+      const job = await fx.jobs.store.mustGet(id);
+      fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
+      return (await fx.execute({ jobId: id, seq: job.seq })).result;
+    };
+    const contacts = numbers(3);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1 });
+    expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
+    await fx.simulator.idle();
+    fx.counter.reset();
+    expect(await run(jobIds.watchdog(batchId, 1, 0, 0))).toBe('completed');
+    // Three completions, three transactions: the last one enqueued the finaliser at its first try.
+    expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(3);
+    expect(await fx.store.getBatch(batchId)).toMatchObject({ nCalling: 0, byCode: { TIMEOUT: 3 } });
+    expect(await run(jobIds.finalise(batchId, 1))).toBe('completed');
+    expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { TIMEOUT: 3 } } });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
+  });
 });
