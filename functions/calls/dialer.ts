@@ -18,13 +18,6 @@ import { nextWindowOpening } from './window.ts';
 /** A run stops starting dials after this much real time, so it ends well inside its job timeout. */
 export const DIAL_RUN_BUDGET_MS = 20_000;
 
-/**
- * A run asks the placer for no call after this much real time: the calls of a group it dialled but has no
- * time left to place (a placer answering slowly, up to its 10 s timeout per call) complete with
- * INTERNAL_ERROR at once, so the run ends inside its 50 s job timeout (kinds.ts).
- */
-export const PLACE_BUDGET_MS = 35_000;
-
 /** How long the dialer waits when another transaction held the tenant or the batch. */
 export const CONTENTION_SNOOZE_MS = 1_000;
 
@@ -95,7 +88,7 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
         deps.logger.warn('a dialled call timed out before it was placed; its watchdog ends it', { batchId: dialled.batchId, contactNumber });
         return;
       }
-      await place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx, performance.now() - started > PLACE_BUDGET_MS);
+      await place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx, performance.now() - started > config.placeBudgetMs);
     });
   });
 }

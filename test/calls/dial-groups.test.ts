@@ -2,7 +2,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callsDefaults } from '../../functions/calls/config.ts';
 import { contactKey, jobIds } from '../../functions/calls/model.ts';
-import { callsFixture, numbers } from '../support/calls.ts';
+import { callsFixture, numbers, placerGate } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
 const fixtures: CallsFixture[] = [];
@@ -74,5 +74,30 @@ describe('dialer: a group of contacts in one transaction', () => {
     expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts.slice(0, 4));
     expect(await fx.store.getTenant('acme')).toMatchObject({ active: 4 });
     expect(await fx.store.getBatch(batchId)).toMatchObject({ nCalling: 4, dialPos: 4 });
+  });
+
+  it('ARunOutOfTimeToPlaceItsGroupsCalls_CompletesTheRestWithInternalErrorWithoutAskingThePlacer', async () => {
+    // The placer holds the group's first call past the run's placing budget (300 ms real here).
+    const gate = await placerGate();
+    const fx = await callsFixture({ script: () => 'completed', placerUrl: gate.placerUrl, placeBudgetMs: 300 });
+    fixtures.push(fx);
+    try {
+      const contacts = numbers(3);
+      const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1 });
+      const first = await gate.next();
+      expect(first.contactNumber).toBe(contacts[0]);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      first.release();
+      await fx.settle();
+      expect(gate.pending()).toBe(0);
+      expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual([contacts[0]]);
+      const states = await fx.store.getContacts(batchId, contacts);
+      expect(states.get(contacts[0]!)).toMatchObject({ status: 'Completed', code: 'COMPLETED', source: 'webhook' });
+      for (const n of contacts.slice(1)) expect(states.get(n)).toMatchObject({ status: 'Completed', code: 'INTERNAL_ERROR', source: 'placer', attempts: 1 });
+      expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { COMPLETED: 1, INTERNAL_ERROR: 2 } } });
+      expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
+    } finally {
+      await gate.close();
+    }
   });
 });
