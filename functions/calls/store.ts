@@ -110,9 +110,9 @@ export const dialContactItemName = (index: number): string => (index === 0 ? 'co
 /**
  * The calls store: every write is a named conditional item for a TransactWriteItems, so a contact's
  * change, the tenant's slot, the batch's counters and the jobs and events they imply commit together.
- * Items are named `contact`, `tenant` and `batch` (a dial group's further contacts: `contact 1`…; a finaliser step's:
- * `contact <number>`); a refused
- * condition returns the item as stored, so a caller decides from the outcome without a read.
+ * Items are named `contact`, `tenant` and `batch` (a dial group's further contacts: `contact 1`…; a
+ * finaliser step's: `contact <number>`); a refused condition returns the item as stored, so a caller
+ * decides from the outcome without a read.
  */
 export class CallsStore {
   readonly tableName: string;
