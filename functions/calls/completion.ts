@@ -58,6 +58,11 @@ export interface CompletionRequest {
   classification: Classification;
   source: CompletionSource;
   report?: CompletionWrite['report'];
+  /**
+   * The caller read that this call is the round's last in progress (a watchdog, from the batch it read):
+   * the first transaction is the last-call variant. A wrong hint is refused and replanned like any plan.
+   */
+  last?: boolean;
 }
 
 /** What one attempt writes: which round, and whether it is the round's last call. */
@@ -112,7 +117,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
   const { store, jobs, clock, logger } = deps;
   const now = clock.now();
   const { code, retryable } = request.classification;
-  let plan: CompletionPlan = { round: request.round ?? batch.round, last: false };
+  let plan: CompletionPlan = { round: request.round ?? batch.round, last: request.last === true };
 
   for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
     const event = deps.ports.events.prepare(

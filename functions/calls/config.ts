@@ -16,6 +16,18 @@ export interface CallsConfig {
   placerTimeoutMs: number;
   /** Dials per run of the dialer: a run must end well inside its job timeout, so it dials a bounded number and continues in the next. */
   dialsPerRun: number;
+  /**
+   * Contacts dialled in one transaction (a group): one write of the tenant's slot shard and of the batch row
+   * for the group, so the batch's partition takes a fraction of a write per dial (docs/calls.md). Small,
+   * because a group's calls are placed one after another after its commit: the last waits for the others.
+   */
+  dialGroup: number;
+  /**
+   * A dial run asks the placer for no call after this much real time: the calls of a group it dialled but
+   * has no time left to place complete with INTERNAL_ERROR at once, so the run ends inside its 50 s job
+   * timeout (kinds.ts) however slowly the placer answers.
+   */
+  placeBudgetMs: number;
   /** How long the dialer waits when the tenant has no free slot. */
   noSlotSnoozeMs: number;
 }
@@ -36,7 +48,7 @@ export const callsEnv = z.object({
 });
 
 /** Defaults for the tuning knobs that have no environment variable. */
-export const callsDefaults = { placerTimeoutMs: 10_000, dialsPerRun: 20, noSlotSnoozeMs: 3_000 } as const;
+export const callsDefaults = { placerTimeoutMs: 10_000, dialsPerRun: 20, dialGroup: 5, placeBudgetMs: 35_000, noSlotSnoozeMs: 3_000 } as const;
 
 /** The calls configuration from the environment; `overrides` win (a secret read from Secrets Manager, the local simulator's URL). */
 export function callsConfigFromEnv(env: Record<string, string | undefined> = process.env, overrides: Partial<CallsConfig> = {}): CallsConfig {

@@ -33,11 +33,13 @@ export type DialVerdict = 'contention' | 'batch_changed' | 'no_slot' | 'contact_
 /** Reads a cancelled dial's reasons. Pure. */
 export function judgeDialCancel(cancelled: TransactCancelled): DialVerdict {
   if (cancelled.contention) return 'contention';
-  const { contact, tenant, batch } = cancelled.refused;
+  const { tenant, batch } = cancelled.refused;
   // A batch that changed (deleted, cursor moved) makes the rest moot.
   if (batch?.code === 'ConditionalCheckFailed') return 'batch_changed';
   if (tenant?.code === 'ConditionalCheckFailed') return tenant.item ? 'no_slot' : 'unexplained';
-  if (contact?.code === 'ConditionalCheckFailed') return 'contact_not_dialable';
+  // Any contact of the group (`contact`, `contact 1`, …: store.ts dialContactItemName).
+  const contactRefused = Object.entries(cancelled.refused).some(([name, r]) => (name === 'contact' || name.startsWith('contact ')) && r.code === 'ConditionalCheckFailed');
+  if (contactRefused) return 'contact_not_dialable';
   return 'unexplained';
 }
 
@@ -51,23 +53,24 @@ const configOf = (batch: BatchRow): BatchConfig => ({
   round: batch.round,
 });
 
-/** The cursor's next position in a round's list. */
-const advance = (batch: BatchRow, pageLength: number) =>
-  batch.dialPos + 1 < pageLength ? { page: batch.dialPage, pos: batch.dialPos + 1 } : { page: batch.dialPage + 1, pos: 0 };
+/** The cursor's position `by` contacts on in a round's list (a group never crosses a page). */
+const advance = (batch: BatchRow, pageLength: number, by = 1) =>
+  batch.dialPos + by < pageLength ? { page: batch.dialPage, pos: batch.dialPos + by } : { page: batch.dialPage + 1, pos: 0 };
 
 /**
  * calls.dial: dials one round of a batch, in list order (docs/calls.md, "The dialer").
  *
- * Each dial is ONE transaction — the contact becomes Calling (naming its run's watchdog), the tenant's
- * slot is taken (a conditional counter), the batch counts the call and moves its cursor; the run's first
- * dial also enqueues the run's watchdog, which covers the list positions the run may dial, and names it
- * open on the batch; a later dial of the run requires it still open (a watchdog closes itself when it runs,
- * so a run that outlasts its watchdog's due time dials on under a new one instead of under one that has
- * looked already) — and only then is the placer asked, once. A placer failure completes the contact with INTERNAL_ERROR through the
- * same path as a result. Outside the batch's calling window the job snoozes until it opens; with no free
- * slot it snoozes briefly; neither spends an attempt. A run dials at most `dialsPerRun` contacts (and
- * stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to continue at once: the cursor
- * on the batch says where.
+ * Each dial is ONE transaction over a group of up to `dialGroup` consecutive contacts — each contact
+ * becomes Calling (naming its run's watchdog), the tenant's slot shard gives a slot per call (a
+ * conditional counter), the batch counts the calls and moves its cursor past them; the run's first dial
+ * also enqueues the run's watchdog, which covers the list positions the run may dial, and names it open on
+ * the batch; a later dial of the run requires it still open (a watchdog closes itself when it runs, so a
+ * run that outlasts its watchdog's due time dials on under a new one instead of under one that has looked
+ * already) — and only then is the placer asked, once a call, in list order. A placer failure completes the
+ * contact with INTERNAL_ERROR through the same path as a result. Outside the batch's calling window the job
+ * snoozes until it opens; with no free slot it snoozes briefly; neither spends an attempt. A run dials at
+ * most `dialsPerRun` contacts (and stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to
+ * continue at once: the cursor on the batch says where.
  */
 export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; round: number }> {
   return handle(dialKind, async (args, ctx) => {
@@ -75,12 +78,22 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
     if (!config.placerUrl || !config.callbackUrl) throw new Error('calls.dial needs CALL_PLACER_URL and CALL_WEBHOOK_URL');
     const batch = await deps.store.getBatch(args.batchId);
     if (!isDialling(batch, args.round)) return;
-    // Each call is placed before the next contact is dialled, so the placer sees the list's order.
-    await dialRun(deps, batch, ctx, (contactNumber, callId, dialled) => place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx));
+    // Each group's calls are placed in list order before the next group is dialled, so the placer sees the list's order.
+    const started = performance.now();
+    await dialRun(deps, batch, ctx, async (contactNumber, callId, dialled, dialledAt) => {
+      // A call of the group whose time is up before it was placed (a run that outlasted its watchdog's due
+      // time: a stalled machine, a scaled clock) is its watchdog's to end with TIMEOUT, if it has not
+      // already: placing it now would only make a call whose result is ignored.
+      if (ctx.now() - dialledAt >= config.callTimeoutSeconds * 1000) {
+        deps.logger.warn('a dialled call timed out before it was placed; its watchdog ends it', { batchId: dialled.batchId, contactNumber });
+        return;
+      }
+      await place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx, performance.now() - started > config.placeBudgetMs);
+    });
   });
 }
 
-async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, callId: string, batch: BatchRow) => Promise<void>): Promise<void> {
+async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, callId: string, batch: BatchRow, dialledAt: number) => Promise<void>): Promise<void> {
   const { store, jobs, config } = deps;
   const started = performance.now();
   const pages = new Map<number, ListPage>();
@@ -90,6 +103,8 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
   // Where the tenant has free slots, as this run last saw it: read once, kept up to date by its own dials
   // and by the shard a refused dial returns. The dial's condition, not this view, enforces the limit.
   let slots: SlotRow[] | undefined;
+  // After a group was refused for one of its contacts: how many to dial one at a time (past that group).
+  let single = 0;
   for (let dials = 0; ; ) {
     if (batch.dialComplete || batch.dialPage >= batch.listPages) return;
     const now = ctx.now();
@@ -99,16 +114,14 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     if (watchdog && !covers(watchdog, batch.dialPage, batch.dialPos)) throw snooze({ delayMs: 0 }, `dialled ${dials} this run, as far as its watchdog covers; continuing`);
 
     const page = pages.get(batch.dialPage) ?? (await store.getListPage(batch.batchId, batch.round, batch.dialPage));
-    const contactNumber = page?.numbers[batch.dialPos];
-    if (!page || !contactNumber) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list entry at page ${batch.dialPage}, position ${batch.dialPos}`);
+    const first = page?.numbers[batch.dialPos];
+    if (!page || !first) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list entry at page ${batch.dialPage}, position ${batch.dialPos}`);
     pages.set(batch.dialPage, page);
-    const next = advance(batch, page.numbers.length);
 
     slots ??= await store.getSlots(batch.tenantId);
     if (slots.length === 0) throw new Error(`tenant ${batch.tenantId} has no slot shards: PUT /v1/tenants/${batch.tenantId} again to split its limit`);
     const slot = freestSlot(slots);
     if (!slot) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
-    const callId = callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots.length);
     const block: RunWatchdogArgs = watchdog ?? {
       batchId: batch.batchId,
       round: batch.round,
@@ -116,22 +129,46 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
       pos: batch.dialPos,
       count: Math.min(config.dialsPerRun, page.numbers.length - batch.dialPos),
     };
+    // The group: the next contacts of this page, as many as the group size, the run's budget, its
+    // watchdog's cover and the slot shard's free slots allow (one after a contact was found not dialable).
+    const size = Math.max(
+      1,
+      Math.min(single > 0 ? 1 : config.dialGroup, config.dialsPerRun - dials, block.pos + block.count - batch.dialPos, page.numbers.length - batch.dialPos, slot.limit - slot.active),
+    );
+    const group = page.numbers.slice(batch.dialPos, batch.dialPos + size).map((contactNumber) => ({
+      contactNumber,
+      callId: callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots!.length),
+    }));
+    const next = advance(batch, page.numbers.length, group.length);
     const watchdogId = jobIds.watchdog(block.batchId, block.round, block.page, block.pos);
     // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
     const created = watchdog ? undefined : jobs.prepare(watchdogKind, block, { id: watchdogId, at: now + config.callTimeoutSeconds * 1000 + DIAL_RUN_BUDGET_MS });
     const result = await store.transact([
-      ...store.dialItems({ batch, contactNumber, page: batch.dialPage, pos: batch.dialPos, next, callId, slot: slot.shard, watchdogJobId: watchdogId, opensWatchdog: created !== undefined, now }),
+      ...store.dialItems({
+        batch,
+        contacts: group,
+        page: batch.dialPage,
+        pos: batch.dialPos,
+        next,
+        slot: slot.shard,
+        slotLimit: slot.limit,
+        watchdogJobId: watchdogId,
+        opensWatchdog: created !== undefined,
+        now,
+      }),
       ...(created ? [created.item] : []),
     ]);
     if (result.committed) {
-      slot.active++;
-      batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + 1 };
+      slot.active += group.length;
+      single = Math.max(0, single - 1);
+      batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + group.length };
       if (created) {
         watchdog = block;
         await jobs.afterCommit([created]);
       }
-      await onDialled(contactNumber, callId, batch);
-      dials++;
+      // Placed in list order, each once, after the commit (a crash in between leaves them to the watchdog).
+      for (const dialled of group) await onDialled(dialled.contactNumber, dialled.callId, batch, now);
+      dials += group.length;
       continue;
     }
     const verdict = judgeDialCancel(result);
@@ -158,13 +195,19 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
         throw new Error(`the dial cursor of batch ${batch.batchId} moved under this run`);
       }
       case 'contact_not_dialable': {
-        const skipped = await skip(deps, batch, contactNumber, next, now);
+        // Which contact of a group: dial them one by one until past it.
+        if (group.length > 1) {
+          single = group.length;
+          continue;
+        }
+        const skipped = await skip(deps, batch, first, next, now);
         if (!skipped) return;
+        single = Math.max(0, single - 1);
         batch = skipped;
         continue;
       }
       case 'unexplained':
-        throw new Error(`dial of ${contactNumber} in batch ${batch.batchId} cancelled: ${describeRefusals(result)}`);
+        throw new Error(`dial of ${group.map((c) => c.contactNumber).join(', ')} in batch ${batch.batchId} cancelled: ${describeRefusals(result)}`);
       default:
         return verdict satisfies never;
     }
@@ -211,15 +254,19 @@ async function skip(deps: CallsDeps, batch: BatchRow, contactNumber: string, nex
  * Asks the placer for the call, once. A refusal completes the contact with INTERNAL_ERROR through the
  * completion path; if even that cannot be written now, the call's watchdog ends it later (TIMEOUT).
  */
-async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext): Promise<void> {
+async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext, outOfTime: boolean): Promise<void> {
   const { logger } = deps;
-  const placed = await placeCall(
-    placer.url,
-    { batchId: batch.batchId, contactNumber, round: batch.round, callId, callbackUrl: placer.callbackUrl },
-    { timeoutMs: deps.config.placerTimeoutMs, signal: ctx.signal },
-  );
-  if (placed.accepted) return;
-  logger.warn('the placer refused a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber, reason: placed.reason });
+  if (outOfTime) {
+    logger.warn('no time left in the dial run to place a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber });
+  } else {
+    const placed = await placeCall(
+      placer.url,
+      { batchId: batch.batchId, contactNumber, round: batch.round, callId, callbackUrl: placer.callbackUrl },
+      { timeoutMs: deps.config.placerTimeoutMs, signal: ctx.signal },
+    );
+    if (placed.accepted) return;
+    logger.warn('the placer refused a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber, reason: placed.reason });
+  }
   try {
     const outcome = await completeCall(deps, configOf(batch), {
       batchId: batch.batchId,

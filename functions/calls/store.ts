@@ -78,28 +78,41 @@ export interface CompletionWrite {
   now: number;
 }
 
-/** A dial: which contact, where the cursor was, where it goes. */
+/** One contact of a dial: its number and the call placed for it. */
+export interface DialContact {
+  contactNumber: string;
+  /** The call this dial places (`callIdFor` in model.ts, with the slot shard it holds: `callWithSlot`). */
+  callId: string;
+}
+
+/**
+ * A dial of one or more consecutive contacts of one list page (a group): which, where the cursor was,
+ * where it goes (past the group's last).
+ */
 export interface DialWrite {
   batch: BatchRow;
-  contactNumber: string;
+  contacts: readonly DialContact[];
   page: number;
   pos: number;
   next: { page: number; pos: number };
-  /** The call this dial places (`callIdFor` in model.ts, with the slot shard it holds: `callWithSlot`). */
-  callId: string;
-  /** The tenant's slot shard the call takes its slot from. */
+  /** The tenant's slot shard the group's calls take their slots from, and its limit as read (a group of more than one needs it). */
   slot: number;
+  slotLimit: number;
   watchdogJobId: string;
   /** Whether this dial creates its run's watchdog (the run's first dial) or dials under the one it created. */
   opensWatchdog: boolean;
   now: number;
 }
 
+/** The name of a group's contact item in a dial transaction (the first is `contact`, the rest `contact <n>`). */
+export const dialContactItemName = (index: number): string => (index === 0 ? 'contact' : `contact ${index}`);
+
 /**
  * The calls store: every write is a named conditional item for a TransactWriteItems, so a contact's
  * change, the tenant's slot, the batch's counters and the jobs and events they imply commit together.
- * Items are named `contact`, `tenant` and `batch` (several contacts: `contact <number>`); a refused
- * condition returns the item as stored, so a caller decides from the outcome without a read.
+ * Items are named `contact`, `tenant` and `batch` (a dial group's further contacts: `contact 1`…; a
+ * finaliser step's: `contact <number>`); a refused condition returns the item as stored, so a caller
+ * decides from the outcome without a read.
  */
 export class CallsStore {
   readonly tableName: string;
@@ -326,31 +339,43 @@ export class CallsStore {
   // ─── dialling ───────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * One dial, items [contact, tenant, batch]: the contact becomes Calling in this round, the tenant's
-   * slot is taken (only if one is free), the batch counts the call and moves its cursor (only if nobody
-   * moved it). The caller adds the watchdog job.
+   * One dial of a group of k contacts, items [contact, contact 1…k−1, tenant, batch]: each contact becomes
+   * Calling in this round, the tenant's slot shard gives k slots (only if it has k free), the batch counts
+   * the k calls and moves its cursor past them (only if nobody moved it). One write of the slot shard and
+   * of the batch row for k calls: what keeps the batch's partition below its write limit (docs/calls.md).
+   * The caller adds the watchdog job.
    */
   dialItems(d: DialWrite): TransactItem[] {
     const { batch, now } = d;
     const round = batch.round;
-    const contact = new Expression();
-    contact
-      .when(is.dialableIn(contact, round))
-      .increment('attempts', 1, 0)
-      .set('batchId', batch.batchId)
-      .set('contactNumber', d.contactNumber)
-      .set('status', ContactStatus.Calling)
-      .set('round', round)
-      .set('callId', d.callId)
-      .set('watchdogJobId', d.watchdogJobId)
-      .set('dialledAt', iso(now))
-      .set('updatedAt', iso(now))
-      .set('expiresAt', callsExpiry(now))
-      .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
+    const k = d.contacts.length;
+    if (k === 0) throw new Error('a dial needs at least one contact');
+    const contacts = d.contacts.map((c, i) => {
+      const contact = new Expression();
+      contact
+        .when(is.dialableIn(contact, round))
+        .increment('attempts', 1, 0)
+        .set('batchId', batch.batchId)
+        .set('contactNumber', c.contactNumber)
+        .set('status', ContactStatus.Calling)
+        .set('round', round)
+        .set('callId', c.callId)
+        .set('watchdogJobId', d.watchdogJobId)
+        .set('dialledAt', iso(now))
+        .set('updatedAt', iso(now))
+        .set('expiresAt', callsExpiry(now))
+        .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
+      return this.update(dialContactItemName(i), contactKey(batch.batchId, c.contactNumber), contact);
+    });
 
-    // The slot, from one shard of the tenant's limit (named `tenant`: a refusal there means no free slot).
+    // The slots, from one shard of the tenant's limit (named `tenant`: a refusal there means not enough free
+    // slots). One slot: `active < limit`. k slots: the limit as read, and `active ≤ limit − k` (a condition
+    // cannot add), so the shard never holds more than its limit.
     const tenant = new Expression();
-    tenant.when(is.exists(tenant)).when(is.slotFree(tenant)).increment('active', 1);
+    tenant.when(is.exists(tenant));
+    if (k === 1) tenant.when(is.slotFree(tenant));
+    else tenant.when(tenant.eq('limit', d.slotLimit)).when(tenant.le('active', d.slotLimit - k));
+    tenant.increment('active', k);
 
     const from = round === 1 ? ContactStatus.Queued : ContactStatus.RetryEligible;
     const b = new Expression();
@@ -360,19 +385,15 @@ export class CallsStore {
       .set('dialPage', d.next.page)
       .set('dialPos', d.next.pos)
       .set('dialComplete', d.next.page >= batch.listPages)
-      .increment(countAttribute(ContactStatus.Calling), 1)
-      .increment(countAttribute(from), -1)
-      .increment(slotCount(d.slot), 1, 0)
+      .increment(countAttribute(ContactStatus.Calling), k)
+      .increment(countAttribute(from), -k)
+      .increment(slotCount(d.slot), k, 0)
       .set('updatedAt', iso(now));
     // The run's first dial opens its watchdog; a later one dials under it only while it is still open (its
     // watchdog has not run yet: see closeWatchdogItem).
     if (d.opensWatchdog) b.set('openWatchdog', d.watchdogJobId);
     else b.when(b.eq('openWatchdog', d.watchdogJobId));
-    return [
-      this.update('contact', contactKey(batch.batchId, d.contactNumber), contact),
-      this.update('tenant', slotKey(batch.tenantId, d.slot), tenant),
-      this.update('batch', batchKey(batch.batchId), b),
-    ];
+    return [...contacts, this.update('tenant', slotKey(batch.tenantId, d.slot), tenant), this.update('batch', batchKey(batch.batchId), b)];
   }
 
   /**

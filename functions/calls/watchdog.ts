@@ -34,7 +34,13 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
     const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
     // First close this watchdog to its run, if the run may still dial under it: only then are the contacts
     // read below every call that will ever name it (a run that outlasts this due time dials on under a new one).
-    if ((await closeToItsRun(deps, args, id)) === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
+    const closed = await closeToItsRun(deps, args, id);
+    if (closed.state === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
+    // Calls in progress in the round as read before the contacts: once fully dialled, it only goes down.
+    // While it says the call being ended is the round's last, its completion is planned as the last call at
+    // once (a refusal replans as ever), sparing the cancelled transaction of "not the last call" first.
+    const stored = closed.batch;
+    let callingAtMost = stored && stored.status === BatchStatus.InProgress && stored.round === args.round && stored.dialComplete ? stored.nCalling : undefined;
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
     const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
@@ -52,8 +58,9 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
         wakeAt = Math.max(wakeAt ?? 0, due);
         continue;
       }
-      const outcome = await timeOut(deps, batch, { contactNumber, round: args.round, callId }, ctx);
+      const outcome = await timeOut(deps, batch, { contactNumber, round: args.round, callId, last: callingAtMost === 1 }, ctx);
       if (outcome === 'contention') contended = true;
+      if (outcome === 'done' && callingAtMost !== undefined) callingAtMost--;
     }
     if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
     if (wakeAt !== undefined) throw snooze({ until: wakeAt }, 'calls of this run not yet timed out');
@@ -66,14 +73,14 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | C
  * the cursor, which only moves on), one conditional write removes it. `contention` when another
  * transaction held the batch (the caller snoozes and looks again).
  */
-async function closeToItsRun(deps: CallsDeps, args: RunWatchdogArgs, id: string): Promise<'closed' | 'contention'> {
+async function closeToItsRun(deps: CallsDeps, args: RunWatchdogArgs, id: string): Promise<{ state: 'closed' | 'contention'; batch: BatchRow | undefined }> {
   const stored = await deps.store.getBatch(args.batchId);
-  if (stored?.openWatchdog !== id || !cursorMayReach(stored, args)) return 'closed';
+  if (stored?.openWatchdog !== id || !cursorMayReach(stored, args)) return { state: 'closed', batch: stored };
   const result = await deps.store.transact([deps.store.closeWatchdogItem(args.batchId, id)]);
-  if (result.committed) return 'closed';
-  if (result.contention) return 'contention';
+  if (result.committed) return { state: 'closed', batch: stored };
+  if (result.contention) return { state: 'contention', batch: undefined };
   // Refused: the batch names another watchdog now (a later run opened its own), or is gone. Either way closed.
-  return 'closed';
+  return { state: 'closed', batch: undefined };
 }
 
 /** Whether the batch may still dial, in the watchdog's round, a list position the watchdog covers. */
@@ -85,12 +92,18 @@ const cursorMayReach = (batch: BatchRow, block: RunWatchdogArgs): boolean =>
   batch.dialPos < block.pos + block.count;
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
-async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; round: number; callId: string | undefined }, ctx: JobContext): Promise<'done' | 'contention'> {
+async function timeOut(
+  deps: CallsDeps,
+  batch: BatchConfig,
+  call: { contactNumber: string; round: number; callId: string | undefined; last?: boolean },
+  ctx: JobContext,
+): Promise<'done' | 'contention'> {
   const outcome = await completeCall(deps, batch, {
     batchId: batch.batchId,
     contactNumber: call.contactNumber,
     round: call.round,
     callId: call.callId,
+    ...(call.last ? { last: true } : {}),
     classification: { code: CallCode.timeout, retryable: isRetryableCode(CallCode.timeout) },
     source: 'watchdog',
   });

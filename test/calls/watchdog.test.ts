@@ -97,11 +97,11 @@ describe('watchdog: one per dial run, ending only its own lost calls', () => {
 
   it('ARunStillDiallingWhenItsWatchdogIsDue_DialsOnUnderANewWatchdog_SoACallPlacedAfterTheFirstLookedIsTimedOutToo', async () => {
     // Every result is lost: only watchdogs end these calls. The placer holds the second call, so the run is
-    // still going (it has the third contact to dial) when its watchdog's due time comes.
+    // still going (it has the third contact to dial: one contact a dial) when its watchdog's due time comes.
     const contacts = numbers(3);
     const gate = await placerGate();
     gates.push(gate);
-    const fx = await callsFixture({ script: () => 'lostWebhook', callTimeoutSeconds: 600, placerUrl: gate.placerUrl });
+    const fx = await callsFixture({ script: () => 'lostWebhook', callTimeoutSeconds: 600, placerUrl: gate.placerUrl, dialGroup: 1 });
     fixtures.push(fx);
     const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 10 });
     (await gate.next()).release();
@@ -126,6 +126,59 @@ describe('watchdog: one per dial run, ending only its own lost calls', () => {
     // The call placed after the first watchdog had looked names a watchdog that had not: it still ends.
     expect(c).toMatchObject({ status: 'Completed', code: 'TIMEOUT', source: 'watchdog', watchdogJobId: jobIds.watchdog(batchId, 1, 0, 2) });
     expect(Date.parse(c!.completedAt!) - Date.parse(c!.dialledAt!)).toBeGreaterThanOrEqual(600_000);
+    expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { TIMEOUT: 3 } } });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
+  });
+
+  it('AGroupDialledTogether_WhoseWatchdogEndedACallBeforeItWasPlaced_NeverPlacesThatCall_AndEachCallEndsOnce', async () => {
+    // One transaction dials all three contacts (a group); the placer holds the second call while the
+    // watchdog's due time comes. The third call was dialled with the group, so the watchdog ends it with
+    // TIMEOUT before it was placed; the run, released, does not place it (its result would be ignored).
+    const contacts = numbers(3);
+    const gate = await placerGate();
+    gates.push(gate);
+    const fx = await callsFixture({ script: () => 'lostWebhook', callTimeoutSeconds: 600, placerUrl: gate.placerUrl, dialGroup: 10 });
+    fixtures.push(fx);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 10 });
+    (await gate.next()).release();
+    const second = await gate.next();
+    expect(second.contactNumber).toBe(contacts[1]);
+    // The group's three contacts were all Calling before the second call was placed.
+    expect((await fx.store.getContact(batchId, contacts[2]!))?.status).toBe('Calling');
+
+    const first = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, 1, 0, 0));
+    fx.clock.set(Date.parse(first.scheduledAt));
+    await vi.waitFor(async () => expect((await fx.jobs.store.mustGet(first.id)).state).toBe('completed'), { timeout: 20_000, interval: 50 });
+    second.release();
+    await fx.settle();
+
+    expect(gate.pending()).toBe(0);
+    const ended = await Promise.all(contacts.map((n) => fx.store.getContact(batchId, n)));
+    for (const contact of ended) expect(contact).toMatchObject({ status: 'Completed', code: 'TIMEOUT', source: 'watchdog', watchdogJobId: first.id, attempts: 1 });
+    expect((await watchdogsOf(fx)).map((j) => j.id)).toEqual([first.id]);
+    expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { TIMEOUT: 3 } } });
+    expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
+  });
+
+  it('AWatchdogEndingTheRoundsLastCalls_PlansTheLastOneAsTheLastCall_NoTransactionCancelled', async () => {
+    // Every result is lost: the run's watchdog ends all three calls, the third the round's last.
+    const fx = await callsFixture({ script: () => 'lostWebhook', callTimeoutSeconds: 600, workers: false });
+    fixtures.push(fx);
+    const run = async (id: string) => {
+      const job = await fx.jobs.store.mustGet(id);
+      fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
+      return (await fx.execute({ jobId: id, seq: job.seq })).result;
+    };
+    const contacts = numbers(3);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1 });
+    expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
+    await fx.simulator.idle();
+    fx.counter.reset();
+    expect(await run(jobIds.watchdog(batchId, 1, 0, 0))).toBe('completed');
+    // Three completions, three transactions: the last one enqueued the finaliser at its first try.
+    expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(3);
+    expect(await fx.store.getBatch(batchId)).toMatchObject({ nCalling: 0, byCode: { TIMEOUT: 3 } });
+    expect(await run(jobIds.finalise(batchId, 1))).toBe('completed');
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { TIMEOUT: 3 } } });
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
   });

@@ -31,6 +31,10 @@ export interface CallsFixtureOptions {
   script?: SimulatorOptions['script'];
   resultDelayMs?: SimulatorOptions['resultDelayMs'];
   callTimeoutSeconds?: number;
+  /** Contacts per dial transaction (default: the production group, `callsDefaults.dialGroup`). */
+  dialGroup?: number;
+  /** Real time after which a dial run places no call (default: the production 35 s). */
+  placeBudgetMs?: number;
   /** How long the dialer waits for a free slot (default: the production 3 s). */
   noSlotSnoozeMs?: number;
   /** The outside world's clock, where it differs from job time (default: the ManualClock). */
@@ -82,6 +86,8 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
         webhookSecret: TEST_SECRET,
         callTimeoutSeconds: options.callTimeoutSeconds ?? 600,
         ...(options.noSlotSnoozeMs ? { noSlotSnoozeMs: options.noSlotSnoozeMs } : {}),
+        ...(options.dialGroup ? { dialGroup: options.dialGroup } : {}),
+        ...(options.placeBudgetMs !== undefined ? { placeBudgetMs: options.placeBudgetMs } : {}),
       },
       mail: { config: mailConfig, transport: transportFor(mailConfig.transport, clients) },
     },

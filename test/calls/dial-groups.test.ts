@@ -1,0 +1,103 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { callsDefaults } from '../../functions/calls/config.ts';
+import { contactKey, jobIds } from '../../functions/calls/model.ts';
+import { callsFixture, numbers, placerGate } from '../support/calls.ts';
+import type { CallsFixture } from '../support/calls.ts';
+
+const fixtures: CallsFixture[] = [];
+afterEach(async () => {
+  await Promise.all(fixtures.splice(0).map((fx) => fx.stop()));
+});
+
+/** A fixture whose jobs run by hand (no worker), results held back for an hour: the dials alone are observed. */
+async function handRun() {
+  const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 3_600_000, callTimeoutSeconds: 7200, workers: false });
+  fixtures.push(fx);
+  const run = async (id: string) => {
+    const job = await fx.jobs.store.mustGet(id);
+    fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
+    return (await fx.execute({ jobId: id, seq: job.seq })).result;
+  };
+  return { fx, run };
+}
+
+describe('dialer: a group of contacts in one transaction', () => {
+  it('ARunOfTwentyContactsDialsThemInFourTransactions_EachWritingTheSlotShardAndTheBatchRowOnce_InListOrder', async () => {
+    const { fx, run } = await handRun();
+    const contacts = numbers(20);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 100 });
+    fx.counter.reset();
+    expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
+    // Four groups of five (callsDefaults.dialGroup): one transaction each, the run's watchdog in the first.
+    expect(callsDefaults.dialGroup).toBe(5);
+    expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(4);
+    expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts);
+    const batch = (await fx.store.getBatch(batchId))!;
+    expect(batch).toMatchObject({ nCalling: 20, nQueued: 0, dialComplete: true });
+    const slots = await fx.store.getSlots('acme');
+    expect(slots.reduce((n, s) => n + s.active, 0)).toBe(20);
+    // The batch's per-shard counts match the shards' (what a delete gives back).
+    for (const slot of slots) expect(batch[`s${slot.shard}`] ?? 0).toBe(slot.active);
+    const states = await fx.store.getContacts(batchId, contacts);
+    for (const n of contacts) expect(states.get(n)).toMatchObject({ status: 'Calling', round: 1, attempts: 1, watchdogJobId: jobIds.watchdog(batchId, 1, 0, 0) });
+  });
+
+  it('AGroupWithAContactThatCannotBeDialled_DialsTheOthersOnce_SkipsThatOne_AndTakesASlotPerCallPlaced', async () => {
+    const { fx, run } = await handRun();
+    const contacts = numbers(6);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 100 });
+    // The fourth contact has a state already (it should not happen: a list holds only dialable contacts).
+    const stray = contacts[3]!;
+    await fx.clients.dynamo.send(
+      new PutCommand({
+        TableName: fx.tableNames.calls,
+        Item: { ...contactKey(batchId, stray), batchId, contactNumber: stray, status: 'Completed', round: 1, attempts: 1, code: 'COMPLETED', updatedAt: new Date(fx.clock.now()).toISOString() },
+      }),
+    );
+    expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
+    const others = contacts.filter((n) => n !== stray);
+    expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(others);
+    const states = await fx.store.getContacts(batchId, contacts);
+    for (const n of others) expect(states.get(n)).toMatchObject({ status: 'Calling', attempts: 1 });
+    expect(states.get(stray)).toMatchObject({ status: 'Completed', attempts: 1, code: 'COMPLETED' });
+    expect(await fx.store.getBatch(batchId)).toMatchObject({ nCalling: 5, dialComplete: true });
+    expect((await fx.store.getSlots('acme')).reduce((n, s) => n + s.active, 0)).toBe(5);
+  });
+
+  it('AGroupNeverTakesMoreSlotsThanItsShardHasFree_TheRestWaitForResults', async () => {
+    // A limit of 4 (one shard): a run dials four, then snoozes for a free slot; each result frees one.
+    const { fx, run } = await handRun();
+    const contacts = numbers(10);
+    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 4 });
+    expect(await run(jobIds.dial(batchId, 1))).toBe('snoozed');
+    expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts.slice(0, 4));
+    expect(await fx.store.getTenant('acme')).toMatchObject({ active: 4 });
+    expect(await fx.store.getBatch(batchId)).toMatchObject({ nCalling: 4, dialPos: 4 });
+  });
+
+  it('ARunOutOfTimeToPlaceItsGroupsCalls_CompletesTheRestWithInternalErrorWithoutAskingThePlacer', async () => {
+    // The placer holds the group's first call past the run's placing budget (300 ms real here).
+    const gate = await placerGate();
+    const fx = await callsFixture({ script: () => 'completed', placerUrl: gate.placerUrl, placeBudgetMs: 300 });
+    fixtures.push(fx);
+    try {
+      const contacts = numbers(3);
+      const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1 });
+      const first = await gate.next();
+      expect(first.contactNumber).toBe(contacts[0]);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      first.release();
+      await fx.settle();
+      expect(gate.pending()).toBe(0);
+      expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual([contacts[0]]);
+      const states = await fx.store.getContacts(batchId, contacts);
+      expect(states.get(contacts[0]!)).toMatchObject({ status: 'Completed', code: 'COMPLETED', source: 'webhook' });
+      for (const n of contacts.slice(1)) expect(states.get(n)).toMatchObject({ status: 'Completed', code: 'INTERNAL_ERROR', source: 'placer', attempts: 1 });
+      expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { COMPLETED: 1, INTERNAL_ERROR: 2 } } });
+      expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(0);
+    } finally {
+      await gate.close();
+    }
+  });
+});
