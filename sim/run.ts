@@ -158,7 +158,7 @@ if (workerEndpoint !== undefined) {
   console.log(`exercised: ${[...totals].map(([k, v]) => `${k} ${v}`).join(', ')}`);
   console.log(`fault kinds exercised: ${kinds.size} of ${faultKinds.length} (${byKind.join(', ')})`);
   console.log(
-    `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s on ${cpus().length} cores (${options.workers} × ${options.parallel} seeds at once, ${results.reduce((n, r) => n + (r.requests ?? 0), 0)} AWS requests), load average ${(load.reduce((a, b) => a + b, 0) / load.length).toFixed(1)} (min ${Math.min(...load).toFixed(1)}, max ${Math.max(...load).toFixed(1)}); ${results.filter((r) => !r.settled).length} seeds reached the horizon`,
+    `${Math.floor(Math.round(seconds) / 60)} min ${Math.round(seconds) % 60} s on ${cpus().length} cores (${options.workers} × ${options.parallel} seeds at once, ${results.reduce((n, r) => n + (r.requests ?? 0), 0)} AWS requests), load average ${(load.reduce((a, b) => a + b, 0) / load.length).toFixed(1)} (min ${Math.min(...load).toFixed(1)}, max ${Math.max(...load).toFixed(1)}); ${results.filter((r) => !r.settled).length} seeds reached the horizon`,
   );
   results.sort((a, b) => a.seed - b.seed);
   if (options.json) writeFileSync(options.json, JSON.stringify({ seeds: options.seeds, first: options.seed, faults, violations, seconds, results }, null, 2));
