@@ -6,7 +6,6 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { allKinds, tables } from '../functions/app/system.ts';
 import type { TableNames } from '../functions/app/system.ts';
-import { CHECK_SHARDS } from '../functions/jobs/row.ts';
 import { callsDefaults } from '../functions/calls/config.ts';
 import type { CallsStore } from '../functions/calls/store.ts';
 import { createLocalHost } from '../functions/local/host.ts';
@@ -43,9 +42,6 @@ export const SIM_START = Date.parse('2026-01-05T09:00:00.000Z');
 /** The rescuer's period and threshold, as deployed (lib/redial-stack.ts: every minute; functions/jobs/aws.ts: 180 s). */
 export const RESCUER_PERIOD_MS = 60_000;
 export const RESCUE_AFTER_MS = 180_000;
-
-/** byCheck partitions a simulated rescuer pass walks at once (all of them: CHECK_SHARDS in functions/jobs/row.ts). */
-const RESCUER_CONCURRENCY = CHECK_SHARDS;
 
 /**
  * How long the dialer waits for the placer, real ms: long enough that a loaded machine does not time
@@ -282,9 +278,6 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
         // The tables are new: nothing waits in them to be woken at start (recover() would read every byCheck
         // partition for each waiting state, some 130 requests in turn, to find nothing).
         recover: false,
-        // A pass walks all 32 byCheck partitions at once: one round of requests per pass instead of four, so
-        // the clock's step waits less for it (a pass does the same requests either way).
-        concurrency: RESCUER_CONCURRENCY,
         ...(alterations.rescuerMetrics ? { metrics: alterations.rescuerMetrics(metrics) } : {}),
       },
       boundaries: {

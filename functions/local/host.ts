@@ -69,9 +69,9 @@ export interface LocalHostOptions {
    * only when told). `metrics`: where the rescuer counts, when it is not the host's (on AWS the rescuer is
    * a function of its own). `recover: false` skips the start-up wake-ups, for a host over tables it has
    * just created (nothing waits in them, and the listing that finds so reads every byCheck partition once
-   * per waiting state). `concurrency`: byCheck partitions a pass walks at once (the rescuer's default 8).
+   * per waiting state).
    */
-  rescuer?: { intervalMs: number; rescueAfterMs: number; onClock?: boolean; metrics?: MetricsSink; recover?: boolean; concurrency?: number };
+  rescuer?: { intervalMs: number; rescueAfterMs: number; onClock?: boolean; metrics?: MetricsSink; recover?: boolean };
   /**
    * Wraps what each Lambda invocation stands for here: a queue worker's batch, an API request, a rescuer
    * pass (the fault simulator runs each under a scope of its own, and ends one as a crash would). @default none
@@ -208,11 +208,11 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
   let passes = 0;
   let rescuerPass: ((now?: number) => Promise<void>) | undefined;
   if (options.rescuer) {
-    const { intervalMs, rescueAfterMs, onClock, metrics: rescuerMetrics, recover = true, concurrency } = options.rescuer;
+    const { intervalMs, rescueAfterMs, onClock, metrics: rescuerMetrics, recover = true } = options.rescuer;
     const runtime = rescuerMetrics
       ? createJobRuntime({ db: options.jobsDb ?? options.db, jobsTable: options.tableNames.jobs, queues, transport, clock: options.clock, rng: options.rng, logger, metrics: rescuerMetrics })
       : jobs;
-    const rescuer = runtime.rescuer(custom ?? system.allHandlers(), rescueAfterMs, concurrency !== undefined ? { concurrency } : undefined);
+    const rescuer = runtime.rescuer(custom ?? system.allHandlers(), rescueAfterMs);
     if (recover) await rescuer.recover();
     const measured = async (now?: number) => {
       const at = now !== undefined ? { now } : undefined;
