@@ -119,6 +119,8 @@ function jobWritten(operation: string, input: Record<string, unknown>): string |
 
 export class FaultInjector implements RequestInterceptor {
   readonly fired: Injection[] = [];
+  /** AWS requests sent through the injector (for `--verbose` and the summary). */
+  readonly sent = { requests: 0 };
   private readonly faults: Fault[];
   private readonly seen = new Map<number, number>();
   private readonly scopes: Scopes;
@@ -244,6 +246,7 @@ export class FaultInjector implements RequestInterceptor {
         if (crossing.dead) return never();
         const fault = crossing.fault;
         if (fault && fault.kind !== 'dynamo.lostResponse') throw refusal(fault.kind, { service, operation, write: true, ...(items !== undefined ? { items } : {}) }, (n) => Math.floor(this.draw() * n));
+        this.sent.requests++;
         const output = await next(args);
         // Applied: the world learns of it even if the run died or the response is lost.
         for (const listener of this.appliedListeners) listener(service, operation, input);

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { tables } from '../functions/app/system.ts';
+import { allKinds, tables } from '../functions/app/system.ts';
 import type { TableNames } from '../functions/app/system.ts';
 import { callsDefaults } from '../functions/calls/config.ts';
 import type { CallsStore } from '../functions/calls/store.ts';
@@ -72,6 +73,8 @@ export interface SimHostOptions {
   dynamoEndpoint: string;
   plan: Plan;
   alterations?: Alterations;
+  /** Run every rescuer pass, even one that would find nothing to do (`--every-pass`). @default false */
+  everyPass?: boolean;
 }
 
 /** redial on one machine under a fault plan, and the world around it. */
@@ -96,8 +99,10 @@ export interface SimHost {
   quiesce(): Promise<void>;
   /** Moves the clock to the next timer (firing it); false if none waits. */
   advance(): boolean;
-  /** Rescuer passes so far. */
+  /** Rescuer passes so far (those left out as idle included). */
   rescuerPasses(): number;
+  /** Rescuer passes left out because they would have found nothing to do ({@link idlePass}). */
+  passesLeftOut(): number;
   stop(): Promise<void>;
 }
 
@@ -110,6 +115,42 @@ function jobOf(record: SQSRecord): { jobId?: string; kind: string } {
     // a malformed message: the worker drops it
   }
   return { kind: 'unknown' };
+}
+
+const PERIODIC_KINDS = allKinds.filter((k) => k.periodic);
+
+/**
+ * Whether a rescuer pass at `now` would find nothing to do, read in one Scan of the jobs table (with the
+ * observer's client, which no fault touches): no byCheck entry ahead of its partition's watermark has come
+ * due (the pass's walk, functions/jobs/rescuer.ts, reads from the watermark to now and acts only on what it
+ * finds), and every periodic kind's job for the current period exists (the pass's other write). Such a
+ * pass writes nothing and changes nothing, so leaving it out leaves the run as it was; most of a seed's
+ * simulated time is spent waiting (a mail cap's hour, a Retry-After), and a pass reads every one of the 32
+ * byCheck partitions, so a run that took every pass spent most of its requests there. A pass that finds
+ * something runs whole, under its scope, and the plan's faults aim at it as before.
+ */
+async function idlePass(db: DynamoDBDocumentClient, table: string, now: number): Promise<boolean> {
+  const due = `${new Date(now).toISOString()}#\uffff`;
+  const marks = new Map<string, string>();
+  const entries: { shard: string; at: string }[] = [];
+  const ids = new Set<string>();
+  const pages = paginateScan(
+    { client: db },
+    { TableName: table, ConsistentRead: true, ProjectionExpression: 'id, checkShard, checkAt, checkedTo' },
+  );
+  for await (const page of pages) {
+    for (const item of page.Items ?? []) {
+      const id = String(item['id']);
+      ids.add(id);
+      if (typeof item['checkedTo'] === 'string' && id.startsWith('rescuer#')) marks.set(id.slice('rescuer#'.length), item['checkedTo']);
+      if (typeof item['checkShard'] === 'string' && typeof item['checkAt'] === 'string') entries.push({ shard: item['checkShard'], at: item['checkAt'] });
+    }
+  }
+  if (entries.some((e) => e.at <= due && e.at > (marks.get(e.shard) ?? ''))) return false;
+  return PERIODIC_KINDS.every((kind) => {
+    const period = kind.periodic!.everySeconds * 1000;
+    return ids.has(`${kind.kind}@${new Date(Math.floor(now / period) * period).toISOString()}`);
+  });
 }
 
 /** Races a run against its invocation's death: a dead invocation answers at once (its runs hang on). */
@@ -165,6 +206,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       observer.dynamo.destroy();
     });
 
+    let passesLeftOut = 0;
     const logger = createLogger('simulate');
     const metrics = new MemoryMetrics();
     const rng = seededRng(plan.seed * 7 + 1);
@@ -233,6 +275,9 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
         intervalMs: RESCUER_PERIOD_MS,
         rescueAfterMs: RESCUE_AFTER_MS,
         onClock: true,
+        // The tables are new: nothing waits in them to be woken at start (recover() would read every byCheck
+        // partition for each waiting state, some 130 requests in turn, to find nothing).
+        recover: false,
         ...(alterations.rescuerMetrics ? { metrics: alterations.rescuerMetrics(metrics) } : {}),
       },
       boundaries: {
@@ -261,9 +306,13 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
               body: '{"message":"Internal Server Error"}',
             }));
           }),
-        // A rescuer pass, as its scheduled Lambda.
+        // A rescuer pass, as its scheduled Lambda; one that would find nothing to do is left out (see idlePass).
         rescuerPass: (run) =>
           activity.track(async () => {
+            if (!options.everyPass && (await idlePass(observer.dynamo, tableNames.jobs, clock.now()))) {
+              passesLeftOut++;
+              return;
+            }
             const invocation = scopes.invocation('rescuer');
             await untilDeath(invocation, scopes.run({ where: 'rescuer', name: 'rescuer', invocation }, run), () => undefined);
           }),
@@ -304,6 +353,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
         return true;
       },
       rescuerPasses: () => local.rescuerPasses(),
+      passesLeftOut: () => passesLeftOut,
       stop,
     };
   } catch (error) {

@@ -322,6 +322,18 @@ export function drawPlan(seed: number): Plan {
   return { seed, campaign, faults };
 }
 
+/**
+ * A targeted plan: `seed`'s campaign, and instead of its drawn faults a crash right after the claim of
+ * each of the first `attempts` runs of job kind `kind` (the `nth` run for the nth fault). With `attempts`
+ * the kind's maxAttempts and one such job in the campaign, every attempt is lost: the rescuer takes each
+ * lost attempt, and gives up on the last by discarding the job, a discard only the rescuer counts
+ * (test/sim/bugs.test.ts puts back a rescuer that does not). No drawn plan reaches a job's last attempt.
+ */
+export function lostAttemptsPlan(seed: number, kind: string, attempts: number): Plan {
+  const faults: Fault[] = Array.from({ length: attempts }, (_, i) => ({ id: i + 1, kind: 'crash.afterClaim', target: { where: 'job', name: kind }, nth: i + 1 }));
+  return { seed, campaign: drawPlan(seed).campaign, faults };
+}
+
 /** The plan with only the faults whose ids are listed (a shrunk plan, replayed with `--only`). */
 export function withFaults(plan: Plan, ids: readonly number[]): Plan {
   return { ...plan, faults: plan.faults.filter((f) => ids.includes(f.id)) };

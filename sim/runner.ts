@@ -20,6 +20,8 @@ export interface RunOptions {
   alterations?: Alterations;
   /** Simulated time after which the run stops even if work is left. @default 3 days */
   horizonMs?: number;
+  /** Run every rescuer pass, even those that would find nothing to do (sim/host.ts idlePass). @default false */
+  everyPass?: boolean;
   /** Real time the host may take to come to rest after a step before the run is abandoned. @default 60 s */
   stallLimitMs?: number;
 }
@@ -41,6 +43,10 @@ export interface SeedResult {
   steps: number;
   /** What the run exercised (for the summary). */
   stats: Record<string, number>;
+  /** AWS requests redial sent (the simulator's own reads not counted). */
+  requests?: number;
+  /** Real ms by phase: the host's start, the run (quiescing, the at-rest checks), the invariants, the stop. */
+  phases?: Record<string, number>;
 }
 
 const PERIODIC_KINDS = new Set(['webhook.sweep']);
@@ -87,7 +93,16 @@ async function withinLimit<T>(promise: Promise<T>, ms: number, what: string): Pr
 /** Runs `plan` once. */
 export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResult> {
   const started = performance.now();
-  const host = await startSimHost({ dynamoEndpoint: options.dynamoEndpoint, plan, ...(options.alterations ? { alterations: options.alterations } : {}) });
+  const phases: Record<string, number> = { start: 0, quiesce: 0, atRest: 0, observe: 0, check: 0, stop: 0 };
+  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    try {
+      return await fn();
+    } finally {
+      phases[phase] = (phases[phase] ?? 0) + performance.now() - t;
+    }
+  };
+  const host = await timed('start', () => startSimHost({ dynamoEndpoint: options.dynamoEndpoint, plan, ...(options.everyPass ? { everyPass: true } : {}), ...(options.alterations ? { alterations: options.alterations } : {}) }));
   const violations: Violation[] = [];
   let settled = false;
   let steps = 0;
@@ -97,8 +112,8 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
     const horizon = SIM_START + (options.horizonMs ?? 3 * 86400_000);
     try {
       for (;;) {
-        await withinLimit(host.quiesce(), options.stallLimitMs ?? 60_000, `the host did not come to rest at ${new Date(host.clock.now()).toISOString()}`);
-        if (await atRest(host, driver)) {
+        await timed('quiesce', () => withinLimit(host.quiesce(), options.stallLimitMs ?? 60_000, `the host did not come to rest at ${new Date(host.clock.now()).toISOString()}`));
+        if (await timed('atRest', () => atRest(host, driver))) {
           settled = true;
           break;
         }
@@ -109,8 +124,10 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       if (!(error instanceof StallError)) throw error;
       violations.push({ invariant: 'host.comes-to-rest', message: `${error.message}: ${host.activity.inFlight} things in flight for ${(options.stallLimitMs ?? 60_000) / 1000} s` });
     }
-    const observed = await observe(host, settled);
+    const observed = await timed('observe', () => observe(host, settled));
+    const checkedAt = performance.now();
     violations.push(...check(observed, host, driver));
+    phases['check'] = performance.now() - checkedAt;
     const stats = {
       calls: host.placer.calls.size,
       rounds: observed.jobs.filter((j) => j.kind === 'calls.finalise').length,
@@ -121,6 +138,7 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       discards: observed.jobs.filter((j) => j.state === 'discarded').length,
       lostAttempts: observed.jobs.reduce((n, j) => n + j.attempts.filter((a) => a.outcome === 'lost').length, 0),
       snoozes: observed.jobs.reduce((n, j) => n + j.snoozes, 0),
+      passesLeftOut: host.passesLeftOut(),
     };
     return {
       seed: plan.seed,
@@ -133,9 +151,11 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       wallMs: performance.now() - started,
       steps,
       stats,
+      requests: host.faults.sent.requests,
+      phases,
     };
   } finally {
-    await host.stop();
+    await timed('stop', () => host.stop());
   }
 }
 

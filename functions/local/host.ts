@@ -67,9 +67,11 @@ export interface LocalHostOptions {
    * It first sends a wake-up for every pending job: in-process queues and timers do not survive a stop.
    * `onClock`: the interval is the host clock's, timed by its timers (a simulation's clock, which moves
    * only when told). `metrics`: where the rescuer counts, when it is not the host's (on AWS the rescuer is
-   * a function of its own).
+   * a function of its own). `recover: false` skips the start-up wake-ups, for a host over tables it has
+   * just created (nothing waits in them, and the listing that finds so reads every byCheck partition once
+   * per waiting state).
    */
-  rescuer?: { intervalMs: number; rescueAfterMs: number; onClock?: boolean; metrics?: MetricsSink };
+  rescuer?: { intervalMs: number; rescueAfterMs: number; onClock?: boolean; metrics?: MetricsSink; recover?: boolean };
   /**
    * Wraps what each Lambda invocation stands for here: a queue worker's batch, an API request, a rescuer
    * pass (the fault simulator runs each under a scope of its own, and ends one as a crash would). @default none
@@ -206,12 +208,12 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
   let passes = 0;
   let rescuerPass: ((now?: number) => Promise<void>) | undefined;
   if (options.rescuer) {
-    const { intervalMs, rescueAfterMs, onClock, metrics: rescuerMetrics } = options.rescuer;
+    const { intervalMs, rescueAfterMs, onClock, metrics: rescuerMetrics, recover = true } = options.rescuer;
     const runtime = rescuerMetrics
       ? createJobRuntime({ db: options.jobsDb ?? options.db, jobsTable: options.tableNames.jobs, queues, transport, clock: options.clock, rng: options.rng, logger, metrics: rescuerMetrics })
       : jobs;
     const rescuer = runtime.rescuer(custom ?? system.allHandlers(), rescueAfterMs);
-    await rescuer.recover();
+    if (recover) await rescuer.recover();
     const measured = async (now?: number) => {
       const at = now !== undefined ? { now } : undefined;
       if (!recorder) return void (await rescuer.run(at));

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { bugNamed } from '../../sim/bugs.ts';
-import { runSeed } from '../../sim/runner.ts';
+import { mailPolicy } from '../../functions/mail/kinds.ts';
+import { lostAttemptsPlan } from '../../sim/plan.ts';
+import { runPlan, runSeed } from '../../sim/runner.ts';
 import type { SeedResult } from '../../sim/runner.ts';
 import { dynamoEndpoint } from '../support/dynamo.ts';
 
@@ -27,10 +29,23 @@ async function expectFound(name: string, seeds: readonly number[], invariants: s
   expect(clean.violations).toEqual([]);
 }
 
-// The five run at once (each mostly waits on DynamoDB Local), each on its few seeds in order. sim/bugs.ts's
-// rescuer-uncounted-discards has no test here: since the jobs table's byCheck rework no seed of 1–40 has
-// the rescuer discard a job, so no fixed seed reports it (docs/simulation.md).
+// The six run at once (each mostly waits on DynamoDB Local), each on its few seeds in order.
 describe.concurrent('the simulation finds a bug put back', () => {
+  // No drawn plan reaches a job's last attempt (8 to 18 attempts in), so this one runs a targeted plan
+  // (sim/plan.ts lostAttemptsPlan): seed 1's campaign, which has one owner address to confirm, and its
+  // owner.email_confirmation job's every attempt lost to a crash after the claim; the rescuer discards it.
+  it('ARescuerThatDoesNotCountItsDiscardsLeavesTheAlarmBlind', async () => {
+    const plan = lostAttemptsPlan(1, 'owner.email_confirmation', mailPolicy.maxAttempts);
+    expect(plan.campaign.tenants.filter((t) => t.ownerEmail !== undefined)).toHaveLength(1);
+    const bug = bugNamed('rescuer-uncounted-discards')!;
+    const [buggy, clean] = await Promise.all([runPlan(plan, { dynamoEndpoint: dynamoEndpoint(), alterations: bug.alterations }), runPlan(plan, { dynamoEndpoint: dynamoEndpoint() })]);
+    expect(buggy.stats['discards']).toBe(1);
+    expect(buggy.violations.map((v) => v.invariant)).toContain('jobs.discards-counted');
+    expect(clean.stats['discards']).toBe(1);
+    expect(clean.stats['lostAttempts']).toBe(mailPolicy.maxAttempts);
+    expect(clean.violations).toEqual([]);
+  }, 300_000);
+
   it('AnIntakeThatIgnoresTheCallBindingAppliesALateResultToTheNextCall', () => expectFound('intake-ignores-call-binding', [9, 13, 14], ['calls.one-result-per-call', 'calls.result-is-its-own']), 300_000);
 
   it('ATenantSlotReleasedAtTheDialLetsMoreCallsOutThanTheLimit', () => expectFound('tenant-slot-released-at-dial', [1, 2, 3], ['calls.within-concurrency-limit']), 300_000);
