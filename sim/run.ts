@@ -28,6 +28,7 @@ const program = new Command('simulate')
   .option('--only <ids>', 'run only these faults of the plan (a shrunk plan), e.g. 1,3')
   .option('--parallel <k>', 'seeds run at once in each process', integer('--parallel', 1), 2)
   .option('--workers <w>', 'processes the seeds are run in (each with --parallel seeds at once)', integer('--workers', 1), 1)
+  .option('--recycle <n>', 'seeds a process runs before a fresh one takes over (0: all in this process)', integer('--recycle', 0), 50)
   .option('--replays <r>', 'times a failing seed is run again, to say how often it replays', integer('--replays', 0), 3)
   .option('--every-pass', 'run every rescuer pass, also those that would find nothing to do')
   .option('--no-shrink', 'do not look for a smaller failing plan')
@@ -36,7 +37,7 @@ const program = new Command('simulate')
   .option('--verbose', 'print each seed, not only the failing ones')
   .parse();
 
-const options = program.opts<{ seeds: number; seed: number; only?: string; parallel: number; workers: number; replays: number; shrink: boolean; everyPass?: boolean; json?: string; bug?: string; verbose?: boolean }>();
+const options = program.opts<{ seeds: number; seed: number; only?: string; parallel: number; workers: number; recycle: number; replays: number; shrink: boolean; everyPass?: boolean; json?: string; bug?: string; verbose?: boolean }>();
 const bug = options.bug === undefined ? undefined : bugNamed(options.bug);
 if (options.bug !== undefined && !bug) program.error(`no bug named ${options.bug}; known: ${bugs.map((b) => b.name).join(', ')}`);
 const only = options.only === undefined ? undefined : options.only === 'none' ? [] : options.only.split(',').map((id) => Number(id.trim()));
@@ -112,35 +113,43 @@ if (workerEndpoint !== undefined) {
   };
   try {
     let next = 0;
-    if (options.workers <= 1) {
+    if (options.recycle === 0 && options.workers <= 1) {
       const lane = async () => {
         while (next < seeds.length) collect(await runAndReport(seeds[next++]!, dynamo.endpoint));
       };
       await Promise.all(Array.from({ length: Math.min(options.parallel, seeds.length) }, lane));
     } else {
-      // Worker processes, each with `--parallel` seeds at once, all over this DynamoDB Local: the seeds'
-      // own work (the SDK, the servers, the checks) is spread over the cores, where one process holds one.
-      await Promise.all(
-        Array.from({ length: Math.min(options.workers, Math.ceil(seeds.length / options.parallel)) }, () => {
-          const child = fork(fileURLToPath(import.meta.url), process.argv.slice(2), { env: { ...process.env, [WORKER_ENV]: dynamo.endpoint }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-          let out = 0;
-          const feed = () => {
-            while (out < options.parallel && next < seeds.length) {
-              out++;
-              child.send({ seed: seeds[next++]! } satisfies ToWorker);
-            }
-            if (out === 0) child.send({ done: true } satisfies ToWorker);
-          };
-          return new Promise<void>((resolve, reject) => {
-            child.on('message', (message: FromWorker) => {
-              out--;
-              collect(message);
-              feed();
-            });
-            child.once('exit', (code) => (out === 0 ? resolve() : reject(new Error(`a worker process exited with ${code} with ${out} seeds unfinished`))));
-            child.once('error', reject);
+      // Worker processes, each with `--parallel` seeds at once, all over this DynamoDB Local; each runs at
+      // most `--recycle` seeds and then makes way for a fresh one. A process that has run a hundred seeds
+      // or more runs each one slower (its CPU, not DynamoDB Local's, is what grows: docs/simulation.md),
+      // so a long run is a chain of short-lived processes.
+      const runChild = (budget: number) => {
+        const child = fork(fileURLToPath(import.meta.url), process.argv.slice(2), { env: { ...process.env, [WORKER_ENV]: dynamo.endpoint }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        let out = 0;
+        let sent = 0;
+        const feed = () => {
+          while (out < options.parallel && next < seeds.length && sent < budget) {
+            out++;
+            sent++;
+            child.send({ seed: seeds[next++]! } satisfies ToWorker);
+          }
+          if (out === 0) child.send({ done: true } satisfies ToWorker);
+        };
+        return new Promise<void>((resolve, reject) => {
+          child.on('message', (message: FromWorker) => {
+            out--;
+            collect(message);
             feed();
           });
+          child.once('exit', (code) => (out === 0 ? resolve() : reject(new Error(`a worker process exited with ${code} with ${out} seeds unfinished`))));
+          child.once('error', reject);
+          feed();
+        });
+      };
+      const budget = options.recycle === 0 ? Number.POSITIVE_INFINITY : options.recycle;
+      await Promise.all(
+        Array.from({ length: Math.min(options.workers, Math.ceil(seeds.length / options.parallel)) }, async () => {
+          while (next < seeds.length) await runChild(budget);
         }),
       );
     }
