@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobIds } from '../../functions/calls/model.ts';
-import { callsFixture, numbers } from '../support/calls.ts';
+import { callsFixture, numbers, runByHand } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
 const fixtures: CallsFixture[] = [];
@@ -15,11 +15,7 @@ afterEach(async () => {
 async function oneContact(maxAttempts: number) {
   const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 3_600_000, callTimeoutSeconds: 7200, workers: false });
   fixtures.push(fx);
-  const run = async (id: string) => {
-    const job = await fx.jobs.store.mustGet(id);
-    fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
-    return (await fx.execute({ jobId: id, seq: job.seq })).result;
-  };
+  const run = (id: string) => runByHand(fx, id);
   const [contact] = numbers(1);
   const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts, retry: { baseSeconds: 10, capSeconds: 60 } });
   /** The call the placer was asked for in `round`, as the AI call handler knows it. */

@@ -2,7 +2,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callsDefaults } from '../../functions/calls/config.ts';
 import { contactKey, jobIds } from '../../functions/calls/model.ts';
-import { callsFixture, numbers, placerGate } from '../support/calls.ts';
+import { callsFixture, numbers, placerGate, runByHand } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
 const fixtures: CallsFixture[] = [];
@@ -14,11 +14,7 @@ afterEach(async () => {
 async function handRun() {
   const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 3_600_000, callTimeoutSeconds: 7200, workers: false });
   fixtures.push(fx);
-  const run = async (id: string) => {
-    const job = await fx.jobs.store.mustGet(id);
-    fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
-    return (await fx.execute({ jobId: id, seq: job.seq })).result;
-  };
+  const run = (id: string) => runByHand(fx, id);
   return { fx, run };
 }
 

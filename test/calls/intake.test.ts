@@ -6,7 +6,7 @@ import { INTAKE_MAX_BODY_BYTES } from '../../functions/calls/config.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
 import { signCallWebhook } from '../../functions/calls/signature.ts';
 import { callIdFor, jobIds } from '../../functions/calls/model.ts';
-import { callsFixture, numbers, TEST_SECRET } from '../support/calls.ts';
+import { callsFixture, numbers, TEST_SECRET, runByHand } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
 const fixtures: CallsFixture[] = [];
@@ -108,11 +108,7 @@ describe('intake: what the refused condition says, it acts on', () => {
     // No worker: the jobs run by hand, so the counter sees the intake's requests alone.
     const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 3_600_000, callTimeoutSeconds: 7200, workers: false });
     fixtures.push(fx);
-    const run = async (id: string) => {
-      const job = await fx.jobs.store.mustGet(id);
-      fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
-      return (await fx.execute({ jobId: id, seq: job.seq })).result;
-    };
+    const run = (id: string) => runByHand(fx, id);
     const [contact] = numbers(1);
     const batchId = await fx.createBatch({ numbers: [contact!], maxAttempts: 2, retry: { baseSeconds: 10, capSeconds: 60 } });
     expect(await run(jobIds.dial(batchId, 1))).toBe('completed');

@@ -191,6 +191,13 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
 
+/** Runs a job by hand (a fixture with `workers: false`): the clock moves to its due time, then one execution; its result. */
+export async function runByHand(fx: CallsFixture, id: string) {
+  const job = await fx.jobs.store.mustGet(id);
+  fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
+  return (await fx.execute({ jobId: id, seq: job.seq })).result;
+}
+
 /** A script that gives each listed number its outcome per round (round 1 first), and `fallback` otherwise. */
 export function scriptByNumber(plan: Record<string, SimulatedOutcome[]>, fallback: SimulatedOutcome = 'completed'): NonNullable<SimulatorOptions['script']> {
   return ({ contactNumber, round }) => plan[contactNumber]?.[round - 1] ?? fallback;
