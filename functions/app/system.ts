@@ -26,7 +26,8 @@ import { secureRandomBytes } from '../mail/tokens.ts';
 import { opsModule } from '../ops/module.ts';
 import type { OpsDeps } from '../ops/module.ts';
 import { createWebhooksContext } from '../webhooks/context.ts';
-import { prepareEvent } from '../webhooks/events.ts';
+import { Publisher } from '../webhooks/publish.ts';
+import { WebhookStore } from '../webhooks/store.ts';
 import { webhooksModule } from '../webhooks/module.ts';
 import type { WebhookOptions, WebhooksContext } from '../webhooks/module.ts';
 
@@ -100,6 +101,7 @@ export class System {
   private callsDeps: CallsDeps | undefined;
   private mailDeps: MailDeps | undefined;
   private webhooksContext: WebhooksContext | undefined;
+  private eventPublisher: Publisher | undefined;
   private opsDeps: OpsDeps | undefined;
 
   /** `host` is called once, the first time anything needs it. */
@@ -222,9 +224,11 @@ export class System {
     const config = host.calls;
     const ports: CallsPorts = {
       events: {
-        prepare: (input, now) => {
-          const prepared = prepareEvent(host.jobs.client, host.tableNames.webhooks, input, now);
-          return { eventId: prepared.event.id, items: prepared.items, jobs: prepared.jobs };
+        // The webhooks context's publisher over its store alone: the intake builds no delivery machinery.
+        prepare: async (input, now) => {
+          const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger }));
+          const published = await publisher.prepare(input, now);
+          return { eventId: published.event.id, items: published.items, jobs: published.jobs, afterCommit: () => published.afterCommit() };
         },
       },
       ownerMail: {

@@ -120,7 +120,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
   let plan: CompletionPlan = { round: request.round ?? batch.round, last: request.last === true };
 
   for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
-    const event = deps.ports.events.prepare(
+    const event = await deps.ports.events.prepare(
       {
         tenantId: batch.tenantId,
         type: CallsEvent.callCompleted,
@@ -159,6 +159,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
     if (result.committed) {
       deps.batches.noteRound(batch.batchId, plan.round);
       await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
+      await event.afterCommit();
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
     }
     const verdict = judgeCompletionCancel(result, plan, { callId: request.callId, roundKnown: request.round !== undefined });

@@ -116,11 +116,11 @@ async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise
   const nextRound = batch.round + 1;
   const delayMs = roundDelayMs(batch.round, batch.retry, deps.rng);
   const dial = jobs.prepare(dialKind, { batchId: batch.batchId, round: nextRound }, { id: jobIds.dial(batch.batchId, nextRound), delayMs });
-  const event = deps.ports.events.prepare(
+  const event = await deps.ports.events.prepare(
     { tenantId: batch.tenantId, type: CallsEvent.batchRoundScheduled, data: { batchId: batch.batchId, round: nextRound, contacts: batch.nextSize, dialAt: iso(now + delayMs) } },
     now,
   );
-  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial, ...event.jobs]);
+  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial, ...event.jobs], () => event.afterCommit());
 }
 
 /** Finalised, with batch.finalised and, when the tenant has an owner email, owner.notify — one transaction. */
@@ -128,15 +128,19 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
   const { store, ports } = deps;
   const now = ctx.now();
   const summary = finalSummary(batch);
-  const event = ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
+  const event = await ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
   const tenant = await store.getTenantRow(batch.tenantId);
   const notify = tenant?.ownerEmail ? ports.ownerMail.batchFinalised({ tenantId: batch.tenantId, eventId: event.eventId, summary }) : { items: [], jobs: [] };
-  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs]);
+  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs], () => event.afterCommit());
 }
 
-async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[]): Promise<TransactOutcome> {
+/** Commits the items; once committed, wakes the jobs among them and runs what the event's publisher asked for after the commit. */
+async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[], afterCommit: () => Promise<void>): Promise<TransactOutcome> {
   const result = await deps.store.transact(items);
-  if (result.committed) await deps.jobs.afterCommit(prepared);
+  if (result.committed) {
+    await deps.jobs.afterCommit(prepared);
+    await afterCommit();
+  }
   return result;
 }
 

@@ -26,9 +26,13 @@ export interface Contribution {
   jobs: PreparedJob[];
 }
 
-/** Records an event (and what announces it to the tenant's endpoints) in the caller's transaction. */
+/**
+ * Publishes an event (what delivers it to the tenant's endpoints) in the caller's transaction. It may read
+ * first (which endpoints subscribe); after the commit and the jobs' wake-ups, the caller runs `afterCommit`
+ * (never throws).
+ */
 export interface EventPublisher {
-  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Contribution & { eventId: string };
+  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void> }>;
 }
 
 /** The tenant owner's mail. */

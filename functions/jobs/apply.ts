@@ -10,7 +10,7 @@ import { keyTime } from './row.ts';
 import type { JobRow } from './row.ts';
 import { isPending, JobState } from './states.ts';
 import type { TransitionName } from './states.ts';
-import type { ClaimedJob, JobStore } from './store.ts';
+import type { AttemptedJob, ClaimedJob, JobStore } from './store.ts';
 
 /**
  * A change to apply to a job, by whoever decided it:
@@ -19,7 +19,9 @@ import type { ClaimedJob, JobStore } from './store.ts';
  * - `retryNow`, `wake`, `cancel`: ops and domains, through the job client (`retryNow` and `cancel` with the
  *   row a bulk action matched, and only from the state it matched in: `expect`);
  * - `cancelRequested`: a wake-up found that the job's domain asked to stop it;
- * - `redispatch`: nothing to write, the row's wake-up is sent again (early, or lost).
+ * - `redispatch`: nothing to write, the row's wake-up is sent again (early, or lost);
+ * - `attempted`: a new job whose first attempt was made before it existed (JobClient.enqueueAttempted),
+ *   created in the state that attempt decided.
  */
 export type JobChange =
   | { type: 'run'; job: ClaimedJob; decision: Decision; durationMs: number }
@@ -29,7 +31,8 @@ export type JobChange =
   | { type: 'wake'; id: string }
   | { type: 'cancel'; id: string; expect?: { state: JobState; seq: number } }
   | { type: 'cancelRequested'; job: JobRow }
-  | { type: 'redispatch'; row: JobRow };
+  | { type: 'redispatch'; row: JobRow }
+  | { type: 'attempted'; job: AttemptedJob };
 
 /**
  * The one path that applies a decision about a job: it writes the change as the named conditional
@@ -69,9 +72,10 @@ export class JobChanges {
       return row;
     }
     await this.counts.record((tally) => tally.row(row, before));
-    await this.dropLeftSchedule(change.type === 'cancelRequested' ? 'cancel' : change.type === 'run' || change.type === 'lost' ? undefined : change.type, row, now);
+    await this.dropLeftSchedule(change.type === 'cancelRequested' ? 'cancel' : change.type === 'run' || change.type === 'lost' || change.type === 'attempted' ? undefined : change.type, row, now);
     const pulled = change.type === 'wake' ? await this.pullCheckForward(row, now) : row;
-    const dormant = change.type === 'run' && change.decision.type === 'snooze' && change.decision.dormant === true;
+    const decision = change.type === 'run' ? change.decision : change.type === 'attempted' ? change.job.decision : undefined;
+    const dormant = decision?.type === 'snooze' && decision.dormant === true;
     if (isPending(pulled.state) && !dormant) await this.wake(pulled);
     return pulled;
   }
@@ -104,6 +108,8 @@ export class JobChanges {
         return { row: await this.store.cancelRequested(change.job, now) };
       case 'redispatch':
         return { row: change.row };
+      case 'attempted':
+        return { row: change.job.decision.type === 'discard' ? await this.discards.attempted(change.job, change.job.decision) : await this.store.insertAttempted(change.job) };
       default:
         return assertNever(change);
     }

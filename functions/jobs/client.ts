@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
+import type { Rng } from '../platform/rng.ts';
 import type { JobChanges } from './apply.ts';
 import { CountScope } from './counts.ts';
+import { decide } from './decide.ts';
 import type { CountStore, JobCounts } from './counts.ts';
 import type { Dispatcher, WakeUp } from './dispatch.ts';
 import { DuplicateJobError, InvalidJobArgsError, TransitionRefusedError } from './errors.ts';
 import type { JobKind } from './kinds.ts';
 import type { JobFilter, JobListing, ListQuery } from './listing.ts';
 import { describeError } from './outcomes.ts';
+import type { RunOutcome } from './outcomes.ts';
 import { retentionSeconds } from './row.ts';
 import type { JobRow } from './row.ts';
 import { canTransition } from './states.ts';
@@ -42,6 +45,15 @@ export interface PreparedJob {
   wakeUp: WakeUp;
 }
 
+/**
+ * An attempt made before its job existed (see {@link JobClient.enqueueAttempted}): when it started, how long
+ * it took and what it came to; no `attempt` for an outcome reached without one (a discard decided up front).
+ */
+export interface EarlierAttempt {
+  attempt?: { at: number; durationMs: number };
+  outcome: RunOutcome;
+}
+
 /** A bulk retry or cancel: every job matching the filter (a state is required), or only counted (`dryRun`), or at most `limit` of them. */
 export interface BulkRequest extends JobFilter {
   state: JobState;
@@ -73,16 +85,56 @@ export class JobClient {
   private readonly counts: CountStore;
   private readonly listing: JobListing;
   private readonly clock: Clock;
+  private readonly rng: Rng;
   private readonly logger: Logger;
 
-  constructor(options: { store: JobStore; dispatcher: Dispatcher; changes: JobChanges; counts: CountStore; listing: JobListing; clock: Clock; logger: Logger }) {
+  constructor(options: { store: JobStore; dispatcher: Dispatcher; changes: JobChanges; counts: CountStore; listing: JobListing; clock: Clock; rng: Rng; logger: Logger }) {
     this.store = options.store;
     this.dispatcher = options.dispatcher;
     this.changes = options.changes;
     this.counts = options.counts;
     this.listing = options.listing;
     this.clock = options.clock;
+    this.rng = options.rng;
     this.logger = options.logger;
+  }
+
+  /**
+   * Creates a job whose first attempt was already made, by whoever had the work in hand before there was a
+   * job for it (a webhook delivery tried within the run of the delivery before it): the job layer decides
+   * what that attempt means under the kind's policy, exactly as after a run of its own (decide.ts), and
+   * creates the job in that state through the one path that applies decisions (apply.ts) — retryable at
+   * its backoff, snoozed, or discarded (with the kind's discard hook, counted, a dead letter ops may retry)
+   * — with the attempt as attempt 1 of its history. From then on it is a job like any other: only the job
+   * layer runs it again. A job with this id already exists: nothing is written, and `undefined` is returned.
+   *
+   * @example
+   * const row = await jobs.enqueueAttempted(deliverKind, args, { id, attempt: { at: started, durationMs }, outcome: { type: 'retryable', error: 'HTTP 503' } });
+   */
+  async enqueueAttempted<A>(kind: JobKind<A>, args: A, options: { id: string } & EarlierAttempt): Promise<JobRow | undefined> {
+    const prepared = this.prepare(kind, args, { id: options.id });
+    const now = this.clock.now();
+    const decision = decide(options.outcome, { attempt: options.attempt ? 1 : 0, maxAttempts: kind.policy.maxAttempts }, kind.policy, now, this.rng);
+    try {
+      return await this.changes.apply({
+        type: 'attempted',
+        job: {
+          id: prepared.id,
+          kind: kind.kind,
+          queue: kind.queue,
+          args: (prepared.item.Put!.Item as JobRow).args,
+          maxAttempts: kind.policy.maxAttempts,
+          scheduledAt: now,
+          now,
+          counted: true,
+          decision,
+          ...(options.attempt ? { attempt: options.attempt } : {}),
+        },
+      });
+    } catch (error) {
+      if (error instanceof DuplicateJobError) return undefined;
+      throw error;
+    }
   }
 
   /** Validates `args` and builds the job's Put for a caller's TransactWriteItems. Writes nothing. */

@@ -7,7 +7,7 @@ import { describeError, JobDiscardReason } from './outcomes.ts';
 import type { Policy } from './policies.ts';
 import type { JobRow } from './row.ts';
 import { JobState } from './states.ts';
-import type { ClaimedJob, JobStore } from './store.ts';
+import type { AttemptedJob, ClaimedJob, JobStore } from './store.ts';
 
 /** The discard metrics. `JobDiscarded` carries kind and reason; `JobDiscardedAlert` (no dimensions) drives the alarm. */
 export const DISCARD_METRIC = 'JobDiscarded';
@@ -78,6 +78,18 @@ export class Discards {
   }
 
   /**
+   * A job created discarded, by an attempt made before it existed (JobClient.enqueueAttempted): the hook
+   * runs first, as for every discard, then the row is put. A duplicate id raises DuplicateJobError: nothing
+   * new was discarded, and nothing is counted.
+   */
+  async attempted(job: AttemptedJob, decision: DiscardDecision): Promise<JobRow> {
+    await this.hook(job, job.now, decision);
+    const row = await this.store.insertAttempted(job);
+    this.count(row, decision);
+    return row;
+  }
+
+  /**
    * Writes a discard. When its answer is an error that does not say whether it was applied (a dropped
    * connection, a 500), one consistent read decides: a discard that landed — the job discarded with this
    * attempt as its last, recorded as `outcome` — is returned (and counted) like any other, because
@@ -101,7 +113,7 @@ export class Discards {
     if (decision.alert) this.metrics.count(DISCARD_ALERT_METRIC);
   }
 
-  private async hook(job: JobRow, now: number, decision: DiscardDecision): Promise<void> {
+  private async hook(job: Pick<JobRow, 'id' | 'kind' | 'args'>, now: number, decision: DiscardDecision): Promise<void> {
     const handler = this.handlers.get(job.kind);
     if (!handler?.onDiscard || decision.reason === JobDiscardReason.invalid_args) return;
     const args = handler.kind.args.safeParse(job.args);

@@ -18,7 +18,7 @@ export { JobState, allStates, pendingStates, terminalStates, bulkRetryStates, bu
 export { DefaultBackoff, defaultPolicy, exponential, periodicPolicy, policy, retrySchedule, schedule, totalScheduleMs } from './policies.ts';
 export type { Backoff, OnExhausted, Policy, ScheduleRow } from './policies.ts';
 export type { QueueSpec } from './queues.ts';
-export type { JobClient, EnqueueOptions, PreparedJob, BulkRequest, BulkResult } from './client.ts';
+export type { JobClient, EarlierAttempt, EnqueueOptions, PreparedJob, BulkRequest, BulkResult } from './client.ts';
 export type { JobCounts } from './counts.ts';
 export type { JobFilter, ListQuery } from './listing.ts';
 export { MAX_CURSOR_LENGTH } from './listing.ts';

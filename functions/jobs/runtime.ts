@@ -90,7 +90,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   };
   const discards = new Discards({ store, metrics: deps.metrics, logger: deps.logger, handlers });
   const changes = new JobChanges({ store, dispatcher, discards, counts, clock: deps.clock, logger: deps.logger });
-  const client = new JobClient({ store, dispatcher, changes, counts, listing, clock: deps.clock, logger: deps.logger });
+  const client = new JobClient({ store, dispatcher, changes, counts, listing, clock: deps.clock, rng: deps.rng, logger: deps.logger });
   const executor = (queue: string, list: readonly JobHandler<unknown>[]) => {
     for (const h of list) {
       if (h.kind.queue !== queue) throw new Error(`kind ${h.kind.kind} belongs to queue ${h.kind.queue}, not ${queue}`);

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
 import { conditionFailure, Expression, Operand, putItem, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem } from '../platform/dynamo.ts';
+import type { Decision } from './decide.ts';
 import { needsSchedule } from './dispatch.ts';
 import { ClaimRefusedError, DuplicateJobError, JobNotFoundError, LeaseLostError, TransitionRefusedError } from './errors.ts';
 import type { ClaimRefusal } from './errors.ts';
@@ -52,6 +54,17 @@ export interface NewJob {
   counted: boolean;
   /** No wake-up will be sent for it (so no schedule is recorded): it waits to be woken, or for its check. */
   dormant?: boolean;
+}
+
+/**
+ * A job created after an attempt that was made before it existed (a delivery tried within another job's
+ * run): what {@link JobStore.insertAttemptedItem} writes. The job is created in the state the job layer
+ * decided for that attempt (decide.ts), with the attempt in its history.
+ */
+export interface AttemptedJob extends NewJob {
+  decision: Decision;
+  /** The attempt, when one was made (a discard may come without one): when it started and how long it took. */
+  attempt?: { at: number; durationMs: number };
 }
 
 /** A claimed job: the row as the claim left it. */
@@ -128,14 +141,69 @@ export class JobStore {
     return putItem(`job ${job.id}`, this.tableName, row, e.when(is.absent(e)));
   }
 
+  /**
+   * The Put that creates a job in the state an earlier attempt decided (see {@link AttemptedJob}): retryable
+   * at the retry's time, snoozed until the snooze ends, discarded (a dead letter) or completed, its history
+   * holding that attempt as attempt 1 (a snooze gives it back). Its check entry is placed as any new job's:
+   * a lease after it is due.
+   */
+  insertAttemptedItem(job: AttemptedJob): TransactItem {
+    const base = this.insertItem({ ...job, dormant: false, scheduledAt: job.now }).Put!.Item as JobRow;
+    const { decision, attempt, now } = job;
+    const record = (outcome: AttemptRecord['outcome'], error?: string): AttemptRecord[] =>
+      attempt ? [{ attempt: 1, at: iso(attempt.at), durationMs: Math.round(attempt.durationMs), outcome, ...(error ? { error } : {}) }] : [];
+    const waiting = (state: JobState, at: number, dormant = false): JobRow => ({
+      ...base,
+      state,
+      scheduledAt: iso(at),
+      checkAt: checkKey(this.checkDueBy(job.queue, at), job.id),
+      ...(!dormant && needsSchedule(at, now) ? { wakeSchedule: { seq: 1, at: iso(at) } } : {}),
+    });
+    const ended = (state: JobState): JobRow => ({ ...base, state, finalizedAt: iso(now), ...(this.expiry(now, state) !== undefined ? { expiresAt: this.expiry(now, state)! } : {}) });
+    let row: JobRow;
+    switch (decision.type) {
+      case 'complete':
+        row = { ...ended(JobState.completed), attempt: attempt ? 1 : 0, attempts: record('completed') };
+        break;
+      case 'retry':
+        row = { ...waiting(JobState.retryable, decision.at), attempt: attempt ? 1 : 0, attempts: record('retryable', decision.error) };
+        break;
+      case 'snooze':
+        row = { ...waiting(JobState.snoozed, decision.until, decision.dormant === true), snoozes: 1, lastSnooze: { at: iso(now), until: iso(decision.until), reason: decision.reason } };
+        break;
+      case 'discard':
+        row = {
+          ...ended(JobState.discarded),
+          attempt: attempt ? 1 : 0,
+          attempts: record('discarded', decision.error),
+          discardReason: decision.reason,
+          deadLetter: deadLetterPartition(JobState.discarded, shardOf(job.id, DEAD_LETTER_SHARDS)),
+          deadAt: deadKey(now, job.id),
+        };
+        break;
+      default:
+        return assertNever(decision);
+    }
+    const e = new Expression();
+    return putItem(`job ${job.id}`, this.tableName, row, e.when(is.absent(e)));
+  }
+
+  /** Creates a job on its own in the state an earlier attempt decided; an existing id raises {@link DuplicateJobError}. */
+  async insertAttempted(job: AttemptedJob): Promise<JobRow> {
+    return this.put(job.id, this.insertAttemptedItem(job));
+  }
+
   /** Creates a job on its own; an existing id raises {@link DuplicateJobError} and changes nothing. */
   async insert(job: NewJob): Promise<JobRow> {
-    const item = this.insertItem(job);
+    return this.put(job.id, this.insertItem(job));
+  }
+
+  private async put(id: string, item: TransactItem): Promise<JobRow> {
     const put = item.Put!;
     try {
       await this.db.send(new PutCommand({ ...put, TableName: this.tableName, Item: put.Item }));
     } catch (error) {
-      if (conditionFailure(error).failed) throw new DuplicateJobError(job.id);
+      if (conditionFailure(error).failed) throw new DuplicateJobError(id);
       throw error;
     }
     return put.Item as JobRow;

@@ -122,6 +122,14 @@ export class Expression {
     return this;
   }
 
+  /**
+   * A ProjectionExpression of these attributes: their placeholders join this expression's names, so call
+   * it before {@link build}, {@link forQuery} or {@link forScan}.
+   */
+  projection(attributes: readonly string[]): string {
+    return attributes.map((attribute) => this.name(attribute)).join(', ');
+  }
+
   // ─── conditions ───
 
   /** Adds a condition fragment; fragments are joined with AND, each in parentheses (once: DynamoDB refuses `((x))`). */
@@ -492,13 +500,26 @@ export const MAX_BATCH_GET_KEYS = 100;
  * One consistent BatchGetItem of up to {@link MAX_BATCH_GET_KEYS} keys of one table: the items found, in
  * no particular order. A key DynamoDB leaves unprocessed fails the read ({@link IncompleteReadError}).
  */
-export async function batchGet(db: DynamoDBDocumentClient, tableName: string, keys: readonly Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+export async function batchGet(
+  db: DynamoDBDocumentClient,
+  tableName: string,
+  keys: readonly Record<string, unknown>[],
+  options: { consistent?: boolean; attributes?: readonly string[] } = {},
+): Promise<Record<string, unknown>[]> {
   if (keys.length === 0) return [];
   if (keys.length > MAX_BATCH_GET_KEYS) throw new RangeError(`BatchGetItem takes at most ${MAX_BATCH_GET_KEYS} keys`);
-  const result = await db.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: [...keys], ConsistentRead: true } } }));
+  const projected = options.attributes ? projection(options.attributes) : {};
+  const result = await db.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: [...keys], ConsistentRead: options.consistent ?? true, ...projected } } }));
   const unprocessed = result.UnprocessedKeys?.[tableName]?.Keys?.length ?? 0;
   if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
   return result.Responses?.[tableName] ?? [];
+}
+
+/** The ProjectionExpression (and its names) of a Get or BatchGet that reads only these attributes. */
+export function projection(attributes: readonly string[]): { ProjectionExpression: string; ExpressionAttributeNames: Record<string, string> } {
+  const e = new Expression();
+  const ProjectionExpression = e.projection(attributes);
+  return { ProjectionExpression, ExpressionAttributeNames: e.build().ExpressionAttributeNames ?? {} };
 }
 
 // ─── Listings ───────────────────────────────────────────────────────────────────────────────────────

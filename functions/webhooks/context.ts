@@ -7,12 +7,13 @@ import { VettedHttpClient } from '../platform/vetted-http.ts';
 import type { Resolver } from '../platform/vetted-http.ts';
 import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobHandler } from '../jobs/index.ts';
-import { Deliveries } from './delivery.ts';
+import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
-import { webhookDeliverKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { Publisher } from './publish.ts';
 import { EndpointSecrets } from './secrets.ts';
 import { addressPolicy } from './ssrf.ts';
 import { WebhookStore } from './store.ts';
@@ -28,6 +29,11 @@ export interface WebhookOptions {
   resolve?: Resolver;
   /** One attempt's whole exchange must finish within this. @default 10000 */
   requestTimeoutMs?: number;
+  /**
+   * How long, in real time from the start of its run, a delivery that succeeded goes on sending the
+   * deliveries waiting behind it with no job (0: none; each is handed the lease as a job). @default 15000
+   */
+  drainBudgetMs?: number;
   /** Wraps the client deliveries send with (a host that watches or alters outbound requests). @default none */
   wrapHttp?: (client: WebhookHttp) => WebhookHttp;
 }
@@ -57,7 +63,9 @@ export interface WebhooksContext {
   endpoints: Endpoints;
   deliveries: Deliveries;
   waitList: WaitList;
-  /** webhook.fanout, webhook.deliver, webhook.wake and webhook.sweep, for the webhooks queue's worker. */
+  /** Publishing an event inside a domain's transaction (publish.ts). */
+  publisher: Publisher;
+  /** webhook.fanout, webhook.deliver, webhook.wake, webhook.restart and webhook.sweep, for the webhooks and deliveries queues' workers. */
   handlers: JobHandler<unknown>[];
   sweep(now: number): Promise<SweepReport>;
   /** Closes the HTTP client's pooled connections. */
@@ -71,7 +79,7 @@ const noSecretKey: SecretKey = {
 };
 
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookSweepKind] as const;
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind] as const;
 
 /**
  * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their
@@ -94,10 +102,12 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     http: client,
     guard,
     requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+    drainBudgetMs: options.drainBudgetMs ?? DRAIN_BUDGET_MS,
   };
   const waitList = new WaitList(deps);
   const deliveries = new Deliveries(deps, waitList);
   const endpoints = new Endpoints(deps);
+  const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger });
 
   const handlers = [
     handle(webhookFanoutKind, async (args, ctx) => {
@@ -117,6 +127,9 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
         throw error;
       }
     }),
+    handle(webhookRestartKind, async (args, ctx) => {
+      await waitList.restart(args.endpointId, ctx.now());
+    }),
     handle(webhookSweepKind, async (_args, ctx) => {
       const report = await sweep(deps, waitList, ctx.now());
       if (report.disabled + report.restarted + report.released > 0) ctx.logger.info('webhook sweep', { ...report });
@@ -128,6 +141,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     endpoints,
     deliveries,
     waitList,
+    publisher,
     handlers,
     sweep: (now) => sweep(deps, waitList, now),
     close: async () => {

@@ -10,10 +10,12 @@ import { DeliveryFailedError } from './errors.ts';
 import type { EndpointRow } from './endpoint.ts';
 import type { WebhookEvent } from './events.ts';
 import { admit, afterAttempt, LEASE_MS, leaseStateOf, PARK_MS } from './lease.ts';
-import type { Admission } from './lease.ts';
-import { DeliveryDiscardReason } from './kinds.ts';
+import type { Admission, EndpointChange } from './lease.ts';
+import { DeliveryDiscardReason, webhookDeliverKind } from './kinds.ts';
 import { signedRequest } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
+import { isPending } from './store.ts';
+import type { WaitEntry } from './store.ts';
 import { WaitList } from './waitlist.ts';
 import type { HandOn } from './waitlist.ts';
 
@@ -25,12 +27,40 @@ export const DISABLED_METRIC = 'WebhookEndpointDisabled';
 /** How long a delivery that lost a race for a free lease waits before it looks again (no attempt spent). */
 const LEASE_RACE_SNOOZE_MS = 1_000;
 
+/**
+ * How long, in real time from the start of its run, a delivery that succeeded goes on sending the
+ * deliveries waiting behind it (by default: the `drainBudgetMs` option): it starts no send after this, so
+ * its run (webhook.deliver's 30 s timeout) ends with a request's whole timeout to spare; the rest of the
+ * list is handed on.
+ */
+export const DRAIN_BUDGET_MS = 15_000;
+/** Waiting deliveries read at a time while draining (per wait-list shard). */
+const DRAIN_READ = 10;
+
 type Wait = { pk: string; sk: string };
+type DeliverArgs = { eventId: string; endpointId: string; event?: WebhookEvent | undefined };
 
 /**
  * The webhook.deliver handler: take the endpoint's lease (or park and wait to be handed it), send the
- * signed event once, classify the answer, record what it means for the endpoint and pass the lease on,
- * then tell the job layer: return (completed), snooze, discard, or throw (retryable).
+ * signed event once, classify the answer, record what it means for the endpoint; then, after a success,
+ * send the deliveries waiting behind it that have no job (published while the endpoint was busy), one at
+ * a time, while its run has time (the drain, below); and pass the lease on. It tells the job layer about
+ * its own delivery only: return (completed), snooze, discard, or throw (retryable).
+ *
+ * ```
+ *  own delivery ─► 2xx ─► head of the list: no job ─► send it; 2xx ─► drop its entry; next
+ *                                                              └─► else: it becomes a job, with this
+ *                                                                  attempt as its first (the job layer
+ *                                                                  decides: retry, snooze, discard), and
+ *                                                                  the lease moves as for any failure
+ *                         head of the list: a parked job ─► hand the lease on to it (runNext)
+ *                         out of time ─► the head gets a job, and the lease
+ *                         nobody waiting ─► let go (and look once more)
+ * ```
+ *
+ * A delivery sent within another's run leaves no job row when it succeeds: it is counted on its endpoint
+ * (`delivered`), and the `WebhookDelivery` metric counts it like any attempt. One that fails is a job from
+ * then on, and only the job layer runs it again.
  */
 export class Deliveries {
   private readonly deps: WebhookDeps;
@@ -41,56 +71,133 @@ export class Deliveries {
     this.waitList = waitList;
   }
 
-  async deliver(args: { eventId: string; endpointId: string }, ctx: JobContext): Promise<void> {
+  async deliver(args: DeliverArgs, ctx: JobContext): Promise<void> {
     const { store } = this.deps;
+    const started = performance.now();
     const now = ctx.now();
-    const wait = waitKey(args.endpointId, ctx.createdAt, ctx.id);
-    // Run here by the holder that handed it the lease: it starts from what the hand-off wrote, no read.
+    // Run here by the holder that handed it the lease: it starts from the endpoint the hand-off wrote.
     const handover = this.waitList.takeHandover(ctx.id);
+    const carried = args.event;
+    // Its own entry, if it waits in the list: found from its event (or, for a delivery enqueued before
+    // deliveries carried their event, from its creation).
+    const wait: Wait = waitKey(args.endpointId, carried?.timestamp ?? ctx.createdAt, ctx.id);
     const read =
-      handover && handover.endpoint.holder === ctx.id && handover.event.id === args.eventId
-        ? { endpoint: handover.endpoint, event: handover.event, parked: true }
-        : await store.readForDelivery(args.endpointId, args.eventId, wait);
+      handover && handover.endpoint.holder === ctx.id && carried
+        ? { endpoint: handover.endpoint, event: carried, parked: true }
+        : await store.readForDelivery(args.endpointId, carried ? undefined : args.eventId, wait);
+    const event = carried ?? read.event;
     if (!read.endpoint) {
       if (read.parked) await store.unpark(wait);
       throw discard(DeliveryDiscardReason.not_found, `endpoint ${args.endpointId} not found`);
     }
-    if (!read.event) return this.leave(read.endpoint, wait, read.parked, ctx, DeliveryDiscardReason.not_found, `event ${args.eventId} not found (pruned after its retention)`);
+    if (!event) return this.leave(read.endpoint, wait, read.parked, ctx, DeliveryDiscardReason.not_found, `event ${args.eventId} not found (pruned after its retention)`);
     // Before the lease is taken: a key that cannot be used now (KMS throttled or down) fails this run
     // (retryable) while the endpoint stays free for others.
     const secret = await this.deps.secrets.open(read.endpoint);
 
-    const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now, args.eventId);
+    const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now, event.id);
     const endpointId = args.endpointId;
-    // Off the critical path: leave the wait list, read who waits next and that one's event while the request is out.
+    // Off the critical path: leave the wait list, and read who waits next, while the request is out.
     const unparked = turn.parked ? store.unpark(wait).catch((error: unknown) => ctx.logger.warn('wait-list entry not removed', { error: String(error) })) : undefined;
-    const heads = store.waitListHead(endpointId, 3);
+    const heads = store.waitListHead(endpointId, DRAIN_READ);
     heads.catch(() => undefined);
-    const ahead = heads.then((entries) => {
-      const next = entries.find((e) => e.jobId !== ctx.id);
-      return next?.eventId ? store.peekEvent(next.eventId).then((event) => ({ jobId: next.jobId, event })) : undefined;
-    });
-    ahead.catch(() => undefined);
 
-    const result = await this.attempt(turn.row, secret, read.event, ctx);
+    const result = await this.attempt(turn.row, secret, event, ctx);
     const at = ctx.now();
     const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy });
-    await unparked;
-    if (step.rejoin) await store.park(wait, ctx.id, at, step.rejoin.notBefore, args.eventId);
-    const handOn: HandOn = {
-      runNext: (id) => ctx.runNext(id),
-      event: async (entry) => {
-        const read = await ahead.catch(() => undefined);
-        return read?.jobId === entry.jobId ? read.event : undefined;
-      },
-    };
-    await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads, at, handOn);
     this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
-    if (step.endpoint.disable) {
-      this.deps.metrics.count(DISABLED_METRIC, { reason: step.endpoint.disable });
-      ctx.logger.warn('endpoint disabled', { endpointId, reason: step.endpoint.disable });
+    this.disabled(endpointId, step.endpoint, ctx);
+    await unparked;
+    if (step.rejoin) await store.park(wait, ctx.id, at, step.rejoin.notBefore, event.id);
+    const handOn: HandOn = { runNext: (id) => ctx.runNext(id) };
+    const own = step.job.type === 'completed' ? 1 : 0;
+    const lease = step.endpoint.lease;
+    if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) {
+      // Its own delivery is done and the lease passes on: first to the deliveries waiting with no job.
+      const drained = await this.drain(turn.row, secret, await heads.catch(() => []), ctx, started);
+      const delivered = own + drained.delivered;
+      const failed = drained.failed;
+      if (!failed) {
+        await this.waitList.finish(endpointId, ctx.id, step.endpoint, drained.heads, ctx.now(), handOn, { delivered });
+      } else if (failed.change.lease.type === 'keep') {
+        // A young failure: the failing delivery keeps the probe role, as its own job now.
+        const moved = await store.settle(endpointId, ctx.id, failed.change, { type: 'pass', to: failed.jobId, busyUntil: failed.change.lease.busyUntil }, ctx.now(), delivered);
+        if (moved === 'not_holder') await store.recordHealth(endpointId, failed.change, ctx.now(), delivered);
+      } else {
+        await this.waitList.finish(endpointId, ctx.id, failed.change, drained.heads, ctx.now(), handOn, { delivered, exclude: failed.jobId });
+      }
+    } else {
+      await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads.catch(() => []), at, handOn, { delivered: own });
     }
     return outcome(step.job);
+  }
+
+  /** Counts and logs an endpoint's disabling, when an attempt's step disables it. */
+  private disabled(endpointId: string, change: EndpointChange, ctx: JobContext): void {
+    if (!change.disable) return;
+    this.deps.metrics.count(DISABLED_METRIC, { reason: change.disable });
+    ctx.logger.warn('endpoint disabled', { endpointId, reason: change.disable });
+  }
+
+  /**
+   * Sends, one at a time, the deliveries at the head of the wait list that have no job, while this run
+   * holds the lease and has time. Each that succeeds leaves the list (and is counted); the first that does
+   * not becomes a job with this attempt as its first, and what it means for the endpoint decides the
+   * lease (`moved`) — except a permanent refusal of that one event (4xx, an address the guard refuses),
+   * which passes the lease on as a success would, so the drain goes on. It stops at a parked job (the
+   * lease is handed on to it), at the end of the list, or out of time.
+   */
+  private async drain(
+    endpoint: EndpointRow,
+    secret: string,
+    first: readonly WaitEntry[],
+    ctx: JobContext,
+    started: number,
+  ): Promise<{ delivered: number; heads: WaitEntry[]; failed?: { jobId: string; change: EndpointChange } }> {
+    const { store, jobs } = this.deps;
+    const policy = webhookDeliverKind.policy;
+    let heads = first.filter((h) => h.jobId !== ctx.id);
+    let delivered = 0;
+    // The read-ahead is used up: read again (an entry put meanwhile is seen here, or by the holder's last look).
+    let fresh = false;
+    for (;;) {
+      if (heads.length === 0) {
+        if (fresh) return { delivered, heads };
+        heads = (await store.waitListHead(endpoint.endpointId, DRAIN_READ)).filter((h) => h.jobId !== ctx.id);
+        fresh = true;
+        continue;
+      }
+      const head = heads[0]!;
+      // A parked job: the lease is handed on to it. Out of time: the head is given a job and handed the lease.
+      if (!isPending(head) || performance.now() - started >= this.deps.drainBudgetMs || ctx.signal.aborted) return { delivered, heads };
+      const startedAt = ctx.now();
+      const t0 = performance.now();
+      const result = await this.attempt(endpoint, secret, head.event, ctx);
+      const durationMs = performance.now() - t0;
+      this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
+      heads = heads.slice(1);
+      if (heads.length === 0) fresh = false;
+      if (result.type === 'delivered') {
+        await store.unpark(head);
+        delivered++;
+        continue;
+      }
+      // Not delivered: from now on it is a job, with this attempt as its first, and the job layer decides the rest.
+      const at = ctx.now();
+      const step = afterAttempt(leaseStateOf(endpoint), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy });
+      await jobs.enqueueAttempted(
+        webhookDeliverKind,
+        { eventId: head.event.id, endpointId: endpoint.endpointId, event: head.event },
+        { id: head.jobId, attempt: { at: startedAt, durationMs }, outcome: step.job },
+      );
+      if (step.rejoin) await store.park(head, head.jobId, at, step.rejoin.notBefore, head.event.id);
+      else await store.unpark(head);
+      this.disabled(endpoint.endpointId, step.endpoint, ctx);
+      const lease = step.endpoint.lease;
+      // Refused for good (4xx, the guard): that event alone; the lease passes on as after a success, to the next.
+      if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) continue;
+      return { delivered, heads, failed: { jobId: head.jobId, change: step.endpoint } };
+    }
   }
 
   /**
@@ -154,7 +261,7 @@ export class Deliveries {
     const { store } = this.deps;
     const now = ctx.now();
     if (parked) await store.unpark(wait);
-    if (row.holder === ctx.id) await this.waitList.finish(row.endpointId, ctx.id, undefined, await store.waitListHead(row.endpointId, 3), now);
+    if (row.holder === ctx.id) await this.waitList.finish(row.endpointId, ctx.id, undefined, await store.waitListHead(row.endpointId, 3), now, undefined, { disabled: row.disabled });
     throw discard(reason, message);
   }
 

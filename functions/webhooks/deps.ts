@@ -31,4 +31,6 @@ export interface WebhookDeps {
   guard: GuardOptions;
   /** One attempt's whole exchange (resolve, connect, answer) must finish within this. */
   requestTimeoutMs: number;
+  /** How long a delivery that succeeded goes on sending the deliveries waiting behind it (delivery.ts, the drain). */
+  drainBudgetMs: number;
 }

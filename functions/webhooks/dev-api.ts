@@ -3,11 +3,11 @@ import { unstorableParts } from '../platform/dynamo.ts';
 import { route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import type { WebhooksContext } from './context.ts';
-import { eventTypes, prepareEvent } from './events.ts';
+import { eventTypes } from './events.ts';
 
 /**
- * A local-runtime-only route that records an event the way a domain does (the event and its
- * webhook.fanout job in one transaction), for trying webhooks by hand before the calls pipeline emits
+ * A local-runtime-only route that publishes an event the way a domain does (its deliveries in one
+ * transaction: publish.ts), for trying webhooks by hand before the calls pipeline emits
  * any. Not deployed: only the local runtime (functions/local/runtime.ts) adds it.
  */
 export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
@@ -31,12 +31,15 @@ export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
       400: { description: 'invalid body, or `data` DynamoDB cannot store (an empty key, nesting past 31 levels, a number out of range); nothing written' },
     },
     handler: async ({ body }) => {
-      const { deps } = context();
-      const prepared = prepareEvent(deps.jobs, deps.store.tableName, body, deps.clock.now());
-      const result = await deps.store.transact(prepared.items);
-      if (!result.committed) throw result.error;
-      await deps.jobs.afterCommit(prepared.jobs);
-      return { status: 201, body: { eventId: prepared.event.id } };
+      const { deps, publisher } = context();
+      const published = await publisher.prepare(body, deps.clock.now());
+      if (published.items.length > 0) {
+        const result = await deps.store.transact(published.items);
+        if (!result.committed) throw result.error;
+      }
+      await deps.jobs.afterCommit(published.jobs);
+      await published.afterCommit();
+      return { status: 201, body: { eventId: published.event.id } };
     },
   });
   return [create];

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { eventTypes } from './events.ts';
 import type { EventType } from './events.ts';
@@ -42,6 +43,11 @@ export interface EndpointRow {
   holder?: string;
   busyUntil?: string;
   watch?: string;
+  /**
+   * Deliveries made to the endpoint that succeeded, counted by the lease holder's last write of each run
+   * (a delivery sent within another's run leaves no job row of its own: delivery.ts). Absent until the first.
+   */
+  delivered?: number;
   /** The client's `Idempotency-Key`, when it sent one (the endpoint id was derived from it). */
   idempotencyKey?: string;
   /** The sha256 of the keyed registration's canonical body, to tell a retry from a different request. */
@@ -90,16 +96,29 @@ export const ENDPOINT_INDEX_PK = 'ENDPOINTS';
 export const endpointIndexKey = (createdAt: string, endpointId: string) => ({ pk: ENDPOINT_INDEX_PK, sk: `${createdAt}#${endpointId}` });
 
 /**
- * A delivery's place in its endpoint's wait list: `WAIT#<job createdAt>#<job id>`, so the list is in
- * enqueue order (oldest first) and a delivery can find its own entry without storing anything.
+ * The wait list's partitions. A delivery's entry goes to one of {@link WAIT_SHARDS} partitions by a hash of
+ * its id, apart from the endpoint row: a busy endpoint's entries are put (in the publishing transaction,
+ * at twice the units) and deleted at its event rate, which under one key would pass half of DynamoDB's
+ * per-partition rate for an endpoint taking a fifth of the results (docs/capacity.md). Whoever reads the
+ * list reads every shard and merges them by sort key.
  */
-export const waitKey = (endpointId: string, jobCreatedAt: string, jobId: string) => ({ pk: waitListPartition(endpointId), sk: `WAIT#${jobCreatedAt}#${jobId}` });
+export const WAIT_SHARDS = 2;
+/** The partition of shard `n` of an endpoint's wait list. */
+export const waitListPartition = (endpointId: string, shard: number): string => `WAITLIST#${endpointId}#${shard}`;
+/** Every partition of an endpoint's wait list. */
+export const waitListPartitions = (endpointId: string): string[] => Array.from({ length: WAIT_SHARDS }, (_, n) => waitListPartition(endpointId, n));
+
 /**
- * The wait list's partition, apart from the endpoint row: parks and unparks come at the endpoint's event
- * rate while lease writes come at its delivery rate, and together under one key a busy endpoint's
- * partition would pass DynamoDB's per-partition rate (docs/capacity.md).
+ * A delivery's place in its endpoint's wait list: `WAIT#<event timestamp>#<job id>` in the shard its id
+ * hashes to, so the list is in the order the events happened (oldest first), and the delivery (or whoever
+ * publishes it again) finds its entry from its event and ids alone. A delivery enqueued before deliveries
+ * carried their event uses its job's creation time instead (entries parked before the shards, under
+ * `WAITLIST#<endpoint id>`, are read by nobody: their dormant jobs' six-hour backstop wakes them).
  */
-export const waitListPartition = (endpointId: string): string => `WAITLIST#${endpointId}`;
+export const waitKey = (endpointId: string, eventTimestamp: string, jobId: string) => ({
+  pk: waitListPartition(endpointId, createHash('sha256').update(jobId).digest().readUInt32BE(0) % WAIT_SHARDS),
+  sk: `WAIT#${eventTimestamp}#${jobId}`,
+});
 
 /** A record that a delivery was discarded (or may be: its last attempt started), for redeliver. */
 export const discardMarkerKey = (endpointId: string, jobId: string) => ({ pk: `ENDPOINT#${endpointId}`, sk: `DISCARDED#${jobId}` });

@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { TableDefinition } from '../platform/tables.ts';
 import { defaultPolicy, defineKind } from '../jobs/index.ts';
-import type { JobClient, PreparedJob, TransactItem } from '../jobs/index.ts';
 
 /**
- * The events redial tells its customers about. A domain records an event together with its
- * webhook.fanout job inside its own transaction ({@link prepareEvent}), so an event is never announced
- * for a change that did not commit, and never lost for one that did.
+ * The events redial tells its customers about. A domain publishes an event inside its own transaction
+ * (publish.ts): what delivers it to each subscribed endpoint commits with the change, so an event is never
+ * announced for a change that did not commit, and never lost for one that did.
  */
 export const EventType = {
   callCompleted: 'call.completed',
@@ -29,20 +28,40 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
+/** An event as a delivery carries it (in its job's arguments, or in its wait-list entry). */
+export const eventSchema: z.ZodType<WebhookEvent> = z.object({
+  id: z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/),
+  tenantId: z.string().min(1).max(128),
+  type: z.enum(eventTypes),
+  timestamp: z.string().min(1).max(40),
+  data: z.record(z.string(), z.unknown()),
+});
+
+/** A new event, stamped now. */
+export const newEvent = (input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number): WebhookEvent => ({
+  id: input.id ?? `evt_${randomUUID().replaceAll('-', '')}`,
+  tenantId: input.tenantId,
+  type: input.type,
+  timestamp: new Date(now).toISOString(),
+  data: input.data,
+});
+
 /**
- * The webhooks table: events, endpoints and their delivery state, single-table (pk/sk).
+ * The webhooks table: endpoints and their delivery state, single-table (pk/sk).
  *
  * | item | pk | sk |
  * |---|---|---|
- * | event | `EVENT#<id>` | `EVENT` |
- * | endpoint (config, health, lease) | `ENDPOINT#<id>` | `ENDPOINT` |
- * | a parked delivery (the wait list) | `WAITLIST#<endpoint id>` | `WAIT#<job createdAt>#<job id>` |
+ * | endpoint (config, health, lease, deliveries made) | `ENDPOINT#<id>` | `ENDPOINT` |
+ * | a delivery waiting for its endpoint (the wait list, 4 shards) | `WAITLIST#<endpoint id>#<0–3>` | `WAIT#<event timestamp>#<job id>` |
  * | a discarded delivery, for redeliver | `ENDPOINT#<id>` | `DISCARDED#<job id>` |
- * | a tenant's endpoint (fanout reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
+ * | a tenant's endpoint (publishing reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
+ * | an event, as written before deliveries carried theirs (read, never written) | `EVENT#<id>` | `EVENT` |
  *
- * `byWatch` is sparse: only endpoints that hold a lease, held one since the last sweep, or are failing
- * carry `watch`, so the periodic sweep reads just those. Keys only: lease updates that leave `watch` alone
- * (or set it to the value it has) write nothing to the index; the sweep unwatches idle endpoints.
+ * An event travels with what delivers it: in its webhook.deliver job's arguments, or in its wait-list entry
+ * while the endpoint is busy (publish.ts). `byWatch` is sparse: only endpoints that hold a lease, held one
+ * since the last sweep, or are failing carry `watch`, so the periodic sweep reads just those. Keys only:
+ * lease updates that leave `watch` alone (or set it to the value it has) write nothing to the index; the
+ * sweep unwatches idle endpoints.
  */
 export const webhooksTable = {
   name: 'webhooks',
@@ -52,52 +71,23 @@ export const webhooksTable = {
   ttlAttribute: 'expiresAt',
 } as const satisfies TableDefinition;
 
-/** How long an event is kept for redelivery. */
+/** How long a waiting delivery's entry, and a discard marker, are kept. */
 export const EVENT_RETENTION_SECONDS = 30 * 86400;
 
+/** The key of an event written before deliveries carried their event. */
 export const eventKey = (id: string) => ({ pk: `EVENT#${id}`, sk: 'EVENT' });
 
-/** webhook.fanout: one webhook.deliver per subscribed, enabled endpoint of the event's tenant. */
+/**
+ * webhook.fanout: the deliveries of an event whose tenant has more subscribed endpoints than the publishing
+ * transaction takes (publish.ts); the event is in its arguments (or, for a fanout enqueued before events
+ * travelled with their jobs, its stored item).
+ */
 export const webhookFanoutKind = defineKind({
   kind: 'webhook.fanout',
   queue: 'webhooks',
   policy: defaultPolicy,
   timeoutSeconds: 30,
-  args: z.object({ eventId: z.string().min(1) }),
+  args: z.object({ eventId: z.string().min(1), event: eventSchema.optional() }),
   discardReasons: ['not_found'],
-  description: 'Enqueues one webhook.deliver per subscribed, enabled endpoint of the event’s tenant',
+  description: 'Enqueues the deliveries of an event to its tenant’s subscribed, enabled endpoints',
 });
-
-/**
- * The writes that record an event and its fanout job, for the caller's TransactWriteItems; after the
- * commit, pass `jobs` to `JobClient.afterCommit`.
- *
- * @example
- * const event = prepareEvent(jobs, tables.webhooks, { tenantId, type: EventType.callCompleted, data }, clock.now());
- * const outcome = await transact(db, [...domainItems, ...event.items]);
- * await jobs.afterCommit(event.jobs);
- */
-export function prepareEvent(
-  jobs: JobClient,
-  tableName: string,
-  input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string },
-  now: number,
-): { event: WebhookEvent; items: TransactItem[]; jobs: PreparedJob[] } {
-  const event: WebhookEvent = {
-    id: input.id ?? `evt_${randomUUID().replaceAll('-', '')}`,
-    tenantId: input.tenantId,
-    type: input.type,
-    timestamp: new Date(now).toISOString(),
-    data: input.data,
-  };
-  const fanout = jobs.prepare(webhookFanoutKind, { eventId: event.id }, { id: `webhook.fanout:${event.id}` });
-  const put: TransactItem = {
-    name: `event ${event.id}`,
-    Put: {
-      TableName: tableName,
-      Item: { ...eventKey(event.id), ...event, expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  };
-  return { event, items: [put, fanout.item], jobs: [fanout] };
-}

@@ -2,42 +2,38 @@ import { discard } from '../jobs/index.ts';
 import type { JobContext } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { deliveryJobId, subscribes, waitKey } from './endpoint.ts';
-import type { EndpointRow } from './endpoint.ts';
+import type { WebhookEvent } from './events.ts';
 import { webhookDeliverKind } from './kinds.ts';
-import { leaseOf, leaseStateOf, PARK_MS } from './lease.ts';
+import { leaseTaken } from './lease.ts';
 import type { WaitList } from './waitlist.ts';
 
 /**
- * The webhook.fanout handler: one webhook.deliver per enabled endpoint of the event's tenant that
- * subscribes to its type. Delivery job ids are `webhook.deliver:<event>:<endpoint>`, so a fanout that runs
- * again (a retry, a duplicate wake-up) creates nothing new.
+ * The webhook.fanout handler, for an event whose tenant has more subscribed endpoints than the publishing
+ * transaction takes (publish.ts, DIRECT_MAX_ENDPOINTS): per enabled, subscribed endpoint, what publishing
+ * does in the transaction, here one write at a time — a webhook.deliver job due now where the lease is
+ * free, a wait-list entry carrying the event where another delivery holds it (the holder sends it), then
+ * the second look at those endpoints: a lease let go in between goes to the oldest waiting delivery.
  *
- * A delivery to an endpoint whose lease another delivery holds is **parked at creation**: enqueued
- * dormant (no wake-up, due only as PARK_MS's backstop) and put in the endpoint's wait list, so it never
- * runs just to find the endpoint busy; the holder hands it the lease and starts it. Then, as a parker
- * does (docs/webhooks.md, "Races"), the fanout looks at those endpoints once more: a lease let go in
- * between is given to the oldest waiting delivery, which is woken. Deliveries to a free endpoint are
- * enqueued to run at once.
+ * Delivery job ids are `webhook.deliver:<event>:<endpoint>` and an entry's key follows from the event and
+ * that id, so a fanout that runs again creates no second job or entry; an entry it puts again after its
+ * delivery was sent and removed is sent again (at least once, with the same webhook-id).
  */
-export async function fanout(deps: WebhookDeps, waitList: WaitList, args: { eventId: string }, ctx: JobContext): Promise<{ created: number; existing: number; parked: number }> {
+export async function fanout(deps: WebhookDeps, waitList: WaitList, args: { eventId: string; event?: WebhookEvent | undefined }, ctx: JobContext): Promise<{ created: number; parked: number }> {
   const { store, jobs } = deps;
-  const event = await store.getEvent(args.eventId);
+  const event = args.event ?? (await store.getEvent(args.eventId));
   if (!event) throw discard('not_found', `event ${args.eventId} not found (pruned after its retention, or never committed)`);
   const endpoints = await store.tenantEndpoints(event.tenantId);
   const targets = endpoints.filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type));
   const now = ctx.now();
-  const busy = (endpoint: EndpointRow) => leaseOf(leaseStateOf(endpoint), '', now) === 'taken';
   const results = await Promise.all(
     targets.map(async (endpoint) => {
       const id = deliveryJobId(event.id, endpoint.endpointId);
-      const args = { eventId: event.id, endpointId: endpoint.endpointId };
-      if (!busy(endpoint)) return { ...(await jobs.enqueue(webhookDeliverKind, args, { id })), parked: undefined };
-      // The job first, then its entry: a holder that finds the entry always finds the job.
-      const enqueued = await jobs.enqueue(webhookDeliverKind, args, { id, at: now + PARK_MS, dormant: true });
-      const createdAt = enqueued.created ? enqueued.createdAt : await stillWaiting(deps, id);
-      if (createdAt === undefined) return { ...enqueued, parked: undefined };
-      await store.park(waitKey(endpoint.endpointId, createdAt, id), id, now, undefined, event.id);
-      return { ...enqueued, parked: endpoint.endpointId };
+      if (!leaseTaken(endpoint, now)) {
+        const enqueued = await jobs.enqueue(webhookDeliverKind, { eventId: event.id, endpointId: endpoint.endpointId, event }, { id });
+        return { created: enqueued.created, parked: undefined };
+      }
+      await store.putPending(waitKey(endpoint.endpointId, event.timestamp, id), id, event, now);
+      return { created: false, parked: endpoint.endpointId };
     }),
   );
   const parked = results.flatMap((r) => (r.parked ? [r.parked] : []));
@@ -45,18 +41,10 @@ export async function fanout(deps: WebhookDeps, waitList: WaitList, args: { even
     // The second look: a holder that let go after the first read may not have seen the entry.
     const again = await Promise.all(parked.map((endpointId) => store.getEndpoint(endpointId)));
     for (const endpoint of again) {
-      if (endpoint && !busy(endpoint)) await waitList.restart(endpoint.endpointId, now);
+      if (endpoint && !leaseTaken(endpoint, ctx.now())) await waitList.restart(endpoint.endpointId, ctx.now());
     }
   }
   const created = results.filter((r) => r.created).length;
   ctx.logger.debug('fanout', { eventId: event.id, endpoints: endpoints.length, targets: targets.length, created, parked: parked.length });
-  return { created, existing: results.length - created, parked: parked.length };
+  return { created, parked: parked.length };
 }
-
-/** The createdAt of a delivery a fanout created before (it runs again), if that delivery still waits. */
-async function stillWaiting(deps: WebhookDeps, id: string): Promise<string | undefined> {
-  const row = await deps.jobs.get(id);
-  return row && ['scheduled', 'snoozed', 'retryable'].includes(row.state) ? row.createdAt : undefined;
-}
-
-

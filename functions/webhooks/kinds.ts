@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defaultPolicy, defineKind, periodicPolicy, policy, schedule } from '../jobs/index.ts';
+import { eventSchema } from './events.ts';
 
 /**
  * The webhooks context's job kinds, as data (webhook.fanout is declared with the events, in events.ts,
@@ -32,14 +33,20 @@ export type DeliveryDiscardReason = (typeof DeliveryDiscardReason)[keyof typeof 
 /** Event and endpoint ids, in the characters a job id may hold (they become part of one). */
 const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/);
 
-/** webhook.deliver: one event to one endpoint, signed, once per attempt; 18 attempts over ≈ 5.3 days. */
+/**
+ * webhook.deliver: one event to one endpoint, signed, once per attempt; 18 attempts over ≈ 5.3 days. The
+ * event is in the arguments (absent only on deliveries enqueued before events travelled with their jobs,
+ * which read its stored item). A delivery that succeeds goes on to send, within its own run, the
+ * deliveries waiting behind it that have no job of their own (delivery.ts).
+ */
 export const webhookDeliverKind = defineKind({
   kind: 'webhook.deliver',
   queue: 'deliveries',
   policy: deliveryPolicy,
-  // A request may take up to the request timeout (10 s by default); the rest is a few store round trips.
+  // A request may take up to the request timeout (10 s by default); the rest is a few store round trips,
+  // and the deliveries sent after its own while it has time (delivery.ts, DRAIN_BUDGET_MS).
   timeoutSeconds: 30,
-  args: z.object({ eventId: id, endpointId: id }),
+  args: z.object({ eventId: id, endpointId: id, event: eventSchema.optional() }),
   discardReasons: Object.values(DeliveryDiscardReason),
   description: 'Delivers one event to one endpoint (Standard Webhooks), one delivery per endpoint at a time',
 });
@@ -56,6 +63,20 @@ export const webhookWakeKind = defineKind({
   timeoutSeconds: 10,
   args: z.object({ endpointId: id, jobId: z.string().min(1).max(200) }),
   description: 'Wakes a parked delivery that was handed the lease while it was still running',
+});
+
+/**
+ * webhook.restart: gives a free lease to the oldest delivery waiting behind it and starts it. Enqueued by a
+ * publisher that put a waiting delivery behind a lease it then found let go (its second look: publish.ts),
+ * where it may not move the lease itself (the intake writes no endpoint row).
+ */
+export const webhookRestartKind = defineKind({
+  kind: 'webhook.restart',
+  queue: 'webhooks',
+  policy: defaultPolicy,
+  timeoutSeconds: 10,
+  args: z.object({ endpointId: id }),
+  description: 'Starts the oldest delivery waiting behind an endpoint lease its holder let go',
 });
 
 /** How often the sweep runs. */

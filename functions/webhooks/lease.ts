@@ -55,6 +55,10 @@ export function leaseOf(state: LeaseState, jobId: string, now: number): 'mine' |
   return 'taken';
 }
 
+/** Whether a delivery holds the endpoint's lease at `now`, as `row` says (what a publisher decides by). */
+export const leaseTaken = (row: Pick<EndpointRow, 'holder' | 'busyUntil'>, now: number): boolean =>
+  row.holder !== undefined && row.busyUntil !== undefined && Date.parse(row.busyUntil) >= now;
+
 /** What a delivery may do when it runs. */
 export type Admission =
   /** The endpoint is disabled: discard. */

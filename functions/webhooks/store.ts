@@ -3,10 +3,10 @@ import { DeleteCommand, GetCommand, paginateQuery, PutCommand, QueryCommand, Sca
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
-import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
+import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, projection, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
-import { discardMarkerKey, ENDPOINT_INDEX_PK, endpointIndexKey, endpointKey, tenantEndpointKey, waitListPartition } from './endpoint.ts';
+import { discardMarkerKey, ENDPOINT_INDEX_PK, endpointIndexKey, endpointKey, tenantEndpointKey, waitListPartitions } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
@@ -25,13 +25,19 @@ export const watchValue = (endpointId: string): string => `endpoint#${createHash
 /** Every value of `watch` the sweep reads. */
 export const watchPartitions = (): string[] => [...Array.from({ length: WATCH_SHARDS }, (_, i) => `endpoint#${i}`), LEGACY_WATCHED];
 
-/** A parked delivery, as the wait list holds it. */
+/**
+ * A delivery waiting for its endpoint, as the wait list holds it: either one with no job yet (published while
+ * the endpoint was busy: it carries its `event`, and `jobId` is the id its job will have if it ever needs one),
+ * or a parked job (no `event`: the job `jobId` waits, dormant, to be handed the lease).
+ */
 export interface WaitEntry {
   pk: string;
   sk: string;
   jobId: string;
   parkedAt: string;
-  /** The event the parked delivery carries, so whoever hands it the lease can read it ahead (absent on older entries). */
+  /** Set on a delivery with no job: the event to send. Whoever holds the lease sends it within its own run. */
+  event?: WebhookEvent;
+  /** The parked job's event id. */
   eventId?: string;
   /**
    * Set for a delivery that failed as the probe and waits out its own backoff: it may not be woken to
@@ -48,6 +54,14 @@ export interface DiscardMarker {
   reason: string;
   at: string;
 }
+
+/** The endpoint attributes a publisher reads to route an event (never the secret): publish.ts. */
+export const ROUTING_ATTRIBUTES = ['pk', 'sk', 'endpointId', 'tenantId', 'eventTypes', 'disabled', 'holder', 'busyUntil'] as const;
+/** What a publisher knows of an endpoint. */
+export type RoutingRow = Pick<EndpointRow, 'endpointId' | 'tenantId' | 'eventTypes' | 'disabled' | 'holder' | 'busyUntil'>;
+
+/** Whether a wait-list entry is a delivery with no job yet (it carries its event). */
+export const isPending = (entry: WaitEntry): entry is WaitEntry & { event: WebhookEvent } => entry.event !== undefined;
 
 /** What happens to the lease in {@link WebhookStore.settle}. */
 export type LeaseMove =
@@ -190,9 +204,12 @@ export class WebhookStore {
 
   // ─── Delivery ───────────────────────────────────────────────────────────────────────────────────────
 
-  /** One consistent read of what a delivery needs: its endpoint, its event, and whether it is parked. */
-  async readForDelivery(endpointId: string, eventId: string, wait: { pk: string; sk: string }): Promise<{ endpoint?: EndpointRow; event?: WebhookEvent; parked: boolean }> {
-    const items = await batchGet(this.db, this.tableName, [endpointKey(endpointId), eventKey(eventId), wait]);
+  /**
+   * One consistent read of what a delivery needs: its endpoint, whether it is in the wait list, and its
+   * stored event when it does not carry it (`eventId`: a delivery enqueued before events travelled with jobs).
+   */
+  async readForDelivery(endpointId: string, eventId: string | undefined, wait: { pk: string; sk: string }): Promise<{ endpoint?: EndpointRow; event?: WebhookEvent; parked: boolean }> {
+    const items = await batchGet(this.db, this.tableName, [endpointKey(endpointId), ...(eventId !== undefined ? [eventKey(eventId)] : []), wait]);
     const endpoint = items.find((i) => i['sk'] === 'ENDPOINT') as EndpointRow | undefined;
     const event = items.find((i) => i['sk'] === 'EVENT') as (WebhookEvent & Record<string, unknown>) | undefined;
     return { ...(endpoint ? { endpoint } : {}), ...(event ? { event } : {}), parked: items.some((i) => i['sk'] === wait.sk) };
@@ -226,10 +243,11 @@ export class WebhookStore {
    * conditional write (`holder = me`). Returns 'not_holder' if it no longer holds the lease; the caller
    * then records the health part alone ({@link recordHealth}). Otherwise the endpoint as written.
    */
-  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number): Promise<EndpointRow | 'not_holder'> {
+  async settle(endpointId: string, holder: string, change: EndpointChange | undefined, move: LeaseMove, now: number, delivered = 0): Promise<EndpointRow | 'not_holder'> {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.heldBy(e, holder));
     if (change) applyHealth(e, change, now);
+    if (delivered > 0) e.add('delivered', delivered);
     switch (move.type) {
       case 'keep':
         e.set('busyUntil', iso(move.busyUntil));
@@ -249,11 +267,12 @@ export class WebhookStore {
     return (await this.update(endpointId, e)) ?? 'not_holder';
   }
 
-  /** The health part of an attempt, recorded by a delivery that no longer holds the lease. */
-  async recordHealth(endpointId: string, change: EndpointChange, now: number): Promise<void> {
+  /** The health part of an attempt (and the deliveries it made), recorded by a delivery that no longer holds the lease. */
+  async recordHealth(endpointId: string, change: EndpointChange, now: number, delivered = 0): Promise<void> {
     const e = new Expression();
     e.when(is.endpoint(e));
     applyHealth(e, { ...change, nextProbeAt: null }, now, { keepNextProbe: true });
+    if (delivered > 0) e.add('delivered', delivered);
     if (change.health === 'failing') e.set('watch', watchValue(endpointId));
     if (!e.build().UpdateExpression) return;
     await this.update(endpointId, e);
@@ -276,35 +295,81 @@ export class WebhookStore {
     return (await this.update(endpointId, e)) !== undefined;
   }
 
-  /** The oldest parked deliveries of an endpoint. */
+  /**
+   * The oldest waiting deliveries of an endpoint: the first `limit` of every wait-list shard (and of the
+   * unsharded partition older entries live in), merged in sort-key order, the first `limit` of those.
+   */
   async waitListHead(endpointId: string, limit: number): Promise<WaitEntry[]> {
-    const result = await this.db.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        ...under(new Expression(), waitListPartition(endpointId), 'WAIT#'),
-        ConsistentRead: true,
-        Limit: limit,
+    const shards = await Promise.all(
+      waitListPartitions(endpointId).map(async (partition) => {
+        const result = await this.db.send(new QueryCommand({ TableName: this.tableName, ...under(new Expression(), partition, 'WAIT#'), ConsistentRead: true, Limit: limit }));
+        return (result.Items ?? []) as WaitEntry[];
       }),
     );
-    return (result.Items ?? []) as WaitEntry[];
+    return mergeHeads(shards, limit);
   }
 
   /**
-   * The oldest parked deliveries that may probe at `at` (no `notBefore`, or one at or before it), read
-   * page by page until `limit` are found. Only a failing endpoint's probe hand-off needs this filter.
+   * The oldest waiting deliveries that may probe at `at` (no `notBefore`, or one at or before it), each
+   * shard read page by page until `limit` are found there, merged. Only a failing endpoint's probe hand-off
+   * needs this filter.
    */
   async eligibleHead(endpointId: string, at: number, limit: number): Promise<WaitEntry[]> {
-    const found: WaitEntry[] = [];
-    const e = new Expression();
-    const pages = paginateQuery(
-      { client: this.db, pageSize: 100 },
-      { TableName: this.tableName, ...under(e, waitListPartition(endpointId), 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
+    const shards = await Promise.all(
+      waitListPartitions(endpointId).map(async (partition) => {
+        const found: WaitEntry[] = [];
+        const e = new Expression();
+        const pages = paginateQuery(
+          { client: this.db, pageSize: 100 },
+          { TableName: this.tableName, ...under(e, partition, 'WAIT#', e.or(e.notExists('notBefore'), e.le('notBefore', iso(at)))), ConsistentRead: true },
+        );
+        for await (const page of pages) {
+          found.push(...((page.Items ?? []) as WaitEntry[]));
+          if (found.length >= limit) break;
+        }
+        return found;
+      }),
     );
-    for await (const page of pages) {
-      found.push(...((page.Items ?? []) as WaitEntry[]));
-      if (found.length >= limit) break;
+    return mergeHeads(shards, limit);
+  }
+
+  /**
+   * The Put of a delivery that has no job yet into its endpoint's wait list (publish.ts): it carries its
+   * event; `jobId` is the id its job gets if it ever needs one. For the publisher's transaction, or alone.
+   */
+  pendingItem(key: { pk: string; sk: string }, jobId: string, event: WebhookEvent, now: number): TransactItem {
+    return putItem(`wait ${jobId}`, this.tableName, { pk: key.pk, sk: key.sk, jobId, event, parkedAt: iso(now), expiresAt: Math.floor(now / 1000) + EVENT_RETENTION_SECONDS });
+  }
+
+  /** Puts a delivery that has no job yet into its endpoint's wait list (a fanout's, outside any transaction). */
+  async putPending(key: { pk: string; sk: string }, jobId: string, event: WebhookEvent, now: number): Promise<void> {
+    const put = this.pendingItem(key, jobId, event, now).Put!;
+    await this.db.send(new PutCommand({ TableName: this.tableName, Item: put.Item }));
+  }
+
+  /**
+   * The subscribed-event filter, state and lease of a tenant's endpoints, for routing an event (publish.ts):
+   * eventually consistent (the second look, {@link leaseFree}, is consistent), and only
+   * {@link ROUTING_ATTRIBUTES}: never the secret.
+   */
+  async routing(tenantId: string): Promise<RoutingRow[]> {
+    const ids: string[] = [];
+    const e = new Expression();
+    const ProjectionExpression = e.projection(['pk', 'sk', 'endpointId']);
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ProjectionExpression, ...under(e, `TENANT#${tenantId}`, 'ENDPOINT#') });
+    for await (const page of pages) for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
+    const rows: RoutingRow[] = [];
+    for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
+      const keys = ids.slice(i, i + MAX_BATCH_GET_KEYS).map(endpointKey);
+      rows.push(...((await batchGet(this.db, this.tableName, keys, { consistent: false, attributes: ROUTING_ATTRIBUTES })) as unknown as RoutingRow[]));
     }
-    return found.slice(0, limit);
+    return rows;
+  }
+
+  /** One consistent read of an endpoint's lease (and whether it is disabled), nothing else of it. */
+  async leaseOfEndpoint(endpointId: string): Promise<RoutingRow | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ConsistentRead: true, ...projection(ROUTING_ATTRIBUTES) }));
+    return result.Item as RoutingRow | undefined;
   }
 
   /**
@@ -424,6 +489,14 @@ export class WebhookStore {
       throw error;
     }
   }
+}
+
+/** The first `limit` entries of several shards' heads (each in sort-key order), merged in sort-key order. */
+function mergeHeads(shards: readonly WaitEntry[][], limit: number): WaitEntry[] {
+  return shards
+    .flat()
+    .sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0))
+    .slice(0, limit);
 }
 
 /** The Query of the items under `pk` whose sort key starts with `prefix`, optionally filtered. */

@@ -8,7 +8,8 @@ import type { SecretKey } from '../../functions/platform/secret-key.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
 import type { WebhooksContext } from '../../functions/webhooks/context.ts';
-import { EventType, prepareEvent } from '../../functions/webhooks/events.ts';
+import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { EventType } from '../../functions/webhooks/events.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
@@ -121,7 +122,7 @@ export function verify(secret: string, request: Received, now: number): unknown 
  * receivers allowed unless said otherwise.
  */
 export async function webhooksFixture(
-  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; seed?: number; wallClock?: Clock; secretKey?: SecretKey } = {},
+  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; drainBudgetMs?: number; seed?: number; wallClock?: Clock; secretKey?: SecretKey } = {},
 ) {
   const { clients, tableNames, counter } = await freshTables();
   const clock = new ManualClock();
@@ -145,6 +146,7 @@ export async function webhooksFixture(
         allowLoopback: options.allowLoopback ?? true,
         ...(options.resolve ? { resolve: options.resolve } : {}),
         requestTimeoutMs: options.requestTimeoutMs ?? 2_000,
+        ...(options.drainBudgetMs !== undefined ? { drainBudgetMs: options.drainBudgetMs } : {}),
       },
     },
   });
@@ -161,13 +163,16 @@ export async function webhooksFixture(
     },
   };
 
-  /** Records an event as a domain does (event + fanout job in one transaction) and returns it. */
+  /** Publishes an event as a domain does (its deliveries in one transaction: publish.ts) and returns it. */
   async function recordEvent(tenantId: string, type: EventType = EventType.callCompleted, data: Record<string, unknown> = { n: 1 }): Promise<WebhookEvent> {
-    const prepared = prepareEvent(fx.jobs.client, fx.tableNames.webhooks, { tenantId, type, data }, fx.clock.now());
-    const result = await ctx.deps.store.transact(prepared.items);
-    if (!result.committed) throw result.error;
-    await fx.jobs.client.afterCommit(prepared.jobs);
-    return prepared.event;
+    const published = await ctx.publisher.prepare({ tenantId, type, data }, fx.clock.now());
+    if (published.items.length > 0) {
+      const result = await ctx.deps.store.transact(published.items);
+      if (!result.committed) throw result.error;
+    }
+    await fx.jobs.client.afterCommit(published.jobs);
+    await published.afterCommit();
+    return published.event;
   }
 
   /** Runs a job's current wake-up through the executor (recording transport). */
@@ -185,6 +190,15 @@ export async function webhooksFixture(
   }
 
   const job = (id: string): Promise<JobRow> => fx.jobs.store.mustGet(id);
+
+  /**
+   * The job rows of the deliveries of `events` to an endpoint that have one: a delivery sent within another
+   * delivery's run and delivered leaves none (functions/webhooks/delivery.ts, the drain).
+   */
+  async function deliveryRows(events: readonly { id: string }[], endpointId: string): Promise<JobRow[]> {
+    const rows = await Promise.all(events.map((e) => fx.jobs.store.get(deliveryJobId(e.id, endpointId))));
+    return rows.filter((r): r is JobRow => r !== undefined);
+  }
 
   /**
    * With the recording transport: runs every pending job that is due, all at once, again and again,
@@ -205,5 +219,5 @@ export async function webhooksFixture(
     }
   }
 
-  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, drain, close: () => host.stop() };
+  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, deliveryRows, drain, close: () => host.stop() };
 }

@@ -25,7 +25,6 @@ async function setup(answer: Answer, n: number) {
   for (let i = 0; i < n; i++) {
     fx.clock.advance(1);
     const event = await fx.recordEvent('t', 'call.completed', { i });
-    await fx.run(`webhook.fanout:${event.id}`);
     ids.push(deliveryJobId(event.id, endpointId));
     eventIds.push(event.id);
   }
@@ -83,7 +82,6 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const failingFrom = fx.clock.now();
     for (const [i, endpointId] of endpoints.entries()) {
       const event = await fx.recordEvent(`t${i}`, 'call.completed', { i });
-      await fx.run(`webhook.fanout:${event.id}`);
       expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('discarded');
     }
     // Failing endpoints spread over the shards: more than one partition of the index holds them.
@@ -137,7 +135,6 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
 
     const later = await fx.recordEvent('t');
-    await fx.run(`webhook.fanout:${later.id}`);
     await expect(fx.job(deliveryJobId(later.id, endpointId))).rejects.toThrow(/not found/);
   });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { webhookFanoutKind } from '../../functions/webhooks/events.ts';
 import { fanout } from '../../functions/webhooks/fanout.ts';
+import { DIRECT_MAX_ENDPOINTS } from '../../functions/webhooks/publish.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 
 let fx: Awaited<ReturnType<typeof webhooksFixture>>;
@@ -23,8 +24,11 @@ async function deliveriesOf(eventId: string, endpointIds: string[]): Promise<str
   return found.filter((id): id is string => id !== undefined);
 }
 
-describe('webhook.fanout', () => {
-  it('enqueues one delivery per enabled endpoint of the events tenant that subscribes to its type, and none elsewhere', async () => {
+/** `n` endpoints of one tenant. */
+const register = (tenantId: string, n: number) => Promise.all(Array.from({ length: n }, (_, i) => fx.webhooks.endpoints.register({ tenantId, url: receiver.url(`/${tenantId}/${i}`) })));
+
+describe('publishing an event', () => {
+  it('puts one delivery per enabled endpoint of the events tenant that subscribes to its type in the transaction itself, and none elsewhere', async () => {
     const all = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/all') });
     const finals = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/finals'), eventTypes: ['batch.finalised'] });
     const both = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/both'), eventTypes: ['call.completed', 'batch.finalised'] });
@@ -34,33 +38,61 @@ describe('webhook.fanout', () => {
     const ids = [all, finals, both, off, other].map((e) => e.endpointId);
 
     const call = await fx.recordEvent('acme', 'call.completed');
-    expect((await fx.run(`webhook.fanout:${call.id}`)).result).toBe('completed');
     expect((await deliveriesOf(call.id, ids)).sort()).toEqual([all.endpointId, both.endpointId].sort());
+    expect(await fx.jobs.store.get(`webhook.fanout:${call.id}`)).toBeUndefined();
 
     const finalised = await fx.recordEvent('acme', 'batch.finalised');
-    await fx.run(`webhook.fanout:${finalised.id}`);
     expect((await deliveriesOf(finalised.id, ids)).sort()).toEqual([all.endpointId, finals.endpointId, both.endpointId].sort());
 
     const round = await fx.recordEvent('acme', 'batch.round_scheduled');
-    await fx.run(`webhook.fanout:${round.id}`);
     expect(await deliveriesOf(round.id, ids)).toEqual([all.endpointId]);
+    // Each delivery carries its event: nothing else is stored for it.
+    expect((await fx.job(deliveryJobId(round.id, all.endpointId))).args).toEqual({ eventId: round.id, endpointId: all.endpointId, event: round });
   });
 
+  it('writes nothing at all for a tenant with no subscribed endpoint', async () => {
+    const published = await fx.webhooks.publisher.prepare({ tenantId: 'nobody', type: 'call.completed', data: {} }, fx.clock.now());
+    expect(published.items).toEqual([]);
+    expect(published.jobs).toEqual([]);
+  });
+
+  it(`for a tenant with more than ${DIRECT_MAX_ENDPOINTS} subscribed endpoints, puts one webhook.fanout job instead, carrying the event`, async () => {
+    const endpoints = await register('wide', DIRECT_MAX_ENDPOINTS + 1);
+    const event = await fx.recordEvent('wide');
+    const ids = endpoints.map((e) => e.endpointId);
+    expect(await deliveriesOf(event.id, ids)).toEqual([]);
+    expect((await fx.job(`webhook.fanout:${event.id}`)).args).toEqual({ eventId: event.id, event });
+    expect((await fx.run(`webhook.fanout:${event.id}`)).result).toBe('completed');
+    expect((await deliveriesOf(event.id, ids)).sort()).toEqual([...ids].sort());
+  });
+});
+
+describe('webhook.fanout', () => {
   it('creates no duplicate when it runs again, or ten times at once', async () => {
-    const endpoints = await Promise.all(['/a', '/b', '/c'].map((path) => fx.webhooks.endpoints.register({ tenantId: 'dup', url: receiver.url(path) })));
+    const endpoints = await register('dup', DIRECT_MAX_ENDPOINTS + 1);
     const event = await fx.recordEvent('dup');
-    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id }, ctx())).toEqual({ created: 3, existing: 0, parked: 0 });
-    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id }, ctx())).toEqual({ created: 0, existing: 3, parked: 0 });
+    const n = endpoints.length;
+    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id, event }, ctx())).toEqual({ created: n, parked: 0 });
+    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id, event }, ctx())).toEqual({ created: 0, parked: 0 });
 
     const racing = await fx.recordEvent('dup');
-    const results = await Promise.all(Array.from({ length: 10 }, () => fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: racing.id }, ctx())));
-    expect(results.reduce((sum, r) => sum + r.created, 0)).toBe(3);
-    expect(results.every((r) => r.created + r.existing === 3)).toBe(true);
-    expect((await deliveriesOf(racing.id, endpoints.map((e) => e.endpointId))).length).toBe(3);
+    const results = await Promise.all(Array.from({ length: 10 }, () => fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: racing.id, event: racing }, ctx())));
+    expect(results.reduce((sum, r) => sum + r.created, 0)).toBe(n);
+    expect((await deliveriesOf(racing.id, endpoints.map((e) => e.endpointId))).length).toBe(n);
+  });
+
+  it('puts a delivery to a busy endpoint in its wait list with the event, and no job', async () => {
+    const endpoints = await register('busy', DIRECT_MAX_ENDPOINTS + 1);
+    const busy = endpoints[0]!.endpointId;
+    await fx.webhooks.deps.store.acquire(busy, 'webhook.deliver:someone', fx.clock.now(), fx.clock.now() + 60_000);
+    const event = await fx.recordEvent('busy');
+    expect(await fanout(fx.webhooks.deps, fx.webhooks.waitList, { eventId: event.id, event }, ctx())).toEqual({ created: endpoints.length - 1, parked: 1 });
+    expect(await fx.jobs.store.get(deliveryJobId(event.id, busy))).toBeUndefined();
+    expect((await fx.webhooks.deps.store.waitListHead(busy, 5)).map((e) => [e.jobId, e.event])).toEqual([[deliveryJobId(event.id, busy), event]]);
   });
 
   it('that fails half-way is retried by the job layer and then enqueues only what is missing', async () => {
-    const endpoints = await Promise.all(['/x', '/y', '/z'].map((path) => fx.webhooks.endpoints.register({ tenantId: 'half', url: receiver.url(path) })));
+    const endpoints = await register('half', DIRECT_MAX_ENDPOINTS + 1);
     const event = await fx.recordEvent('half');
     const enqueue = fx.jobs.client.enqueue.bind(fx.jobs.client);
     let calls = 0;

@@ -42,7 +42,6 @@ async function setup() {
   /** Records an event for t1, fans it out, and runs its delivery to `endpointId`. */
   const deliverOne = async (endpointId: string) => {
     const event = await fx.recordEvent('t1');
-    await fx.run(`webhook.fanout:${event.id}`);
     return fx.run(deliveryJobId(event.id, endpointId));
   };
   return { key, receiver, fx, raw, deliverOne };

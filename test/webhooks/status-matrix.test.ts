@@ -33,7 +33,6 @@ async function attemptOnce(answer: Answer | { url: string }) {
   const tenantId = `t-${Math.random().toString(36).slice(2)}`;
   const { endpointId } = await fx.webhooks.endpoints.register({ tenantId, url });
   const event = await fx.recordEvent(tenantId);
-  await fx.run(`webhook.fanout:${event.id}`);
   const id = deliveryJobId(event.id, endpointId);
   const before = fx.clock.now();
   const result = await fx.run(id);
