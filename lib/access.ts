@@ -29,11 +29,17 @@ export interface TableAccess {
    * that only writes events to the webhooks table can never read or overwrite an endpoint (its secret).
    */
   readonly partitionKeyPrefixes?: readonly string[];
+  /**
+   * Only these attributes may be read (`dynamodb:Attributes`, with `dynamodb:Select` SPECIFIC_ATTRIBUTES):
+   * a function that routes events by an endpoint's subscription and lease never sees its secret.
+   */
+  readonly attributes?: readonly string[];
 }
 
 /** Everything a function may do besides writing its own logs and traces. */
 export interface FunctionAccess {
-  readonly tables: Partial<Record<TableKey, TableAccess>>;
+  /** Per table, one grant, or several (each its own statement: reads of some attributes, writes of some keys). */
+  readonly tables: Partial<Record<TableKey, TableAccess | readonly TableAccess[]>>;
   /** Job queues it sends wake-ups to (sqs:SendMessage). */
   readonly sendTo: readonly QueueName[];
   /**
@@ -54,7 +60,7 @@ export type ServingFunction = 'intake' | 'publicLinks' | 'api' | 'rescuer';
 
 /** A worker's access: the executor's own writes, plus what its handlers do. */
 const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName): FunctionAccess => {
-  const jobs = access.tables.jobs;
+  const jobs = access.tables.jobs as TableAccess | undefined;
   return {
     ...access,
     // The executor (functions/jobs/executor.ts): claim, complete/retry/snooze/discard, cancelRequested,
@@ -68,8 +74,16 @@ const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName):
 
 const union = <T>(a: readonly T[], b: readonly T[]): T[] => [...new Set([...a, ...b])];
 
-/** The events a domain writes with its webhook.fanout job (functions/webhooks/events.ts `prepareEvent`). */
-const eventsOnly: TableAccess = { actions: ['PutItem'], partitionKeyPrefixes: ['EVENT#'] };
+/**
+ * What publishing an event touches in the webhooks table (functions/webhooks/publish.ts): the tenant's
+ * endpoints read for their routing attributes only (never the secret: `ROUTING_ATTRIBUTES` in
+ * functions/webhooks/store.ts, a test holds the two lists together), and the entries of deliveries put
+ * behind a busy endpoint.
+ */
+const publishing: readonly TableAccess[] = [
+  { actions: ['GetItem', 'BatchGetItem', 'Query'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINT#'], attributes: ['pk', 'sk', 'endpointId', 'tenantId', 'eventTypes', 'disabled', 'holder', 'busyUntil'] },
+  { actions: ['PutItem'], partitionKeyPrefixes: ['WAITLIST#'] },
+];
 
 /**
  * The HTTP-serving functions and the rescuer. Public routes (no IAM) are served by `intake` and
@@ -79,18 +93,21 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
   /**
    * `POST /v1/calls/webhook` (functions/calls/api.ts, the intake route → functions/calls/completion.ts
    * `completeCall`): reads the batch (BatchConfigCache → `getBatch`) and, after a contended transaction,
-   * the contact (`getContact`); ONE transaction updates contact, tenant and batch, puts the
-   * call.completed event and its webhook.fanout job, and the round's finaliser job when this was its last
-   * call (it touches no existing job: the call's watchdog is left to find it Completed); then wakes fanout
-   * (webhooks queue) and the finaliser (calls queue), both due at once.
+   * the contact (`getContact`); publishing call.completed reads the tenant's endpoints' routing (never the
+   * secret) and, after the commit, the lease of a busy one; ONE transaction updates contact, tenant and
+   * batch, puts the event's deliveries (a webhook.deliver job, or a wait-list entry behind a busy endpoint,
+   * or one webhook.fanout job beyond five endpoints) and the round's finaliser job when this was its last
+   * call (it touches no existing job: the call's watchdog is left to find it Completed); then wakes the
+   * deliveries (deliveries queue), a fanout or a restart of a list whose lease was let go (webhooks queue)
+   * and the finaliser (calls queue), all due at once.
    */
   intake: {
     tables: {
       calls: { actions: ['GetItem', 'UpdateItem'] },
       jobs: { actions: ['PutItem'] },
-      webhooks: eventsOnly,
+      webhooks: publishing,
     },
-    sendTo: ['calls', 'webhooks'],
+    sendTo: ['calls', 'deliveries', 'webhooks'],
     callWebhookSecret: true,
   },
   /**
@@ -153,16 +170,17 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
    * completion), BatchGetItem (the tenant's slot shards, once a run), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
    * same transactions (the run's watchdog, the finaliser when a skip ends the round, the refused call's
-   * webhook.fanout); its event; wakes watchdogs and finalisers (calls) and fanout (webhooks).
+   * deliveries); publishing its call.completed (functions/webhooks/publish.ts); wakes watchdogs and
+   * finalisers (calls), deliveries, and a fanout or a restart (webhooks).
    */
   dial: worker(
     {
       tables: {
         calls: { actions: ['GetItem', 'BatchGetItem', 'UpdateItem'] },
         jobs: { actions: ['PutItem'] },
-        webhooks: eventsOnly,
+        webhooks: publishing,
       },
-      sendTo: ['calls', 'webhooks'],
+      sendTo: ['calls', 'deliveries', 'webhooks'],
     },
     'dial',
   ),
@@ -170,16 +188,17 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
    * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
    * PutItem (the next round's list page); jobs put in the same transactions (finaliser, next dialer,
-   * webhook.fanout, owner.notify); events; wakes dial, calls, webhooks and mail jobs.
+   * the events' deliveries, owner.notify); publishing events (functions/webhooks/publish.ts); wakes dial,
+   * calls, deliveries, webhooks and mail jobs.
    */
   calls: worker(
     {
       tables: {
         calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
         jobs: { actions: ['PutItem'] },
-        webhooks: eventsOnly,
+        webhooks: publishing,
       },
-      sendTo: ['dial', 'webhooks', 'mail'],
+      sendTo: ['dial', 'deliveries', 'webhooks', 'mail'],
     },
     'calls',
   ),

@@ -27,7 +27,7 @@ import { tableEnvName } from '../functions/app/aws.ts';
 import { queueNames, queues, tables } from '../functions/app/system.ts';
 import type { HttpFunction, QueueName, TableKey } from '../functions/app/system.ts';
 import { FUNCTION_ACCESS, WORKER_ACCESS } from './access.ts';
-import type { FunctionAccess } from './access.ts';
+import type { FunctionAccess, TableAccess } from './access.ts';
 import { RedialFunction } from './constructs/function.ts';
 import { JobQueue } from './constructs/job-queue.ts';
 import { Monitoring } from './constructs/monitoring.ts';
@@ -429,15 +429,26 @@ export class RedialStack extends Stack {
     const allow = (actions: string[], resources: string[], conditions?: Record<string, unknown>) =>
       role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources, ...(conditions ? { conditions } : {}) }));
 
-    for (const [key, grant] of Object.entries(access.tables)) {
+    for (const [key, grants] of Object.entries(access.tables)) {
       const table = this.tables[key as TableKey];
-      const leadingKeys = grant.partitionKeyPrefixes ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': grant.partitionKeyPrefixes.map((p) => `${p}*`) } } : undefined;
-      allow(
-        grant.actions.map((a) => `dynamodb:${a}`),
-        [table.tableArn],
-        leadingKeys,
-      );
-      if (grant.indexes?.length) allow(['dynamodb:Query'], grant.indexes.map((index) => `${table.tableArn}/index/${index}`));
+      for (const grant of ([] as TableAccess[]).concat(grants)) {
+        const conditions = {
+          ...(grant.partitionKeyPrefixes || grant.attributes
+            ? {
+                'ForAllValues:StringLike': grant.partitionKeyPrefixes ? { 'dynamodb:LeadingKeys': grant.partitionKeyPrefixes.map((p) => `${p}*`) } : undefined,
+                'ForAllValues:StringEquals': grant.attributes ? { 'dynamodb:Attributes': [...grant.attributes] } : undefined,
+                StringEqualsIfExists: grant.attributes ? { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } : undefined,
+              }
+            : {}),
+        };
+        const defined = Object.fromEntries(Object.entries(conditions).filter(([, v]) => v !== undefined));
+        allow(
+          grant.actions.map((a) => `dynamodb:${a}`),
+          [table.tableArn],
+          Object.keys(defined).length > 0 ? defined : undefined,
+        );
+        if (grant.indexes?.length) allow(['dynamodb:Query'], grant.indexes.map((index) => `${table.tableArn}/index/${index}`));
+      }
     }
     if (access.sendTo.length) allow(['sqs:SendMessage'], access.sendTo.map((q) => this.jobQueues[q].queue.queueArn));
 

@@ -29,6 +29,7 @@ import { Activity, Scopes } from './scope.ts';
 import type { Invocation } from './scope.ts';
 import { SimReceivers } from './world/endpoints.ts';
 import { CallLedger } from './world/ledger.ts';
+import { AppliedWrites } from './world/writes.ts';
 import { SimPlacer } from './world/placer.ts';
 import { SimSmtp } from './world/smtp.ts';
 import type { ReceivedMail } from './world/smtp.ts';
@@ -88,6 +89,8 @@ export interface SimHost {
   placer: SimPlacer;
   /** The calls the placer has out, for the concurrency invariant. */
   ledger: CallLedger;
+  /** What the applied writes said: completions, the events deliveries were written for, finalisations. */
+  writes: AppliedWrites;
   receivers: SimReceivers;
   smtp: SimSmtp;
   activity: Activity;
@@ -214,8 +217,10 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
     // The world, first: its servers hold their ports before the API's is picked.
     const mailListeners: ((mail: ReceivedMail) => void)[] = [];
     const ledger = new CallLedger();
+    const writes = new AppliedWrites(tableNames, () => clock.now());
     faults.onApplied((service, operation, input) => {
       if (service === 'DynamoDB' && operation === 'TransactWriteItems') ledger.applied(input);
+      if (service === 'DynamoDB') writes.applied(operation, input);
     });
     const placer = new SimPlacer({
       onAccepted: (callId, batchId) => ledger.accepted(callId, batchId),
@@ -340,6 +345,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       local,
       placer,
       ledger,
+      writes,
       receivers,
       smtp,
       activity,

@@ -12,7 +12,7 @@ import { MailMetric } from '../functions/mail/context.ts';
 import type { Notice } from '../functions/mail/store.ts';
 import { deliveryJobId } from '../functions/webhooks/endpoint.ts';
 import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
-import type { WebhookEvent } from '../functions/webhooks/events.ts';
+import type { AppliedCompletion } from './world/writes.ts';
 import { eventBody } from '../functions/webhooks/signing.ts';
 import type { Driver } from './driver.ts';
 import type { SimHost } from './host.ts';
@@ -68,7 +68,6 @@ const byPk = (items: Record<string, unknown>[], prefix: string, sk?: string | ((
 const batchesOf = (o: Observed) => byPk(o.calls, 'BATCH#', 'BATCH') as unknown as BatchRow[];
 const contactsOf = (o: Observed) => byPk(o.calls, 'BATCH#', (sk) => sk.startsWith('CONTACT#')) as unknown as ContactRow[];
 const tenantsOf = (o: Observed) => byPk(o.calls, 'TENANT#', 'TENANT') as unknown as TenantRow[];
-const eventsOf = (o: Observed) => byPk(o.webhooks, 'EVENT#', 'EVENT') as unknown as WebhookEvent[];
 const endpointsOf = (o: Observed) => byPk(o.webhooks, 'ENDPOINT#', 'ENDPOINT') as unknown as EndpointRow[];
 
 /**
@@ -83,17 +82,17 @@ function dials(o: Observed): { batchId: string; contactNumber: string; round: nu
   );
 }
 
-const completions = (o: Observed) => eventsOf(o).filter((e) => e.type === 'call.completed');
+/** The completions of calls the applied writes made (the contacts keep only their latest: sim/world/writes.ts). */
+const completions = (host: SimHost): AppliedCompletion[] => host.writes.completions;
 
 // ─── calls ──────────────────────────────────────────────────────────────────────────────────────────
 
 const oneResultPerCall: Check = (o, host) => {
   const out: Violation[] = [];
   const batches = new Map(batchesOf(o).map((b) => [b.batchId, b]));
-  const results = new Map<string, WebhookEvent[]>();
-  for (const e of completions(o)) {
-    const callId = e.data['callId'] as string | undefined;
-    if (callId) results.set(baseCallId(callId), [...(results.get(baseCallId(callId)) ?? []), e]);
+  const results = new Map<string, AppliedCompletion[]>();
+  for (const c of completions(host)) {
+    if (c.callId) results.set(baseCallId(c.callId), [...(results.get(baseCallId(c.callId)) ?? []), c]);
   }
   const placed = new Map([...host.placer.calls.values()].map((call) => [baseCallId(call.callId), call]));
   for (const dial of dials(o)) {
@@ -102,16 +101,15 @@ const oneResultPerCall: Check = (o, host) => {
     // A deleted batch ignores the results of its calls in progress (docs/calls.md): they may end with none.
     const deleted = batch?.status === 'Deleted';
     if (recorded.length > 1) {
-      out.push({ invariant: 'calls.one-result-per-call', message: `call ${dial.callId} (${dial.batchId} ${dial.contactNumber} round ${dial.round}) has ${recorded.length} recorded results: ${recorded.map((r) => `${String(r.data['code'])} from ${String(r.data['source'])}`).join(', ')}` });
+      out.push({ invariant: 'calls.one-result-per-call', message: `call ${dial.callId} (${dial.batchId} ${dial.contactNumber} round ${dial.round}) has ${recorded.length} recorded results: ${recorded.map((r) => `${r.code} from ${r.source}`).join(', ')}` });
     }
     if (recorded.length === 0 && !deleted && o.settled) {
       out.push({ invariant: 'calls.one-result-per-call', message: `call ${dial.callId} (${dial.batchId} ${dial.contactNumber} round ${dial.round}) was placed and never got a result (not even TIMEOUT)` });
     }
     for (const r of recorded) {
-      const code = String(r.data['code']);
-      const source = String(r.data['source']);
-      if (Number(r.data['round']) !== dial.round) {
-        out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId} of round ${dial.round} recorded a result for round ${String(r.data['round'])}` });
+      const { code, source } = r;
+      if (r.round !== dial.round) {
+        out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId} of round ${dial.round} recorded a result for round ${r.round}` });
       }
       if (source === 'watchdog' && code !== CallCode.timeout) {
         out.push({ invariant: 'calls.result-is-its-own', message: `call ${dial.callId}: the watchdog recorded ${code}, not TIMEOUT` });
@@ -158,15 +156,15 @@ const roundsWithinMaxAttempts: Check = (o, host) => {
   return out;
 };
 
-const finalisedWithNoCallOut: Check = (o) => {
+const finalisedWithNoCallOut: Check = (o, host) => {
   const out: Violation[] = [];
   const contacts = contactsOf(o);
-  const events = completions(o);
+  const ended = completions(host);
   for (const b of batchesOf(o).filter((b) => b.status === 'Finalised')) {
     const calling = contacts.filter((c) => c.batchId === b.batchId && c.status === ContactStatus.Calling);
     if (b.nCalling !== 0 || calling.length > 0) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} is Finalised with ${b.nCalling} counted and ${calling.length} contacts Calling` });
-    const later = events.filter((e) => e.data['batchId'] === b.batchId && b.finalisedAt && e.timestamp > b.finalisedAt);
-    for (const e of later) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} was Finalised at ${b.finalisedAt}, before its call ${String(e.data['callId'])} ended at ${e.timestamp}` });
+    const later = ended.filter((c) => c.batchId === b.batchId && b.finalisedAt && c.at > Date.parse(b.finalisedAt));
+    for (const c of later) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} was Finalised at ${b.finalisedAt}, before its call ${c.callId ?? '?'} ended at ${new Date(c.at).toISOString()}` });
   }
   return out;
 };
@@ -230,31 +228,48 @@ const batchesEnd: Check = (o) => {
 
 // ─── webhooks ───────────────────────────────────────────────────────────────────────────────────────
 
+/**
+ * Every event that had a delivery written (a webhook.deliver job or a wait-list entry, in the publishing
+ * transaction or by a fanout: sim/world/writes.ts) reached its endpoint, or its delivery was discarded with
+ * the marker redeliver reads; and every event whose tenant had subscribed endpoints had a delivery written
+ * for each of them (a fanout's, once it finished).
+ */
 const everyEventDelivered: Check = (o, host) => {
   const out: Violation[] = [];
   const endpoints = endpointsOf(o);
   const markers = new Set(byPk(o.webhooks, 'ENDPOINT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => `${String(m['pk']).slice('ENDPOINT#'.length)} ${String(m['jobId'])}`));
+  const waiting = new Set(byPk(o.webhooks, 'WAITLIST#', (sk) => sk.startsWith('WAIT#')).map((e) => String(e['jobId'])));
   const jobs = new Map(o.jobs.map((j) => [j.id, j]));
   const delivered = new Set(host.receivers.requests.filter((r) => r.status >= 200 && r.status < 300).map((r) => `${r.endpoint} ${r.webhookId}`));
-  for (const e of eventsOf(o)) {
-    const fanout = jobs.get(`webhook.fanout:${e.id}`);
-    // The fanout job is written in the event's own transaction (the outbox): an event without one is never announced.
-    if (!fanout) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) has no webhook.fanout job: it was recorded without the job that announces it` });
-    for (const p of endpoints.filter((p) => p.tenantId === e.tenantId && (!p.eventTypes || p.eventTypes.includes(e.type)))) {
-      const jobId = deliveryJobId(e.id, p.endpointId);
-      const job = jobs.get(jobId);
-      if (delivered.has(`${host.receivers.nameOf(p.endpointId) ?? '?'} ${e.id}`)) continue;
-      if (!job) {
-        // Fanout skips an endpoint disabled before it ran.
-        const skipped = p.disabled && p.disabledAt !== undefined && fanout?.finalizedAt !== undefined && p.disabledAt <= fanout.finalizedAt;
-        if (!skipped && fanout && isTerminal(fanout.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) never reached endpoint ${p.endpointId}, and no delivery was made for it` });
-        continue;
-      }
-      if (job.state === JobState.discarded) {
-        if (!markers.has(`${p.endpointId} ${jobId}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `delivery ${jobId} was discarded (${job.discardReason ?? '?'}) without the marker redeliver reads: it cannot be brought back` });
-        continue;
-      }
-      if (o.settled || isTerminal(job.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${e.id} (${e.type}) never reached endpoint ${p.endpointId}; its delivery is ${job.state}` });
+  const { events, targets, fanouts } = host.writes;
+  for (const key of targets) {
+    const [endpointId, eventId] = key.split(' ') as [string, string];
+    if (delivered.has(`${host.receivers.nameOf(endpointId) ?? '?'} ${eventId}`)) continue;
+    const jobId = deliveryJobId(eventId, endpointId);
+    const job = jobs.get(jobId);
+    const event = events.get(eventId);
+    const what = `event ${eventId} (${event?.type ?? '?'}) to endpoint ${endpointId}`;
+    if (!job) {
+      // A delivery with no job waits in the list until the holder sends it; gone from the list unsent, it is lost.
+      if (!waiting.has(jobId)) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} left the wait list without being delivered, and no job was made for it` });
+      else if (o.settled) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} still waits in the list with nothing left to run` });
+      continue;
+    }
+    if (job.state === JobState.discarded) {
+      if (!markers.has(`${endpointId} ${jobId}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `delivery ${jobId} was discarded (${job.discardReason ?? '?'}) without the marker redeliver reads: it cannot be brought back` });
+      continue;
+    }
+    if (o.settled || isTerminal(job.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} never arrived; its delivery is ${job.state}` });
+  }
+  for (const event of events.values()) {
+    const fanout = fanouts.has(event.id) ? jobs.get(`webhook.fanout:${event.id}`) : undefined;
+    // A fanout makes its deliveries when it runs: only a finished one is held to them.
+    if (fanouts.has(event.id) && !(fanout && isTerminal(fanout.state))) continue;
+    const madeBy = fanout?.finalizedAt ?? event.timestamp;
+    for (const p of endpoints.filter((p) => p.tenantId === event.tenantId && (!p.eventTypes || p.eventTypes.includes(event.type)))) {
+      // An endpoint disabled before the event was routed gets no delivery.
+      if (p.disabled && p.disabledAt !== undefined && p.disabledAt <= madeBy) continue;
+      if (!targets.has(`${p.endpointId} ${event.id}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${event.id} (${event.type}) was published with no delivery to endpoint ${p.endpointId}, which subscribes to it` });
     }
   }
   return out;
@@ -263,9 +278,9 @@ const everyEventDelivered: Check = (o, host) => {
 const oneInFlightPerEndpoint: Check = (_o, host) =>
   [...host.receivers.maxOpen()].filter(([, n]) => n > 1).map(([endpoint, n]) => ({ invariant: 'webhooks.one-in-flight-per-endpoint', message: `endpoint ${endpoint} had ${n} deliveries in flight at once` }));
 
-const oneWebhookIdPerEvent: Check = (o, host) => {
+const oneWebhookIdPerEvent: Check = (_o, host) => {
   const out: Violation[] = [];
-  const events = new Map(eventsOf(o).map((e) => [e.id, e]));
+  const events = host.writes.events;
   for (const r of host.receivers.requests) {
     const event = events.get(r.webhookId);
     if (!event) {
@@ -385,12 +400,12 @@ const oneMessageIdPerEvent: Check = (_o, host) => {
   return out;
 };
 
-const everyFinalisedBatchNotified: Check = (o) => {
+const everyFinalisedBatchNotified: Check = (o, host) => {
   const owners = new Set(tenantsOf(o).filter((t) => t.ownerEmail).map((t) => t.tenantId));
-  const jobs = new Set(o.jobs.map((j) => j.id));
-  return eventsOf(o)
-    .filter((e) => e.type === 'batch.finalised' && owners.has(e.tenantId) && !jobs.has(`owner.notify:${e.id}`))
-    .map((e) => ({ invariant: 'mail.every-finalised-batch-notified', message: `batch ${String(e.data['batchId'])} of tenant ${e.tenantId} was finalised (${e.id}) without the owner.notify job its transaction writes` }));
+  const tenantOf = new Map(batchesOf(o).map((b) => [b.batchId, b.tenantId]));
+  return host.writes.finalisations
+    .filter((f) => owners.has(tenantOf.get(f.batchId) ?? '') && !f.notifies)
+    .map((f) => ({ invariant: 'mail.every-finalised-batch-notified', message: `batch ${f.batchId} of tenant ${tenantOf.get(f.batchId) ?? '?'} was finalised without the owner.notify job its transaction writes` }));
 };
 
 const dropsCounted: Check = (o, host) => {

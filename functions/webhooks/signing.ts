@@ -14,8 +14,24 @@ import type { WebhookEvent } from './events.ts';
  */
 export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
-/** The body of an event, as sent. */
-export const eventBody = (event: WebhookEvent): string => JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
+/**
+ * The body of an event, as sent: `{type, timestamp, data}`, with the keys of `data` (at every depth) in
+ * sorted order. An event travels in DynamoDB items (its delivery's job, its wait-list entry), and DynamoDB
+ * keeps no order of a map's keys; sorting them makes every attempt's body the same bytes however the event
+ * was stored and read back.
+ */
+export const eventBody = (event: WebhookEvent): string => JSON.stringify({ type: event.type, timestamp: event.timestamp, data: sortedKeys(event.data) });
+
+/** A JSON value with every object's keys in sorted order. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]),
+  );
+}
 
 /** Headers and body of one attempt, signed at `attemptAt` (epoch ms). */
 export function signedRequest(secret: string, event: WebhookEvent, attemptAt: number): { headers: Record<string, string>; body: string } {

@@ -1,4 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { completionsIn } from './writes.ts';
 
 /**
  * The calls in progress, as the world sees them: a call is out from the moment the placer accepted it
@@ -19,13 +20,11 @@ export class CallLedger {
   /** A TransactWriteItems was applied: a completion ends its call, a batch deletion all of the batch's. */
   applied(input: Record<string, unknown>): void {
     const items = (input['TransactItems'] as Record<string, { Item?: Record<string, AttributeValue>; Key?: Record<string, AttributeValue>; ExpressionAttributeValues?: Record<string, AttributeValue> }>[] | undefined) ?? [];
+    for (const completion of completionsIn(input, 0)) {
+      const call = completion.callId ? this.calls.get(completion.callId) : undefined;
+      if (call && call.to === undefined) call.to = ++this.seq;
+    }
     for (const item of items) {
-      const put = item['Put']?.Item;
-      if (put?.['type']?.S === 'call.completed') {
-        const callId = put['data']?.M?.['callId']?.S;
-        const call = callId ? this.calls.get(callId) : undefined;
-        if (call && call.to === undefined) call.to = ++this.seq;
-      }
       const update = item['Update'];
       if (update?.Key?.['sk']?.S === 'BATCH' && Object.values(update.ExpressionAttributeValues ?? {}).some((v) => v.S === 'Deleted')) {
         const batchId = update.Key['pk']?.S?.slice('BATCH#'.length);

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { callIdFor } from '../../functions/calls/model.ts';
+import { endpointKey } from '../../functions/webhooks/endpoint.ts';
 import { FUNCTION_ACCESS } from '../../lib/access.ts';
-import type { ItemAction } from '../../lib/access.ts';
+import type { ItemAction, TableAccess } from '../../lib/access.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -17,7 +18,16 @@ interface Request {
   action: string;
   table: string;
   partitionKey?: string;
+  /** The attributes a read asks for (its ProjectionExpression), when it names any. */
+  attributes?: string[];
 }
+
+/** The attribute names a ProjectionExpression asks for. */
+const projected = (input: { ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> }): string[] | undefined =>
+  input.ProjectionExpression?.split(',').map((part) => {
+    const name = part.trim();
+    return input.ExpressionAttributeNames?.[name] ?? name;
+  });
 
 const fixtures: CallsFixture[] = [];
 afterEach(async () => {
@@ -52,13 +62,23 @@ function recorder(fx: CallsFixture) {
             requests.push({ action, table: tableKeys[body.TableName] ?? body.TableName, partitionKey: pkOf(body.Item ?? body.Key) ?? '' });
           }
         } else if (command === 'BatchGetItem') {
-          for (const [name, { Keys }] of Object.entries(input['RequestItems'] as Record<string, { Keys: Record<string, unknown>[] }>)) {
-            for (const key of Keys) requests.push({ action: 'BatchGetItem', table: tableKeys[name] ?? name, partitionKey: pkOf(key) ?? '' });
+          for (const [name, request] of Object.entries(input['RequestItems'] as Record<string, { Keys: Record<string, unknown>[]; ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> }>)) {
+            const attributes = projected(request);
+            for (const key of request.Keys) requests.push({ action: 'BatchGetItem', table: tableKeys[name] ?? name, partitionKey: pkOf(key) ?? '', ...(attributes ? { attributes } : {}) });
           }
         } else {
           const name = input['TableName'] as string;
           const index = input['IndexName'] as string | undefined;
-          requests.push({ action: command, table: `${tableKeys[name] ?? name}${index ? `/index/${index}` : ''}`, partitionKey: pkOf((input['Item'] ?? input['Key']) as Record<string, unknown>) ?? '' });
+          const values = input['ExpressionAttributeValues'] as Record<string, unknown> | undefined;
+          // A Query's partition: the value its key condition compares pk with.
+          const queried = command === 'Query' ? Object.values(values ?? {}).find((v): v is string => typeof v === 'string' && /^[A-Z]+#/.test(v)) : undefined;
+          const attributes = projected(input as { ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> });
+          requests.push({
+            action: command,
+            table: `${tableKeys[name] ?? name}${index ? `/index/${index}` : ''}`,
+            partitionKey: queried ?? pkOf((input['Item'] ?? input['Key']) as Record<string, unknown>) ?? '',
+            ...(attributes ? { attributes } : {}),
+          });
         }
       }
       return next(args);
@@ -90,14 +110,16 @@ function recorder(fx: CallsFixture) {
   };
 }
 
-/** Whether a request is inside the intake's grant (lib/access.ts). */
+/** Whether a request is inside one of the intake's grants (lib/access.ts): action, key prefix, and the attributes it may read. */
 function allowed(request: Request): boolean {
   const [table, , index] = request.table.split('/');
-  const grant = FUNCTION_ACCESS.intake.tables[table as keyof typeof FUNCTION_ACCESS.intake.tables];
-  if (!grant) return false;
-  if (index !== undefined) return request.action === 'Query' && (grant.indexes ?? []).includes(index);
-  if (!grant.actions.includes(request.action as ItemAction)) return false;
-  return !grant.partitionKeyPrefixes || grant.partitionKeyPrefixes.some((prefix) => request.partitionKey?.startsWith(prefix));
+  const grants = ([] as TableAccess[]).concat(FUNCTION_ACCESS.intake.tables[table as keyof typeof FUNCTION_ACCESS.intake.tables] ?? []);
+  return grants.some((grant) => {
+    if (index !== undefined) return request.action === 'Query' && (grant.indexes ?? []).includes(index);
+    if (!grant.actions.includes(request.action as ItemAction)) return false;
+    if (grant.partitionKeyPrefixes && !grant.partitionKeyPrefixes.some((prefix) => request.partitionKey?.startsWith(prefix))) return false;
+    return !grant.attributes || (request.attributes !== undefined && request.attributes.every((a) => grant.attributes!.includes(a)));
+  });
 }
 
 /** A result for the contact's round-1 call (its callId is the one the dialer gave the placer). */
@@ -111,6 +133,15 @@ const result = (batchId: string, contactNumber: string, overrides: Record<string
   ...overrides,
 });
 
+/** Registers an endpoint of the tenant straight in the store (no URL vetting: nothing is sent here); `busy` holds its lease. */
+async function endpoint(fx: CallsFixture, tenantId: string, n: number, busy = false): Promise<string> {
+  const endpointId = `ep_${String(n).padStart(32, '0')}`;
+  const store = fx.system.webhooks.deps.store;
+  await store.createEndpoint({ ...endpointKey(endpointId), endpointId, tenantId, url: 'https://hooks.example.com/h', createdAt: new Date(fx.clock.now()).toISOString(), disabled: false, secretCiphertext: 'sealed' });
+  if (busy) await store.acquire(endpointId, 'webhook.deliver:elsewhere', fx.clock.now(), fx.clock.now() + 3_600_000);
+  return endpointId;
+}
+
 describe('the intake, run, stays inside its grants', () => {
   it('ApplyingIgnoringAndRefusingResultsSendsNothingOutsideTheIntakesGrant', async () => {
     // Results that would come in an hour, a clock that stands still: nothing runs but what the test sends.
@@ -118,6 +149,9 @@ describe('the intake, run, stays inside its grants', () => {
     fixtures.push(fx);
     const contacts = numbers(4);
     const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 2, concurrencyLimit: 4 });
+    // One endpoint free (its delivery is a job), one busy (its delivery waits in the list, and is looked at again after the commit).
+    await endpoint(fx, 'acme', 1);
+    await endpoint(fx, 'acme', 2, true);
     await fx.quiesce();
     const seen = recorder(fx);
 
@@ -132,11 +166,14 @@ describe('the intake, run, stays inside its grants', () => {
 
     expect(seen.requests.length).toBeGreaterThan(0);
     expect(seen.requests.filter((r) => !allowed(r))).toEqual([]);
-    // And the grant is not wider than this run needed, but for the last call's finaliser (calls queue).
+    // Reads of the webhooks table named only routing attributes (never the secret).
+    expect(seen.requests.filter((r) => r.table === 'webhooks' && r.action !== 'PutItem').every((r) => r.attributes !== undefined && !r.attributes.includes('secretCiphertext'))).toBe(true);
+    // And the grant is not wider than this run needed, but for the last call's finaliser (calls queue) and
+    // a fanout or restart (webhooks queue: a tenant with more than five endpoints, a lease let go meanwhile).
     expect([...new Set(seen.requests.map((r) => `${r.action} ${r.table}`))].sort()).toEqual(
-      ['GetItem calls', 'UpdateItem calls', 'PutItem jobs', 'PutItem webhooks'].sort(),
+      ['GetItem calls', 'UpdateItem calls', 'PutItem jobs', 'Query webhooks', 'BatchGetItem webhooks', 'PutItem webhooks', 'GetItem webhooks'].sort(),
     );
-    expect([...new Set(seen.sends)]).toEqual(['sqs:webhooks']);
+    expect([...new Set(seen.sends)]).toEqual(['sqs:deliveries']);
     expect(seen.sends.every((send) => FUNCTION_ACCESS.intake.sendTo.some((q) => send === `sqs:${q}`))).toBe(true);
   });
 
@@ -145,13 +182,14 @@ describe('the intake, run, stays inside its grants', () => {
     fixtures.push(fx);
     const contacts = numbers(1);
     const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 2, concurrencyLimit: 1 });
+    await endpoint(fx, 'acme', 1);
     await fx.quiesce();
     const seen = recorder(fx);
     const response = await seen.during(() => fx.webhook(result(batchId, contacts[0]!)));
     expect(response.body.outcome).toBe('applied');
-    // The intake wakes fanout and the finaliser together, before it answers; the finaliser then runs in
-    // the calls worker (in-process here), whose own sends come after these two.
-    expect(seen.sends.slice(0, 2).sort()).toEqual(['sqs:calls', 'sqs:webhooks']);
-    expect(FUNCTION_ACCESS.intake.sendTo.slice().sort()).toEqual(['calls', 'webhooks']);
+    // The intake wakes the event's delivery and the finaliser together, before it answers; the finaliser
+    // then runs in the calls worker (in-process here), whose own sends come after these two.
+    expect(seen.sends.slice(0, 2).sort()).toEqual(['sqs:calls', 'sqs:deliveries']);
+    expect(FUNCTION_ACCESS.intake.sendTo.slice().sort()).toEqual(['calls', 'deliveries', 'webhooks']);
   });
 });

@@ -4,6 +4,7 @@ import type { QueueName } from '../../functions/app/system.ts';
 import { httpFunctionsByRoute, System, tables } from '../../functions/app/system.ts';
 import type { TableKey } from '../../functions/app/system.ts';
 import { PUBLIC_ROUTES } from '../../lib/redial-stack.ts';
+import { ROUTING_ATTRIBUTES } from '../../functions/webhooks/store.ts';
 import { actionsOf, resourcesOf, synth } from './synth.ts';
 import type { Intrinsic, Resource, Statement } from './synth.ts';
 
@@ -20,13 +21,20 @@ const deletesSchedules = ['scheduler:DeleteSchedule scheduler:schedule/jobSchedu
 /** The endpoint-secrets key, only with an endpoint's encryption context: exactly the keys endpointId (an ep_ id) and tenantId. */
 const endpointContext = ' if kms:EncryptionContextKeys=endpointId|tenantId if kms:EncryptionContext:endpointId=ep_* if kms:EncryptionContext:tenantId=*';
 
+/**
+ * Publishing an event (functions/webhooks/publish.ts): the tenant's endpoints read for their routing
+ * attributes only — never the secret — and a delivery's entry put behind a busy endpoint.
+ */
+const routing = ' if dynamodb:LeadingKeys=TENANT#*|ENDPOINT#* if dynamodb:Attributes=pk|sk|endpointId|tenantId|eventTypes|disabled|holder|busyUntil if dynamodb:Select=SPECIFIC_ATTRIBUTES';
+const publishes = [...['GetItem', 'BatchGetItem', 'Query'].map((a) => `dynamodb:${a} table:webhooks${routing}`), 'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=WAITLIST#*'];
+
 const EXPECTED: Record<string, string[]> = {
   intake: [
     'dynamodb:GetItem table:calls',
     'dynamodb:UpdateItem table:calls',
     'dynamodb:PutItem table:jobs',
-    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
-    ...sendsTo('calls', 'webhooks'),
+    ...publishes,
+    ...sendsTo('calls', 'deliveries', 'webhooks'),
     'secretsmanager:GetSecretValue secret:callWebhook',
   ],
   publicLinks: ['dynamodb:UpdateItem table:mail if dynamodb:LeadingKeys=TENANT#*'],
@@ -57,8 +65,8 @@ const EXPECTED: Record<string, string[]> = {
     ...['GetItem', 'BatchGetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
-    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
-    ...sendsTo('dial', 'calls', 'webhooks'),
+    ...publishes,
+    ...sendsTo('dial', 'calls', 'deliveries', 'webhooks'),
     ...createsSchedules,
     ...deletesSchedules,
   ],
@@ -67,8 +75,8 @@ const EXPECTED: Record<string, string[]> = {
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
-    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=EVENT#*',
-    ...sendsTo('dial', 'calls', 'webhooks', 'mail'),
+    ...publishes,
+    ...sendsTo('dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
     ...deletesSchedules,
   ],
@@ -201,15 +209,25 @@ describe('functions that serve public routes', () => {
     }
   });
 
-  it('cannot read endpoint secrets: only event rows of the webhooks table, written, and never the secrets key', () => {
+  it('cannot read endpoint secrets: in the webhooks table only routing attributes read and wait-list entries written, and never the secrets key', () => {
     const webhooksTable = s.idOf(s.stack.tables.webhooks);
     const key = s.idOf(s.stack.webhookSecretsKey);
     for (const id of publicFunctionIds()) {
       const statements = s.roleStatements(s.roleOf(s.resources[id]!));
       const onWebhooks = statements.filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${webhooksTable}"`));
       for (const st of onWebhooks) {
-        expect(actionsOf(st), id).toEqual(['dynamodb:PutItem']);
-        expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['EVENT#*'] } });
+        const actions = actionsOf(st);
+        if (actions.includes('dynamodb:PutItem')) {
+          expect(actions, id).toEqual(['dynamodb:PutItem']);
+          expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['WAITLIST#*'] } });
+          continue;
+        }
+        expect(actions.sort(), id).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query']);
+        const attributes = (st.Condition?.['ForAllValues:StringEquals'] as Record<string, string[]> | undefined)?.['dynamodb:Attributes'];
+        expect(attributes, id).toEqual([...ROUTING_ATTRIBUTES]);
+        expect(attributes, id).not.toContain('secretCiphertext');
+        expect(attributes, id).not.toContain('secret');
+        expect(st.Condition?.['StringEqualsIfExists'], id).toEqual({ 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' });
       }
       expect(JSON.stringify(statements), id).not.toContain(`"${key}"`);
     }

@@ -97,6 +97,13 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   // The in-process transport: tests read what it sent.
   const transport = host.local ?? assertLocal();
   const deps = system.calls;
+  const published: WebhookEvent[] = [];
+  const publish = deps.ports.events.prepare.bind(deps.ports.events);
+  deps.ports.events.prepare = async (input, now) => {
+    const prepared = await publish(input, now);
+    const event: WebhookEvent = { id: prepared.eventId, tenantId: input.tenantId, type: input.type, timestamp: new Date(now).toISOString(), data: input.data };
+    return { ...prepared, afterCommit: async () => (published.push(event), prepared.afterCommit()) };
+  };
   // Both of the context's queues: calls.dial runs on `dial`, watchdogs and finalisers on `calls`.
   const handlers = [...system.handlers('dial'), ...system.handlers('calls')];
   const store = new CallsStore(clients.dynamo, tableNames.calls);
@@ -165,10 +172,14 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     return ((result.Items ?? []) as JobRow[]).filter((row) => 'state' in row);
   }
 
-  /** Every recorded event (a scan: tests only). */
+  /**
+   * Every event the calls context published and committed, in order: what its events port was asked for,
+   * once the transaction it joined committed (the port's afterCommit). The tenants here have no endpoints,
+   * so publishing writes nothing (functions/webhooks/publish.ts); what reaches endpoints is the webhooks
+   * tests' to show.
+   */
   async function allEvents(): Promise<WebhookEvent[]> {
-    const result = await clients.dynamo.send(new ScanCommand({ TableName: tableNames.webhooks, ConsistentRead: true }));
-    return ((result.Items ?? []) as (WebhookEvent & { pk: string })[]).filter((item) => item.pk.startsWith('EVENT#')).sort((a, b) => a.timestamp.localeCompare(b.timestamp));
+    return Promise.resolve([...published].sort((a, b) => a.timestamp.localeCompare(b.timestamp)));
   }
 
   /** Every item of the calls table (a scan: tests only), for before/after comparisons. */

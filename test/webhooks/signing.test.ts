@@ -1,10 +1,21 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { eventBody } from '../../functions/webhooks/signing.ts';
 import { Receiver, verify, webhooksFixture } from '../support/webhooks.ts';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
+});
+
+describe('the body of an event', () => {
+  it('IsTheSameBytesWhateverOrderItsDataKeysWereStoredAndReadBackIn', () => {
+    const base = { id: 'evt_1', tenantId: 't', type: 'call.completed' as const, timestamp: '2026-12-01T00:00:00.000Z' };
+    const one = eventBody({ ...base, data: { round: 1, code: 'X', nested: { b: 2, a: [{ y: 1, x: 2 }] } } });
+    const other = eventBody({ ...base, data: { nested: { a: [{ x: 2, y: 1 }], b: 2 }, code: 'X', round: 1 } });
+    expect(one).toBe(other);
+    expect(one).toBe('{"type":"call.completed","timestamp":"2026-12-01T00:00:00.000Z","data":{"code":"X","nested":{"a":[{"x":2,"y":1}],"b":2},"round":1}}');
+  });
 });
 
 describe('signed delivery (Standard Webhooks)', () => {

@@ -1,0 +1,156 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { WebhookEvent } from '../../functions/webhooks/events.ts';
+
+/**
+ * What the writes DynamoDB applied say, as the world sees them at the client (the fault injector's
+ * `onApplied`: whatever the caller then saw, a lost answer included). The tables keep only the latest
+ * state of a contact, and an event leaves no row of its own once it is delivered (it travels in its
+ * delivery's job or wait-list entry: functions/webhooks/publish.ts), so the invariants read these instead:
+ *
+ * - every completion of a call (a contact's write to Completed, with the call id, round, code and source);
+ * - every event a delivery was written for, and to which endpoint (a webhook.deliver job, a wait-list entry,
+ *   a webhook.fanout job carrying it);
+ * - every batch finalised, and whether its transaction wrote the owner's notice job.
+ */
+
+/** A completion of a call, as its transaction wrote it. */
+export interface AppliedCompletion {
+  batchId: string;
+  contactNumber: string;
+  round: number;
+  callId: string | undefined;
+  code: string;
+  source: string;
+  /** The world's clock when it was applied. */
+  at: number;
+}
+
+/** A batch finalised, as its transaction wrote it. */
+export interface AppliedFinalisation {
+  batchId: string;
+  notifies: boolean;
+  at: number;
+}
+
+type Raw = Record<string, AttributeValue>;
+/** One write of a request, as the client marshalled it: a Put's item, or an Update's key and expressions. */
+export type WriteItem = { TableName?: string; Item?: Raw; Key?: Raw; UpdateExpression?: string; ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Raw };
+
+/** The attributes an Update sets, or its condition compares for equality (`#a = :v` in either), by name. */
+export function assigned(write: WriteItem): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const names = write.ExpressionAttributeNames ?? {};
+  const values = write.ExpressionAttributeValues ?? {};
+  for (const text of [write.ConditionExpression ?? '', write.UpdateExpression ?? '']) {
+    for (const [, name, value] of text.matchAll(/(#[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)(?![A-Za-z0-9_(])/g)) {
+      const attribute = names[name!];
+      const raw = values[value!];
+      if (attribute !== undefined && raw !== undefined) out[attribute] = unmarshall({ v: raw })['v'];
+    }
+  }
+  return out;
+}
+
+/** The completion a write of a contact item makes (its key and the attributes written), if it completes one. */
+export function completionOf(pk: unknown, sk: unknown, values: Record<string, unknown>, at: number): AppliedCompletion | undefined {
+  if (typeof pk !== 'string' || typeof sk !== 'string' || !sk.startsWith('CONTACT#') || values['status'] !== 'Completed') return undefined;
+  return {
+    batchId: pk.slice('BATCH#'.length).replace(/#C\d+$/, ''),
+    contactNumber: sk.slice('CONTACT#'.length),
+    round: Number(values['round']),
+    callId: typeof values['callId'] === 'string' ? values['callId'] : undefined,
+    code: String(values['code']),
+    source: String(values['source']),
+    at,
+  };
+}
+
+/** Every completion the writes of one applied transaction make. */
+export function completionsIn(input: Record<string, unknown>, at: number): AppliedCompletion[] {
+  const items = (input['TransactItems'] as Record<string, WriteItem>[] | undefined) ?? [];
+  return items.flatMap((item) => {
+    const [type, body] = Object.entries(item)[0]!;
+    if (type === 'Put' && body.Item) {
+      const row = unmarshall(body.Item);
+      return completionOf(row['pk'], row['sk'], row, at) ?? [];
+    }
+    if (type === 'Update' && body.Key) {
+      const key = unmarshall(body.Key);
+      return completionOf(key['pk'], key['sk'], assigned(body), at) ?? [];
+    }
+    return [];
+  });
+}
+
+export class AppliedWrites {
+  readonly completions: AppliedCompletion[] = [];
+  readonly finalisations: AppliedFinalisation[] = [];
+  /** Every event a delivery (or a fanout) was written for, by id. */
+  readonly events = new Map<string, WebhookEvent>();
+  /** `<endpoint id> <event id>`: a delivery of that event to that endpoint was written (a job or an entry). */
+  readonly targets = new Set<string>();
+  /** Events whose webhook.fanout job was written. */
+  readonly fanouts = new Set<string>();
+
+  private readonly tables: { calls: string; jobs: string; webhooks: string };
+  private readonly now: () => number;
+
+  constructor(tables: { calls: string; jobs: string; webhooks: string }, now: () => number) {
+    this.tables = tables;
+    this.now = now;
+  }
+
+  /** One applied request (`input` as the client marshalled it). */
+  applied(operation: string, input: Record<string, unknown>): void {
+    if (operation === 'TransactWriteItems') {
+      const items = (input['TransactItems'] as Record<string, WriteItem>[] | undefined) ?? [];
+      const writes = items.map((item) => Object.entries(item)[0]!).map(([type, body]) => ({ type, body }));
+      for (const w of writes) this.write(w.type, w.body);
+      this.finalised(writes);
+    } else if (operation === 'PutItem') this.write('Put', input);
+  }
+
+  private write(type: string, body: WriteItem): void {
+    if (type === 'Put' && body.Item) {
+      const item = unmarshall(body.Item);
+      if (body.TableName === this.tables.jobs) this.job(item);
+      else if (body.TableName === this.tables.webhooks && typeof item['pk'] === 'string' && item['pk'].startsWith('WAITLIST#') && item['event']) {
+        this.target(item['pk'].split('#')[1]!, item['event'] as WebhookEvent);
+      } else if (body.TableName === this.tables.calls) this.contact(item['pk'], item['sk'], item);
+    } else if (type === 'Update' && body.TableName === this.tables.calls && body.Key) {
+      const key = unmarshall(body.Key);
+      this.contact(key['pk'], key['sk'], assigned(body));
+    }
+  }
+
+  private job(row: Record<string, unknown>): void {
+    const args = row['args'] as { event?: WebhookEvent; endpointId?: string } | undefined;
+    if (!args?.event) return;
+    if (row['kind'] === 'webhook.deliver' && args.endpointId) this.target(args.endpointId, args.event);
+    if (row['kind'] === 'webhook.fanout') {
+      this.events.set(args.event.id, args.event);
+      this.fanouts.add(args.event.id);
+    }
+  }
+
+  private target(endpointId: string, event: WebhookEvent): void {
+    this.events.set(event.id, event);
+    this.targets.add(`${endpointId} ${event.id}`);
+  }
+
+  private contact(pk: unknown, sk: unknown, values: Record<string, unknown>): void {
+    const completion = completionOf(pk, sk, values, this.now());
+    if (completion) this.completions.push(completion);
+  }
+
+  private finalised(writes: { type: string; body: WriteItem }[]): void {
+    for (const { type, body } of writes) {
+      if (type !== 'Update' || body.TableName !== this.tables.calls || !body.Key) continue;
+      const key = unmarshall(body.Key);
+      if (key['sk'] !== 'BATCH' || assigned(body)['status'] !== 'Finalised') continue;
+      const notifies = writes.some((w) => w.type === 'Put' && w.body.TableName === this.tables.jobs && w.body.Item && unmarshall(w.body.Item)['kind'] === 'owner.notify');
+      this.finalisations.push({ batchId: String(key['pk']).slice('BATCH#'.length), notifies, at: this.now() });
+    }
+  }
+}
