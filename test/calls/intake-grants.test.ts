@@ -72,7 +72,7 @@ function recorder(fx: CallsFixture) {
           const values = input['ExpressionAttributeValues'] as Record<string, unknown> | undefined;
           // A Query's partition: the value its key condition compares pk with.
           const queried = command === 'Query' ? Object.values(values ?? {}).find((v): v is string => typeof v === 'string' && /^[A-Z]+#/.test(v)) : undefined;
-          const attributes = projected(input as { ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> });
+          const attributes = projected(input);
           requests.push({
             action: command,
             table: `${tableKeys[name] ?? name}${index ? `/index/${index}` : ''}`,
