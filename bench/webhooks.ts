@@ -171,8 +171,8 @@ async function publish(sys: Awaited<ReturnType<typeof webhookSystem>>, data: Rec
     const result = await sys.webhooks.deps.store.transact(published.items);
     if (!result.committed) throw result.error;
   }
-  await sys.jobs.client.afterCommit(published.jobs);
   await published.afterCommit();
+  await sys.jobs.client.afterCommit(published.jobs);
   return published.event.id;
 }
 

@@ -34,6 +34,8 @@ export interface TableAccess {
    * a function that routes events by an endpoint's subscription and lease never sees its secret.
    */
   readonly attributes?: readonly string[];
+  /** Only these `ReturnValues` (`dynamodb:ReturnValues`): a write limited to some attributes must not read the item back whole. */
+  readonly returnValues?: readonly ('NONE' | 'UPDATED_OLD' | 'UPDATED_NEW')[];
 }
 
 /** Everything a function may do besides writing its own logs and traces. */
@@ -77,11 +79,14 @@ const union = <T>(a: readonly T[], b: readonly T[]): T[] => [...new Set([...a, .
 /**
  * What publishing an event touches in the webhooks table (functions/webhooks/publish.ts): the tenant's
  * endpoints read for their routing attributes only (never the secret: `ROUTING_ATTRIBUTES` in
- * functions/webhooks/store.ts, a test holds the two lists together), and the entries of deliveries put
- * behind a busy endpoint.
+ * functions/webhooks/store.ts, a test holds the two lists together), a free endpoint's lease taken for
+ * the delivery committed to it (its lease attributes only, nothing read back), and the entries of
+ * deliveries put behind a busy endpoint.
  */
 const publishing: readonly TableAccess[] = [
   { actions: ['GetItem', 'BatchGetItem', 'Query'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINT#'], attributes: ['pk', 'sk', 'endpointId', 'tenantId', 'eventTypes', 'disabled', 'holder', 'busyUntil'] },
+  // The lease of a free endpoint, taken for the delivery just committed to it (`LEASE_ATTRIBUTES`, `takeLeaseFor`).
+  { actions: ['UpdateItem'], partitionKeyPrefixes: ['ENDPOINT#'], attributes: ['pk', 'sk', 'disabled', 'holder', 'busyUntil', 'watch'], returnValues: ['NONE'] },
   { actions: ['PutItem'], partitionKeyPrefixes: ['WAITLIST#'] },
 ];
 

@@ -432,20 +432,20 @@ export class RedialStack extends Stack {
     for (const [key, grants] of Object.entries(access.tables)) {
       const table = this.tables[key as TableKey];
       for (const grant of ([] as TableAccess[]).concat(grants)) {
-        const conditions = {
-          ...(grant.partitionKeyPrefixes || grant.attributes
-            ? {
-                'ForAllValues:StringLike': grant.partitionKeyPrefixes ? { 'dynamodb:LeadingKeys': grant.partitionKeyPrefixes.map((p) => `${p}*`) } : undefined,
-                'ForAllValues:StringEquals': grant.attributes ? { 'dynamodb:Attributes': [...grant.attributes] } : undefined,
-                StringEqualsIfExists: grant.attributes ? { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } : undefined,
-              }
-            : {}),
+        const reads = grant.actions.some((a) => a === 'GetItem' || a === 'BatchGetItem' || a === 'Query');
+        const ifExists = {
+          ...(grant.attributes && reads ? { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } : {}),
+          ...(grant.returnValues ? { 'dynamodb:ReturnValues': [...grant.returnValues] } : {}),
         };
-        const defined = Object.fromEntries(Object.entries(conditions).filter(([, v]) => v !== undefined));
+        const conditions = {
+          ...(grant.partitionKeyPrefixes ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': grant.partitionKeyPrefixes.map((p) => `${p}*`) } } : {}),
+          ...(grant.attributes ? { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...grant.attributes] } } : {}),
+          ...(Object.keys(ifExists).length > 0 ? { StringEqualsIfExists: ifExists } : {}),
+        };
         allow(
           grant.actions.map((a) => `dynamodb:${a}`),
           [table.tableArn],
-          Object.keys(defined).length > 0 ? defined : undefined,
+          Object.keys(conditions).length > 0 ? conditions : undefined,
         );
         if (grant.indexes?.length) allow(['dynamodb:Query'], grant.indexes.map((index) => `${table.tableArn}/index/${index}`));
       }

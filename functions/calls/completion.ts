@@ -158,8 +158,8 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
     const result = await store.transact(items);
     if (result.committed) {
       deps.batches.noteRound(batch.batchId, plan.round);
-      await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
       await event.afterCommit();
+      await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
     }
     const verdict = judgeCompletionCancel(result, plan, { callId: request.callId, roundKnown: request.round !== undefined });

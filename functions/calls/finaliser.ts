@@ -138,8 +138,8 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
 async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[], afterCommit: () => Promise<void>): Promise<TransactOutcome> {
   const result = await deps.store.transact(items);
   if (result.committed) {
-    await deps.jobs.afterCommit(prepared);
     await afterCommit();
+    await deps.jobs.afterCommit(prepared);
   }
   return result;
 }

@@ -91,8 +91,8 @@ export class Deliveries {
       throw discard(DeliveryDiscardReason.not_found, `endpoint ${args.endpointId} not found`);
     }
     if (!event) return this.leave(read.endpoint, wait, read.parked, ctx, DeliveryDiscardReason.not_found, `event ${args.eventId} not found (pruned after its retention)`);
-    // Before the lease is taken: a key that cannot be used now (KMS throttled or down) fails this run
-    // (retryable) while the endpoint stays free for others.
+    // Before anything is sent: a key that cannot be used now (KMS throttled or down) fails this run
+    // (retryable); a lease its publisher took for it stays its own until its retry or the lease's end.
     const secret = await this.deps.secrets.open(read.endpoint);
 
     const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now, event.id);

@@ -37,8 +37,8 @@ export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
         const result = await deps.store.transact(published.items);
         if (!result.committed) throw result.error;
       }
-      await deps.jobs.afterCommit(published.jobs);
       await published.afterCommit();
+      await deps.jobs.afterCommit(published.jobs);
       return { status: 201, body: { eventId: published.event.id } };
     },
   });

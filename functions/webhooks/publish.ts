@@ -5,7 +5,7 @@ import { deliveryJobId, subscribes, waitKey } from './endpoint.ts';
 import { newEvent, webhookFanoutKind } from './events.ts';
 import type { EventType, WebhookEvent } from './events.ts';
 import { webhookDeliverKind, webhookRestartKind } from './kinds.ts';
-import { leaseTaken } from './lease.ts';
+import { LEASE_MS, leaseTaken } from './lease.ts';
 import type { WebhookStore } from './store.ts';
 
 /**
@@ -22,7 +22,10 @@ export interface Publication {
   items: TransactItem[];
   /** The jobs among `items`: pass them to `JobClient.afterCommit` once committed. */
   jobs: PreparedJob[];
-  /** After the commit and the wake-ups: the second look at the endpoints found busy. Never throws. */
+  /**
+   * After the commit, before the jobs' wake-ups: the leases of the free endpoints taken for their new
+   * deliveries, and the second look at the endpoints found busy. Never throws.
+   */
   afterCommit(): Promise<void>;
 }
 
@@ -34,7 +37,8 @@ export interface Publication {
  *    none ───────────► nothing at all
  *    more than 5 ────► one webhook.fanout job, the event in its arguments (fanout.ts does the rest)
  *    each endpoint:
- *      lease free ───► its webhook.deliver job, the event in its arguments, due now
+ *      lease free ───► its webhook.deliver job, the event in its arguments, due now; after the commit
+ *                      the publisher takes the lease for it (so later events wait behind it)
  *      lease taken ──► a wait-list entry carrying the event, and no job: whoever holds the lease sends
  *                      it within its own run (delivery.ts); after the commit, one consistent look at the
  *                      lease: let go meanwhile → a webhook.restart job starts the list
@@ -59,13 +63,13 @@ export class Publisher {
   }
 
   /**
-   * The writes that publish an event, for the caller's TransactWriteItems; after the commit, pass `jobs` to
-   * `JobClient.afterCommit` and call `afterCommit()`.
+   * The writes that publish an event, for the caller's TransactWriteItems; after the commit, call
+   * `afterCommit()`, then pass `jobs` to `JobClient.afterCommit`.
    *
    * @example
    * const published = await publisher.prepare({ tenantId, type: EventType.callCompleted, data }, clock.now());
    * const outcome = await transact(db, [...domainItems, ...published.items]);
-   * if (outcome.committed) { await jobs.afterCommit(published.jobs); await published.afterCommit(); }
+   * if (outcome.committed) { await published.afterCommit(); await jobs.afterCommit(published.jobs); }
    */
   async prepare(input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number): Promise<Publication> {
     const event = newEvent(input, now);
@@ -78,6 +82,7 @@ export class Publisher {
     const items: TransactItem[] = [];
     const jobs: PreparedJob[] = [];
     const busy: string[] = [];
+    const free: { endpointId: string; jobId: string }[] = [];
     for (const endpoint of targets) {
       const id = deliveryJobId(event.id, endpoint.endpointId);
       if (leaseTaken(endpoint, now)) {
@@ -87,9 +92,30 @@ export class Publisher {
         const job = this.jobs.prepare(webhookDeliverKind, { eventId: event.id, endpointId: endpoint.endpointId, event }, { id });
         items.push(job.item);
         jobs.push(job);
+        free.push({ endpointId: endpoint.endpointId, jobId: id });
       }
     }
-    return { event, items, jobs, afterCommit: () => this.secondLook(busy, event.id) };
+    return { event, items, jobs, afterCommit: () => Promise.all([this.takeLeases(free), this.secondLook(busy, event.id)]).then(() => undefined) };
+  }
+
+  /**
+   * Takes the free lease of each endpoint for the delivery just committed to it, before its wake-up is
+   * sent: the events published after it then find the endpoint busy and wait in its list (one write each)
+   * instead of each becoming a job that runs only to find the endpoint busy. Taken by someone else
+   * meanwhile: that delivery parks when it runs, as any delivery that finds its endpoint busy.
+   */
+  private async takeLeases(deliveries: readonly { endpointId: string; jobId: string }[]): Promise<void> {
+    await Promise.all(
+      deliveries.map(async ({ endpointId, jobId }) => {
+        const now = this.clock.now();
+        try {
+          await this.store.takeLeaseFor(endpointId, jobId, now, now + LEASE_MS);
+        } catch (error) {
+          // The delivery takes the lease itself when it runs.
+          this.logger.warn('lease not taken for a published delivery; it takes it when it runs', { endpointId, jobId, error: String(error) });
+        }
+      }),
+    );
   }
 
   /** The second look at endpoints an entry was put behind: a lease let go since is restarted by a job. */

@@ -18,8 +18,9 @@ interface Request {
   action: string;
   table: string;
   partitionKey?: string;
-  /** The attributes a read asks for (its ProjectionExpression), when it names any. */
+  /** The attributes a read asks for (its ProjectionExpression), or every attribute an update names (its key's and its expressions'). */
   attributes?: string[];
+  returnValues?: string;
 }
 
 /** The attribute names a ProjectionExpression asks for. */
@@ -118,6 +119,7 @@ function allowed(request: Request): boolean {
     if (index !== undefined) return request.action === 'Query' && (grant.indexes ?? []).includes(index);
     if (!grant.actions.includes(request.action as ItemAction)) return false;
     if (grant.partitionKeyPrefixes && !grant.partitionKeyPrefixes.some((prefix) => request.partitionKey?.startsWith(prefix))) return false;
+    if (grant.returnValues && request.returnValues !== undefined && !(grant.returnValues as readonly string[]).includes(request.returnValues)) return false;
     return !grant.attributes || (request.attributes !== undefined && request.attributes.every((a) => grant.attributes!.includes(a)));
   });
 }
@@ -171,7 +173,7 @@ describe('the intake, run, stays inside its grants', () => {
     // And the grant is not wider than this run needed, but for the last call's finaliser (calls queue) and
     // a fanout or restart (webhooks queue: a tenant with more than five endpoints, a lease let go meanwhile).
     expect([...new Set(seen.requests.map((r) => `${r.action} ${r.table}`))].sort()).toEqual(
-      ['GetItem calls', 'UpdateItem calls', 'PutItem jobs', 'Query webhooks', 'BatchGetItem webhooks', 'PutItem webhooks', 'GetItem webhooks'].sort(),
+      ['GetItem calls', 'UpdateItem calls', 'PutItem jobs', 'Query webhooks', 'BatchGetItem webhooks', 'UpdateItem webhooks', 'PutItem webhooks', 'GetItem webhooks'].sort(),
     );
     expect([...new Set(seen.sends)]).toEqual(['sqs:deliveries']);
     expect(seen.sends.every((send) => FUNCTION_ACCESS.intake.sendTo.some((q) => send === `sqs:${q}`))).toBe(true);

@@ -4,7 +4,7 @@ import type { QueueName } from '../../functions/app/system.ts';
 import { httpFunctionsByRoute, System, tables } from '../../functions/app/system.ts';
 import type { TableKey } from '../../functions/app/system.ts';
 import { PUBLIC_ROUTES } from '../../lib/redial-stack.ts';
-import { ROUTING_ATTRIBUTES } from '../../functions/webhooks/store.ts';
+import { LEASE_ATTRIBUTES, ROUTING_ATTRIBUTES } from '../../functions/webhooks/store.ts';
 import { actionsOf, resourcesOf, synth } from './synth.ts';
 import type { Intrinsic, Resource, Statement } from './synth.ts';
 
@@ -26,7 +26,11 @@ const endpointContext = ' if kms:EncryptionContextKeys=endpointId|tenantId if km
  * attributes only — never the secret — and a delivery's entry put behind a busy endpoint.
  */
 const routing = ' if dynamodb:LeadingKeys=TENANT#*|ENDPOINT#* if dynamodb:Attributes=pk|sk|endpointId|tenantId|eventTypes|disabled|holder|busyUntil if dynamodb:Select=SPECIFIC_ATTRIBUTES';
-const publishes = [...['GetItem', 'BatchGetItem', 'Query'].map((a) => `dynamodb:${a} table:webhooks${routing}`), 'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=WAITLIST#*'];
+const publishes = [
+  ...['GetItem', 'BatchGetItem', 'Query'].map((a) => `dynamodb:${a} table:webhooks${routing}`),
+  'dynamodb:UpdateItem table:webhooks if dynamodb:LeadingKeys=ENDPOINT#* if dynamodb:Attributes=pk|sk|disabled|holder|busyUntil|watch if dynamodb:ReturnValues=NONE',
+  'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=WAITLIST#*',
+];
 
 const EXPECTED: Record<string, string[]> = {
   intake: [
@@ -220,6 +224,16 @@ describe('functions that serve public routes', () => {
         if (actions.includes('dynamodb:PutItem')) {
           expect(actions, id).toEqual(['dynamodb:PutItem']);
           expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['WAITLIST#*'] } });
+          continue;
+        }
+        if (actions.includes('dynamodb:UpdateItem')) {
+          // The lease alone, and nothing read back (ReturnValues NONE: never the item with its secret).
+          expect(actions, id).toEqual(['dynamodb:UpdateItem']);
+          expect(st.Condition, id).toEqual({
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENDPOINT#*'] },
+            'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...LEASE_ATTRIBUTES] },
+            StringEqualsIfExists: { 'dynamodb:ReturnValues': ['NONE'] },
+          });
           continue;
         }
         expect(actions.sort(), id).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query']);

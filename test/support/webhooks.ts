@@ -9,7 +9,8 @@ import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
 import type { WebhooksContext } from '../../functions/webhooks/context.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
-import { EventType } from '../../functions/webhooks/events.ts';
+import { EventType, newEvent } from '../../functions/webhooks/events.ts';
+import { webhookDeliverKind } from '../../functions/webhooks/kinds.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
@@ -170,9 +171,21 @@ export async function webhooksFixture(
       const result = await ctx.deps.store.transact(published.items);
       if (!result.committed) throw result.error;
     }
-    await fx.jobs.client.afterCommit(published.jobs);
     await published.afterCommit();
+    await fx.jobs.client.afterCommit(published.jobs);
     return published.event;
+  }
+
+  /**
+   * An event and its webhook.deliver job to one endpoint, as a publisher writes it for a free endpoint,
+   * but without taking the lease for it: for tests of deliveries that race each other for the lease (several
+   * published before any took it). Returns the event and the delivery's job id.
+   */
+  async function enqueueDelivery(tenantId: string, endpointId: string, data: Record<string, unknown> = { n: 1 }, type: EventType = EventType.callCompleted): Promise<{ event: WebhookEvent; id: string }> {
+    const event = newEvent({ tenantId, type, data }, fx.clock.now());
+    const id = deliveryJobId(event.id, endpointId);
+    await fx.jobs.client.enqueue(webhookDeliverKind, { eventId: event.id, endpointId, event }, { id });
+    return { event, id };
   }
 
   /** Runs a job's current wake-up through the executor (recording transport). */
@@ -219,5 +232,5 @@ export async function webhooksFixture(
     }
   }
 
-  return { ...fx, webhooks: ctx, executor, recordEvent, run, runWhenDue, job, deliveryRows, drain, close: () => host.stop() };
+  return { ...fx, webhooks: ctx, executor, recordEvent, enqueueDelivery, run, runWhenDue, job, deliveryRows, drain, close: () => host.stop() };
 }

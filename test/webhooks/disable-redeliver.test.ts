@@ -14,7 +14,10 @@ afterEach(async () => {
 
 const minutes = 60_000;
 
-/** An endpoint answering `answer`, and `n` events fanned out to it, a millisecond apart. */
+/**
+ * An endpoint answering `answer`, and `n` deliveries to it enqueued as jobs, a millisecond apart (as
+ * deliveries published before any took the lease are: publish.ts).
+ */
 async function setup(answer: Answer, n: number) {
   const receiver = await Receiver.start([answer]);
   const fx = await webhooksFixture();
@@ -24,8 +27,8 @@ async function setup(answer: Answer, n: number) {
   const eventIds: string[] = [];
   for (let i = 0; i < n; i++) {
     fx.clock.advance(1);
-    const event = await fx.recordEvent('t', 'call.completed', { i });
-    ids.push(deliveryJobId(event.id, endpointId));
+    const { event, id } = await fx.enqueueDelivery('t', endpointId, { i });
+    ids.push(id);
     eventIds.push(event.id);
   }
   return { receiver, fx, endpointId, ids, eventIds };
@@ -59,6 +62,40 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect(rows.filter((r) => r.attempts.some((a) => a.outcome === 'retryable'))).toHaveLength(1);
     expect(fx.metrics.total('WebhookEndpointDisabled', { reason: 'failing' })).toBe(1);
     expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
+  });
+
+  it('AnEndpointStillFailingFiveDaysOn_DiscardsTheDeliveriesWaitingWithNoJobAsJobs_EndpointDisabled_AndRedeliverBringsThemBack', async () => {
+    const receiver = await Receiver.start([{ status: 500 }]);
+    const fx = await webhooksFixture();
+    closers.push(() => receiver.close(), fx.close);
+    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    // Published: the first is a job (the lease is taken for it), the other three wait in the list with no job.
+    const events = [];
+    for (let i = 0; i < 4; i++) {
+      fx.clock.advance(1);
+      events.push(await fx.recordEvent('t', 'call.completed', { i }));
+    }
+    const [probe, ...waiting] = events.map((e) => deliveryJobId(e.id, endpointId)) as [string, ...string[]];
+    for (const id of waiting) await expect(fx.job(id)).rejects.toThrow(/not found/);
+    const failingFrom = fx.clock.now();
+    expect((await fx.run(probe)).result).toBe('retryable');
+    // Five days of probes later the endpoint is disabled; what still waits is discarded, each a job of its own.
+    fx.clock.set(failingFrom + DISABLE_AFTER_MS - minutes);
+    await fx.drain(10 * minutes);
+    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+    const rows = await Promise.all([probe, ...waiting].map((id) => fx.job(id)));
+    expect(rows.every((r) => r.state === 'discarded')).toBe(true);
+    expect(new Set(rows.map((r) => r.discardReason))).toEqual(new Set(['endpoint_disabled']));
+    expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
+    expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers).toHaveLength(4);
+    // Back up: enabled and redelivered, each arrives once.
+    receiver.reply([{ status: 200 }]);
+    await fx.webhooks.endpoints.enable(endpointId);
+    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 4 });
+    await fx.drain(minutes);
+    expect((await Promise.all([probe, ...waiting].map((id) => fx.job(id)))).every((r) => r.state === 'completed')).toBe(true);
+    const ok = receiver.requests.filter((_, i) => receiver.requests.length - i <= 4).map((r) => r.headers['webhook-id']);
+    expect(ok.sort()).toEqual(events.map((e) => e.id).sort());
   });
 
   it('TheSweepDisablesAnEndpointFailingForFiveDays_EvenWhenNoDeliveryRuns', async () => {

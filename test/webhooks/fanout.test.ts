@@ -24,6 +24,17 @@ async function deliveriesOf(eventId: string, endpointIds: string[]): Promise<str
   return found.filter((id): id is string => id !== undefined);
 }
 
+/** The endpoints an event has a delivery to: a job, or an entry waiting in the endpoint's list. */
+async function targetsOf(eventId: string, endpointIds: string[]): Promise<string[]> {
+  const found = await Promise.all(
+    endpointIds.map(async (id) => {
+      if (await fx.jobs.store.get(deliveryJobId(eventId, id))) return id;
+      return (await fx.webhooks.deps.store.waitListHead(id, 50)).some((e) => e.jobId === deliveryJobId(eventId, id)) ? id : undefined;
+    }),
+  );
+  return found.filter((id): id is string => id !== undefined);
+}
+
 /** `n` endpoints of one tenant. */
 const register = (tenantId: string, n: number) => Promise.all(Array.from({ length: n }, (_, i) => fx.webhooks.endpoints.register({ tenantId, url: receiver.url(`/${tenantId}/${i}`) })));
 
@@ -40,14 +51,19 @@ describe('publishing an event', () => {
     const call = await fx.recordEvent('acme', 'call.completed');
     expect((await deliveriesOf(call.id, ids)).sort()).toEqual([all.endpointId, both.endpointId].sort());
     expect(await fx.jobs.store.get(`webhook.fanout:${call.id}`)).toBeUndefined();
+    // Each delivery carries its event: nothing else is stored for it.
+    expect((await fx.job(deliveryJobId(call.id, all.endpointId))).args).toEqual({ eventId: call.id, endpointId: all.endpointId, event: call });
+    // The publisher took the free endpoints' leases for their new deliveries.
+    expect((await fx.webhooks.deps.store.getEndpoint(all.endpointId))?.holder).toBe(deliveryJobId(call.id, all.endpointId));
 
+    // The next events find those two busy: their deliveries there wait in the lists, with their events.
     const finalised = await fx.recordEvent('acme', 'batch.finalised');
-    expect((await deliveriesOf(finalised.id, ids)).sort()).toEqual([all.endpointId, finals.endpointId, both.endpointId].sort());
+    expect((await targetsOf(finalised.id, ids)).sort()).toEqual([all.endpointId, finals.endpointId, both.endpointId].sort());
+    expect(await deliveriesOf(finalised.id, ids)).toEqual([finals.endpointId]);
 
     const round = await fx.recordEvent('acme', 'batch.round_scheduled');
-    expect(await deliveriesOf(round.id, ids)).toEqual([all.endpointId]);
-    // Each delivery carries its event: nothing else is stored for it.
-    expect((await fx.job(deliveryJobId(round.id, all.endpointId))).args).toEqual({ eventId: round.id, endpointId: all.endpointId, event: round });
+    expect(await targetsOf(round.id, ids)).toEqual([all.endpointId]);
+    expect((await fx.webhooks.deps.store.waitListHead(all.endpointId, 10)).find((e) => e.jobId === deliveryJobId(round.id, all.endpointId))?.event).toEqual(round);
   });
 
   it('writes nothing at all for a tenant with no subscribed endpoint', async () => {

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { leaseMs } from '../../functions/jobs/queues.ts';
 import { webhooksModule } from '../../functions/webhooks/module.ts';
-import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
 import { watchValue } from '../../functions/webhooks/store.ts';
 import { UNWATCH_IDLE_MS } from '../../functions/webhooks/sweep.ts';
@@ -16,7 +15,10 @@ afterEach(async () => {
 
 const healthy: EndpointChange = { health: 'healthy', nextProbeAt: null, lease: { type: 'pass', armedUntil: null } };
 
-/** An endpoint with a receiver, and `n` events fanned out to it (deliveries enqueued, none run). */
+/**
+ * An endpoint with a receiver, and `n` deliveries to it enqueued as jobs, none run: deliveries published
+ * before any of them took the lease (each is a job: publish.ts), which then race each other for it.
+ */
 async function setup(n: number) {
   const receiver = await Receiver.start([{ status: 200 }]);
   const fx = await webhooksFixture();
@@ -26,8 +28,7 @@ async function setup(n: number) {
   for (let i = 0; i < n; i++) {
     // A millisecond apart, so the wait list (ordered by enqueue time) is in this order.
     fx.clock.advance(1);
-    const event = await fx.recordEvent('t', 'call.completed', { i });
-    ids.push(deliveryJobId(event.id, endpointId));
+    ids.push((await fx.enqueueDelivery('t', endpointId, { i })).id);
   }
   const store = fx.webhooks.deps.store;
   /** Gives the lease to `jobId` as if it had taken it. */
