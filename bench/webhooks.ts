@@ -172,7 +172,6 @@ async function publish(sys: Awaited<ReturnType<typeof webhookSystem>>, data: Rec
     if (!result.committed) throw result.error;
   }
   await published.afterCommit();
-  await sys.jobs.client.afterCommit(published.jobs);
   return published.event.id;
 }
 

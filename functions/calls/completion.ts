@@ -159,7 +159,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
     if (result.committed) {
       deps.batches.noteRound(batch.batchId, plan.round);
       await event.afterCommit();
-      await jobs.afterCommit([...event.jobs, ...(finaliser ? [finaliser] : [])]);
+      await jobs.afterCommit(finaliser ? [finaliser] : []);
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
     }
     const verdict = judgeCompletionCancel(result, plan, { callId: request.callId, roundKnown: request.round !== undefined });

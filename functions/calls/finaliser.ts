@@ -120,7 +120,7 @@ async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise
     { tenantId: batch.tenantId, type: CallsEvent.batchRoundScheduled, data: { batchId: batch.batchId, round: nextRound, contacts: batch.nextSize, dialAt: iso(now + delayMs) } },
     now,
   );
-  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial, ...event.jobs], () => event.afterCommit());
+  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial], () => event.afterCommit());
 }
 
 /** Finalised, with batch.finalised and, when the tenant has an owner email, owner.notify — one transaction. */
@@ -131,7 +131,7 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
   const event = await ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
   const tenant = await store.getTenantRow(batch.tenantId);
   const notify = tenant?.ownerEmail ? ports.ownerMail.batchFinalised({ tenantId: batch.tenantId, eventId: event.eventId, summary }) : { items: [], jobs: [] };
-  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...event.jobs, ...notify.jobs], () => event.afterCommit());
+  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...notify.jobs], () => event.afterCommit());
 }
 
 /** Commits the items; once committed, wakes the jobs among them and runs what the event's publisher asked for after the commit. */

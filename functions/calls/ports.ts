@@ -28,8 +28,8 @@ export interface Contribution {
 
 /**
  * Publishes an event (what delivers it to the tenant's endpoints) in the caller's transaction. It may read
- * first (which endpoints subscribe); after the commit, the caller runs `afterCommit` (never throws), then
- * sends the jobs' wake-ups.
+ * first (which endpoints subscribe); after the commit the caller runs `afterCommit` (never throws), which
+ * wakes the publication's own jobs (its `jobs` are empty: none for the caller to wake).
  */
 export interface EventPublisher {
   prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void> }>;

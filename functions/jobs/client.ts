@@ -184,9 +184,14 @@ export class JobClient {
     return { id: prepared.id, created: true, createdAt: (put.Item as JobRow).createdAt };
   }
 
-  /** Counts the jobs committed in a caller's transaction and sends their wake-ups. Never throws: a lost send is the rescuer's. */
-  async afterCommit(prepared: readonly Pick<PreparedJob, 'id' | 'kind' | 'state' | 'counted' | 'wakeUp'>[]): Promise<void> {
+  /**
+   * Counts the jobs committed in a caller's transaction and sends their wake-ups. Never throws: a lost send
+   * is the rescuer's. With `wake: false` it only counts them: their domain will wake them (`wake`, or a job
+   * handing work on with `runNext`), or the rescuer will once their check comes.
+   */
+  async afterCommit(prepared: readonly Pick<PreparedJob, 'id' | 'kind' | 'state' | 'counted' | 'wakeUp'>[], options: { wake?: boolean } = {}): Promise<void> {
     await this.countCreated(prepared);
+    if (options.wake === false) return;
     await Promise.all(
       prepared.map(async (job) => {
         try {

@@ -38,7 +38,6 @@ export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
         if (!result.committed) throw result.error;
       }
       await published.afterCommit();
-      await deps.jobs.afterCommit(published.jobs);
       return { status: 201, body: { eventId: published.event.id } };
     },
   });

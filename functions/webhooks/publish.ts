@@ -20,11 +20,10 @@ export const DIRECT_MAX_ENDPOINTS = 5;
 export interface Publication {
   event: WebhookEvent;
   items: TransactItem[];
-  /** The jobs among `items`: pass them to `JobClient.afterCommit` once committed. */
-  jobs: PreparedJob[];
   /**
-   * After the commit, before the jobs' wake-ups: the leases of the free endpoints taken for their new
-   * deliveries, and the second look at the endpoints found busy. Never throws.
+   * After the commit: the lease of each free endpoint taken for its new delivery, and that delivery woken
+   * (or, if another took the lease meanwhile, parked behind it with no wake-up); the second look at the
+   * endpoints found busy. It sends the publication's wake-ups itself, and never throws.
    */
   afterCommit(): Promise<void>;
 }
@@ -64,25 +63,24 @@ export class Publisher {
 
   /**
    * The writes that publish an event, for the caller's TransactWriteItems; after the commit, call
-   * `afterCommit()`, then pass `jobs` to `JobClient.afterCommit`.
+   * `afterCommit()` (it sends the wake-ups of the jobs among the items).
    *
    * @example
    * const published = await publisher.prepare({ tenantId, type: EventType.callCompleted, data }, clock.now());
    * const outcome = await transact(db, [...domainItems, ...published.items]);
-   * if (outcome.committed) { await published.afterCommit(); await jobs.afterCommit(published.jobs); }
+   * if (outcome.committed) await published.afterCommit();
    */
   async prepare(input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number): Promise<Publication> {
     const event = newEvent(input, now);
     const targets = (await this.store.routing(event.tenantId)).filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type));
-    if (targets.length === 0) return { event, items: [], jobs: [], afterCommit: () => Promise.resolve() };
+    if (targets.length === 0) return { event, items: [], afterCommit: () => Promise.resolve() };
     if (targets.length > DIRECT_MAX_ENDPOINTS) {
       const fanout = this.jobs.prepare(webhookFanoutKind, { eventId: event.id, event }, { id: `webhook.fanout:${event.id}` });
-      return { event, items: [fanout.item], jobs: [fanout], afterCommit: () => Promise.resolve() };
+      return { event, items: [fanout.item], afterCommit: () => this.jobs.afterCommit([fanout]) };
     }
     const items: TransactItem[] = [];
-    const jobs: PreparedJob[] = [];
     const busy: string[] = [];
-    const free: { endpointId: string; jobId: string }[] = [];
+    const free: { endpointId: string; job: PreparedJob }[] = [];
     for (const endpoint of targets) {
       const id = deliveryJobId(event.id, endpoint.endpointId);
       if (leaseTaken(endpoint, now)) {
@@ -91,29 +89,38 @@ export class Publisher {
       } else {
         const job = this.jobs.prepare(webhookDeliverKind, { eventId: event.id, endpointId: endpoint.endpointId, event }, { id });
         items.push(job.item);
-        jobs.push(job);
-        free.push({ endpointId: endpoint.endpointId, jobId: id });
+        free.push({ endpointId: endpoint.endpointId, job });
       }
     }
-    return { event, items, jobs, afterCommit: () => Promise.all([this.takeLeases(free), this.secondLook(busy, event.id)]).then(() => undefined) };
+    return { event, items, afterCommit: () => Promise.all([this.takeLeases(free, event), this.secondLook(busy, event.id)]).then(() => undefined) };
   }
 
   /**
-   * Takes the free lease of each endpoint for the delivery just committed to it, before its wake-up is
-   * sent: the events published after it then find the endpoint busy and wait in its list (one write each)
-   * instead of each becoming a job that runs only to find the endpoint busy. Taken by someone else
-   * meanwhile: that delivery parks when it runs, as any delivery that finds its endpoint busy.
+   * Takes the free lease of each endpoint for the delivery just committed to it, then wakes it: the events
+   * published after it find the endpoint busy and wait in its list (one write each) instead of each being a
+   * job that runs only to find the endpoint busy. If another publisher's delivery took the lease in between
+   * (events published at once), this one waits behind it as a parked job, with no wake-up (the holder hands
+   * it the lease; its rescuer check, a lease after it was due, is the backstop) — after one more try for the
+   * lease, which closes the race with a holder that let go before the entry was written (the holder reads
+   * the list once more after it lets go).
    */
-  private async takeLeases(deliveries: readonly { endpointId: string; jobId: string }[]): Promise<void> {
+  private async takeLeases(deliveries: readonly { endpointId: string; job: PreparedJob }[], event: WebhookEvent): Promise<void> {
     await Promise.all(
-      deliveries.map(async ({ endpointId, jobId }) => {
-        const now = this.clock.now();
+      deliveries.map(async ({ endpointId, job }) => {
+        const take = () => {
+          const now = this.clock.now();
+          return this.store.takeLeaseFor(endpointId, job.id, now, now + LEASE_MS);
+        };
         try {
-          await this.store.takeLeaseFor(endpointId, jobId, now, now + LEASE_MS);
+          if (!(await take())) {
+            await this.store.park(waitKey(endpointId, event.timestamp, job.id), job.id, this.clock.now(), undefined, event.id);
+            if (!(await take())) return await this.jobs.afterCommit([job], { wake: false });
+          }
         } catch (error) {
-          // The delivery takes the lease itself when it runs.
-          this.logger.warn('lease not taken for a published delivery; it takes it when it runs', { endpointId, jobId, error: String(error) });
+          // It takes the lease (or parks) itself when it runs.
+          this.logger.warn('lease not taken for a published delivery; it takes it when it runs', { endpointId, jobId: job.id, error: String(error) });
         }
+        await this.jobs.afterCommit([job]);
       }),
     );
   }

@@ -172,7 +172,6 @@ export async function webhooksFixture(
       if (!result.committed) throw result.error;
     }
     await published.afterCommit();
-    await fx.jobs.client.afterCommit(published.jobs);
     return published.event;
   }
 
