@@ -8,7 +8,7 @@ import type { OutboundRequest, OutboundResponse } from '../platform/outbound.ts'
 import { jobDetailSchema, jobSummarySchema, periodicListSchema } from '../ops/views.ts';
 import type { JobDetail } from '../ops/views.ts';
 import { batchListResponse, batchResponse, contactsResponse, roundsResponse } from '../calls/schemas.ts';
-import { endpointViewSchema } from '../webhooks/endpoint.ts';
+import { endpointDetailSchema, endpointViewSchema } from '../webhooks/endpoint.ts';
 
 /**
  * A typed client of the ops routes (docs/openapi.json), for the ops CLI. Every request goes out once through
@@ -312,8 +312,8 @@ export class OpsApiClient {
   }
 
   /** `GET /v1/endpoints/{id}`. */
-  getEndpoint(id: string): Promise<EndpointView> {
-    return this.request('GET', `/v1/endpoints/${encodePathSegment(id)}`, endpointViewSchema);
+  getEndpoint(id: string): Promise<EndpointView & { waiting: number }> {
+    return this.request('GET', `/v1/endpoints/${encodePathSegment(id)}`, endpointDetailSchema);
   }
 
   /** `GET /v1/endpoints/{id}/deliveries`. */

@@ -76,7 +76,8 @@ export interface DemoSummary {
   contactsByCode: Record<string, number>;
   deliveries: Record<string, number>;
   deliveriesDiscardedByReason: Record<string, number>;
-  endpoints: { name: string; endpointId: string; disabled: boolean; disabledReason: string | null; failingSince: string | null }[];
+  /** Each endpoint as the API shows it; `delivered`: the deliveries to it that succeeded (with a job of their own or not). */
+  endpoints: { name: string; endpointId: string; disabled: boolean; disabledReason: string | null; failingSince: string | null; delivered: number }[];
   receivers: ReceiverStats[];
   mail: { sent: number; notices: Record<string, number> };
   discardedJobs: Record<string, number>;
@@ -262,7 +263,7 @@ async function readProgress(options: DemoOptions, state: DemoState, started: num
     roundContacts: roundContacts(batch.round, contacts),
     contactsByStatus: batch.counts.byStatus,
     contactsByCode: batch.counts.byCode,
-    endpoints: endpoints.map((e) => ({ ...e, answers: answers.find((r) => r.name === e.name)?.byStatus ?? {} })),
+    endpoints: endpoints.map((e) => ({ name: e.name, byState: e.byState, answers: answers.find((r) => r.name === e.name)?.byStatus ?? {} })),
     mail: {
       sent: mail.total,
       snoozed: mailJobs.reduce((n, c) => n + (c.counts['snoozed'] ?? 0), 0),
@@ -273,28 +274,41 @@ async function readProgress(options: DemoOptions, state: DemoState, started: num
   const settled =
     batch.status === 'Finalised' &&
     pending.every((s) => !deliveries.counts[s]) &&
+    endpoints.every((e) => e.waiting === 0) &&
     pending.every((s) => !notify.counts[s]) &&
     (notify.counts['completed'] ?? 0) > 0;
   return { progress, settled };
 }
 
 /**
- * The demo's deliveries counted per endpoint and job state: the jobs of each state that has any, listed,
- * and told apart by their ids (`webhook.deliver:<event>:<endpoint>`, as the ops API shows them).
+ * The demo's deliveries counted per endpoint: the jobs of each state that has any, listed, and told apart
+ * by their ids (`webhook.deliver:<event>:<endpoint>`, as the ops API shows them); and, from the endpoint
+ * itself, the deliveries that succeeded (`delivered`: most have no job, sent within the run of the one
+ * before them) and those waiting in its list (`waiting`, shown as pending).
  */
 async function deliveriesByEndpoint(
   api: DemoApi,
   endpoints: DemoState['endpoints'],
   counts: Record<string, number>,
-): Promise<{ name: string; byState: Record<string, number> }[]> {
-  const byEndpoint: { name: string; endpointId: string; byState: Record<string, number> }[] = endpoints.map((e) => ({ ...e, byState: {} }));
-  const states = Object.keys(counts).filter((s) => (counts[s] ?? 0) > 0);
+): Promise<{ name: string; byState: Record<string, number>; waiting: number }[]> {
+  const byEndpoint: { name: string; endpointId: string; byState: Record<string, number>; waiting: number }[] = endpoints.map((e) => ({ ...e, byState: {}, waiting: 0 }));
+  const states = Object.keys(counts).filter((s) => (counts[s] ?? 0) > 0 && s !== 'completed');
   const lists = await Promise.all(states.map((s) => pages(api, `/v1/ops/jobs?state=${s}&kind=webhook.deliver&limit=200`, (p: JobList) => p.jobs)));
   for (const job of lists.flat()) {
     const endpoint = byEndpoint.find((e) => job.id.endsWith(`:${e.endpointId}`));
     if (endpoint) endpoint.byState[job.state] = (endpoint.byState[job.state] ?? 0) + 1;
   }
-  return byEndpoint.map((e) => ({ name: e.name, byState: e.byState }));
+  await Promise.all(
+    byEndpoint.map(async (e) => {
+      const shown = await api.get<{ delivered: number; waiting: number }>(`/v1/endpoints/${e.endpointId}`);
+      e.byState['completed'] = shown.delivered;
+      // A parked job is listed among the jobs already; what waits with no job is the rest of the list.
+      const parked = (e.byState['snoozed'] ?? 0) + (e.byState['scheduled'] ?? 0) + (e.byState['available'] ?? 0);
+      e.waiting = Math.max(0, shown.waiting - parked);
+      if (e.waiting > 0) e.byState['waiting'] = e.waiting;
+    }),
+  );
+  return byEndpoint.map((e) => ({ name: e.name, byState: e.byState, waiting: e.waiting }));
 }
 
 /** Every item of a paginated list, following its cursor (at most MAX_PAGES pages). */
@@ -319,8 +333,8 @@ async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoStat
   const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
   const endpoints = await Promise.all(
     state.endpoints.map(async (e) => {
-      const shown = await api.get<{ disabled: boolean; disabledReason: string | null; failingSince: string | null }>(`/v1/endpoints/${e.endpointId}`);
-      return { name: e.name, endpointId: e.endpointId, disabled: shown.disabled, disabledReason: shown.disabledReason, failingSince: shown.failingSince };
+      const shown = await api.get<{ disabled: boolean; disabledReason: string | null; failingSince: string | null; delivered: number }>(`/v1/endpoints/${e.endpointId}`);
+      return { name: e.name, endpointId: e.endpointId, disabled: shown.disabled, disabledReason: shown.disabledReason, failingSince: shown.failingSince, delivered: shown.delivered };
     }),
   );
   return {
@@ -344,11 +358,13 @@ function printSummary(print: (line: string) => void, s: DemoSummary, note?: stri
   print(`  batch ${s.batchId}: ${s.status} after ${s.rounds} round${s.rounds === 1 ? '' : 's'}`);
   print(`  contacts by status: ${list(s.contactsByStatus)}`);
   print(`  contacts by code: ${list(s.contactsByCode)}`);
-  print(`  webhook deliveries: ${list(s.deliveries)}; discarded by reason: ${list(s.deliveriesDiscardedByReason)}`);
+  print(
+    `  webhook deliveries: ${s.endpoints.reduce((n, e) => n + e.delivered, 0)} delivered (webhook.deliver jobs: ${list(s.deliveries)}; the rest sent within the run of the delivery before them); discarded by reason: ${list(s.deliveriesDiscardedByReason)}`,
+  );
   for (const e of s.endpoints) {
     const r = s.receivers.find((x) => x.name === e.name);
     print(
-      `  endpoint ${e.name} (${e.endpointId}): ${e.disabled ? `disabled (${e.disabledReason ?? ''})` : 'enabled'}` +
+      `  endpoint ${e.name} (${e.endpointId}): ${e.disabled ? `disabled (${e.disabledReason ?? ''})` : 'enabled'}, ${e.delivered} delivered` +
         (r ? `; received ${r.requests} requests (${list(r.byStatus)}), ${r.delivered} events delivered, ${r.verified} signatures verified` : ''),
     );
   }

@@ -6,10 +6,14 @@
 /** Contact statuses in the order a contact passes through them. */
 export const CONTACT_STATUSES = ['Queued', 'Calling', 'Completed', 'RetryEligible'] as const;
 
-/** A delivery's job states, grouped as the demo shows them per endpoint (every state falls in one group). */
+/**
+ * A delivery's states, grouped as the demo shows them per endpoint (every state falls in one group):
+ * its job's, or `waiting` for one waiting in the endpoint's list with no job yet; `completed` counts every
+ * delivery that succeeded (the endpoint's count: most have no job).
+ */
 export const DELIVERY_OUTCOMES = [
   { label: 'delivered', states: ['completed'] },
-  { label: 'pending', states: ['scheduled', 'available', 'running'] },
+  { label: 'pending', states: ['scheduled', 'available', 'running', 'waiting'] },
   { label: 'retrying', states: ['retryable'] },
   { label: 'snoozed', states: ['snoozed'] },
   { label: 'discarded', states: ['discarded'] },
@@ -19,7 +23,7 @@ export const DELIVERY_OUTCOMES = [
 /** One customer endpoint of the demo: its deliveries by job state, and what its receiver answered. */
 export interface EndpointProgress {
   name: string;
-  /** webhook.deliver jobs to this endpoint, by job state. */
+  /** Deliveries to this endpoint, by state: webhook.deliver jobs', `waiting` (no job yet), `completed` (every success). */
   byState: Record<string, number>;
   /** The receiver's answers by HTTP status (what this process saw; a restart starts them again). */
   answers: Record<string, number>;

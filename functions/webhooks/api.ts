@@ -4,7 +4,7 @@ import { conflict, HttpError, notFound, queryInt, route, withErrors } from '../p
 import type { ApiRoute } from '../platform/http.ts';
 import { idempotencyKeyHeaders, idempotencyKeyReused } from '../platform/idempotency.ts';
 import type { WebhooksContext } from './context.ts';
-import { endpointViewSchema } from './endpoint.ts';
+import { endpointDetailSchema, endpointViewSchema } from './endpoint.ts';
 import { EndpointDisabledError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import { eventTypes } from './events.ts';
 
@@ -98,7 +98,7 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
     auth: 'iam',
     summary: 'One endpoint: URL, event types, health, disabled state (never the secret)',
     params: endpointParams,
-    responses: { 200: { description: 'the endpoint', schema: endpointViewSchema }, 404: { description: 'no such endpoint' } },
+    responses: { 200: { description: 'the endpoint, and the deliveries waiting in its list', schema: endpointDetailSchema }, 404: { description: 'no such endpoint' } },
     handler: async ({ params }) => ({ status: 200, body: await context().endpoints.get(params.id) }),
   });
   const enable = route({

@@ -65,8 +65,17 @@ export const endpointViewSchema = z.object({
   disabled: z.boolean(),
   disabledReason: z.string().nullable(),
   disabledAt: z.string().nullable(),
+  /** Deliveries that succeeded, counted by the lease holder (a delivery sent within another's run has no job to list). */
+  delivered: z.number().int(),
 });
 export type EndpointView = z.infer<typeof endpointViewSchema>;
+
+/** What `GET /v1/endpoints/{id}` shows: the view, and the deliveries waiting in its list now. */
+export const endpointDetailSchema = endpointViewSchema.extend({
+  /** Deliveries waiting for the endpoint's lease: published while it was busy (no job yet), or parked jobs. */
+  waiting: z.number().int(),
+});
+export type EndpointDetail = z.infer<typeof endpointDetailSchema>;
 
 export const endpointView = (row: EndpointRow): EndpointView => ({
   endpointId: row.endpointId,
@@ -78,6 +87,7 @@ export const endpointView = (row: EndpointRow): EndpointView => ({
   disabled: row.disabled,
   disabledReason: row.disabledReason ?? null,
   disabledAt: row.disabledAt ?? null,
+  delivered: row.delivered ?? 0,
 });
 
 /** Whether an endpoint wants events of this type. */

@@ -6,7 +6,7 @@ import { TransitionRefusedError } from '../jobs/index.ts';
 import type { JobRow } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointKey, endpointView } from './endpoint.ts';
-import type { EndpointRow, EndpointView } from './endpoint.ts';
+import type { EndpointDetail, EndpointRow, EndpointView } from './endpoint.ts';
 import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
@@ -109,10 +109,11 @@ export class Endpoints {
       .map(deliveryView);
   }
 
-  async get(endpointId: string): Promise<EndpointView> {
+  /** The endpoint, and how many deliveries wait in its list now. */
+  async get(endpointId: string): Promise<EndpointDetail> {
     const row = await this.deps.store.getEndpoint(endpointId);
     if (!row) throw new EndpointNotFoundError(endpointId);
-    return endpointView(row);
+    return { ...endpointView(row), waiting: await this.deps.store.countWaiting(endpointId) };
   }
 
   /** Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. */

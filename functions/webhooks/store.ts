@@ -332,6 +332,19 @@ export class WebhookStore {
     return mergeHeads(shards, limit);
   }
 
+  /** How many deliveries wait in an endpoint's list now (a count of every shard, read consistently). */
+  async countWaiting(endpointId: string): Promise<number> {
+    const counts = await Promise.all(
+      waitListPartitions(endpointId).map(async (partition) => {
+        let n = 0;
+        const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...under(new Expression(), partition, 'WAIT#'), ConsistentRead: true, Select: 'COUNT' });
+        for await (const page of pages) n += page.Count ?? 0;
+        return n;
+      }),
+    );
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
   /**
    * The oldest waiting deliveries that may probe at `at` (no `notBefore`, or one at or before it), each
    * shard read page by page until `limit` are found there, merged. Only a failing endpoint's probe hand-off
