@@ -208,17 +208,19 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
     'calls',
   ),
   /**
-   * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; the next
-   * delivery's event, read ahead), BatchGetItem (delivery read), Query (wait list), PutItem (park, discard
-   * marker), UpdateItem (lease, health, disable), DeleteItem (unpark); claims the next parked delivery
-   * (`runNext`) or wakes it (UpdateItem), enqueues webhook.wake (PutItem, webhooks queue); decrypts endpoint
-   * secrets to sign.
+   * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; a stored
+   * event of a delivery enqueued before events travelled with jobs), BatchGetItem (delivery read), Query
+   * (wait list, and its count), PutItem (park, discard marker), UpdateItem (lease, health, disable),
+   * DeleteItem (unpark, and a delivery sent from the list); claims the next parked delivery (`runNext`) or
+   * wakes it (UpdateItem); makes a job of a delivery from the list that failed (`enqueueAttempted`) or that
+   * is handed the lease (`promote`: PutItem, and GetItem of one made already), enqueues webhook.wake
+   * (PutItem, webhooks queue); decrypts endpoint secrets to sign.
    */
   deliveries: worker(
     {
       tables: {
         webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
-        jobs: { actions: ['PutItem', 'UpdateItem'] },
+        jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       },
       sendTo: ['webhooks'],
       webhookSecretsKey: ['decrypt'],
@@ -226,11 +228,13 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
     'deliveries',
   ),
   /**
-   * webhook.fanout, webhook.wake, webhook.sweep (functions/webhooks/fanout.ts, context.ts, sweep.ts,
-   * waitlist.ts → store.ts): GetItem (event, endpoint), BatchGetItem and Query (tenant endpoints), Query
-   * (wait list; `byWatch` for the sweep), PutItem (a delivery parked at fanout), UpdateItem (lease given to
-   * a waiter, disable, release, unwatch), DeleteItem (a stale entry); enqueues deliveries (PutItem, and
-   * GetItem of one a repeated fanout finds), wakes parked ones (UpdateItem) on the deliveries queue.
+   * webhook.fanout, webhook.wake, webhook.restart, webhook.sweep (functions/webhooks/fanout.ts, context.ts,
+   * sweep.ts, waitlist.ts → store.ts): GetItem (a stored event, endpoint), BatchGetItem and Query (tenant
+   * endpoints), Query (wait list; `byWatch` for the sweep), PutItem (a delivery's entry behind a busy
+   * endpoint, a promoted one rewritten), UpdateItem (lease given to a waiter, disable, release, unwatch),
+   * DeleteItem (a stale entry); enqueues deliveries (PutItem, and GetItem of one a repeated fanout finds),
+   * discards waiting ones of a disabled endpoint (`enqueueAttempted`: PutItem), wakes parked ones
+   * (UpdateItem) on the deliveries queue.
    */
   webhooks: worker(
     {

@@ -87,6 +87,7 @@ const EXPECTED: Record<string, string[]> = {
   deliveriesWorker: [
     ...consumes('deliveries'),
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
+    'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     ...sendsTo('deliveries', 'webhooks'),
