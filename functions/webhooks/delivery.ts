@@ -160,16 +160,28 @@ export class Deliveries {
     let delivered = 0;
     // The read-ahead is used up: read again (an entry put meanwhile is seen here, or by the holder's last look).
     let fresh = false;
+    // A delivered entry's removal goes on while the next one is sent; it is awaited before the list is read
+    // again and before the lease moves, so nobody reads an entry that was delivered. One that cannot be
+    // removed (DynamoDB refused the request) ends the drain: the next holder sends it again (at least once).
+    let removing: Promise<boolean> = Promise.resolve(true);
+    const removed = (entry: WaitEntry) =>
+      store.unpark(entry).then(
+        () => true,
+        (error: unknown) => (ctx.logger.warn('a delivered entry was not removed; it will be sent again', { jobId: entry.jobId, error: String(error) }), false),
+      );
     for (;;) {
       if (heads.length === 0) {
-        if (fresh) return { delivered, heads };
+        if (fresh || !(await removing)) return { delivered, heads };
         heads = (await store.waitListHead(endpoint.endpointId, DRAIN_READ)).filter((h) => h.jobId !== ctx.id);
         fresh = true;
         continue;
       }
       const head = heads[0]!;
       // A parked job: the lease is handed on to it. Out of time: the head is given a job and handed the lease.
-      if (!isPending(head) || performance.now() - started >= this.deps.drainBudgetMs || ctx.signal.aborted) return { delivered, heads };
+      if (!isPending(head) || performance.now() - started >= this.deps.drainBudgetMs || ctx.signal.aborted) {
+        await removing;
+        return { delivered, heads };
+      }
       const startedAt = ctx.now();
       const t0 = performance.now();
       const result = await this.attempt(endpoint, secret, head.event, ctx);
@@ -177,11 +189,15 @@ export class Deliveries {
       this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
       heads = heads.slice(1);
       if (heads.length === 0) fresh = false;
+      const previous = removing;
       if (result.type === 'delivered') {
-        await store.unpark(head);
+        removing = removed(head);
         delivered++;
-        continue;
+        if (await previous) continue;
+        await removing;
+        return { delivered, heads };
       }
+      if (!(await previous)) ctx.logger.warn('the drain ends after this delivery: an entry before it was not removed', { jobId: head.jobId });
       // Not delivered: from now on it is a job, with this attempt as its first, and the job layer decides the rest.
       const at = ctx.now();
       const step = afterAttempt(leaseStateOf(endpoint), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy });
@@ -195,7 +211,10 @@ export class Deliveries {
       this.disabled(endpoint.endpointId, step.endpoint, ctx);
       const lease = step.endpoint.lease;
       // Refused for good (4xx, the guard): that event alone; the lease passes on as after a success, to the next.
-      if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) continue;
+      if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) {
+        if (await previous) continue;
+        return { delivered, heads };
+      }
       return { delivered, heads, failed: { jobId: head.jobId, change: step.endpoint } };
     }
   }

@@ -141,6 +141,27 @@ describe('deliveries behind a busy endpoint: in the wait list with their event, 
     expect((await store.getEndpoint(endpointId))?.delivered).toBe(4);
   });
 
+  it('AnEntryTheHolderCouldNotRemoveAfterSendingIt_EndsTheDrain_AndIsSentAgainLater_NothingIsLost', async () => {
+    const { receiver, fx, endpointId, store, busyWith } = await setup();
+    const { first, waiting } = await busyWith(3);
+    // DynamoDB refuses the removal of the first waiting delivery's entry once (throttled).
+    const unpark = store.unpark.bind(store);
+    let refused = 0;
+    vi.spyOn(store, 'unpark').mockImplementation(async (key) => {
+      if (key.sk.endsWith(waiting[0]!.id) && refused++ === 0) throw Object.assign(new Error('ThrottlingException (injected)'), { name: 'ThrottlingException' });
+      return unpark(key);
+    });
+    expect((await fx.run(first.id)).result).toBe('completed');
+    await fx.drain(60_000);
+    // Every event arrived; the one whose entry stayed arrived twice, with the same webhook-id (at least once).
+    const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+    expect(new Set(ids)).toEqual(new Set([first.event.id, ...waiting.map((w) => w.event.id)]));
+    expect(ids.filter((id) => id === waiting[0]!.event.id).length).toBeGreaterThanOrEqual(1);
+    expect(ids.length).toBeLessThanOrEqual(5);
+    expect(receiver.maxInFlight).toBe(1);
+    expect(await store.waitListHead(endpointId, 5)).toEqual([]);
+  });
+
   it('AHolderThatLetsGoBetweenThePublishersReadAndItsCommit_IsCaughtByThePublishersSecondLook', async () => {
     const { receiver, fx, endpointId, store, announce } = await setup();
     const first = await announce(0);
