@@ -118,7 +118,9 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     if (slots.length === 0) throw new Error(`tenant ${batch.tenantId} has no slot shards: PUT /v1/tenants/${batch.tenantId} again to split its limit`);
     // The run's watchdog's shard is full but another has room: dial on there, under a watchdog of its own.
     if (watchdog && room(slots, watchdog.shard) === 0 && freestSlot(slots)) watchdog = undefined;
-    const slot = watchdog ? slots.find((s) => s.shard === watchdog!.shard) : freestSlot(slots);
+    // A new watchdog takes the freest shard; among shards with as much room, a drawn one, so that runs which
+    // find the shards alike (an idle tenant) do not all take shard 0 and its partition's writes.
+    const slot = watchdog ? slots.find((s) => s.shard === watchdog!.shard) : freestSlot(slots, deps.rng.int(0, slots.length - 1));
     if (!slot || slot.limit - slot.active <= 0) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
     const block: RunWatchdogArgs = watchdog ?? {
       batchId: batch.batchId,
@@ -214,9 +216,9 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
 const watchdogClosed = (stored: BatchRow | undefined, batch: BatchRow, watchdogId: string): boolean =>
   isDialling(stored, batch.round) && stored.dialPage === batch.dialPage && stored.dialPos === batch.dialPos && stored.openWatchdog !== watchdogId;
 
-/** The slot shard with the most free slots as last seen, if any has one. */
-const freestSlot = (slots: readonly SlotRow[]): SlotRow | undefined =>
-  slots.reduce<SlotRow | undefined>((best, s) => (s.limit - s.active > 0 && (!best || s.limit - s.active > best.limit - best.active) ? s : best), undefined);
+/** The slot shard with the most free slots as last seen, if any has one; ties go to the first from index `from` on (wrapping). */
+const freestSlot = (slots: readonly SlotRow[], from = 0): SlotRow | undefined =>
+  [...slots.slice(from), ...slots.slice(0, from)].reduce<SlotRow | undefined>((best, s) => (s.limit - s.active > 0 && (!best || s.limit - s.active > best.limit - best.active) ? s : best), undefined);
 
 /** Free slots of one shard as last seen. */
 const room = (slots: readonly SlotRow[], shard: number): number => {

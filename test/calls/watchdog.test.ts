@@ -24,13 +24,15 @@ describe('watchdog: one per dial run, ending only its own lost calls', () => {
     await fx.settle();
 
     // dialsPerRun is 20: the runs start at positions 0 and 20, the round's first and second watchdogs, each
-    // with the slot shard that had the most room when it opened (a limit of 100 is three shards).
+    // with a slot shard that had the most room when it opened (a limit of 100 is three shards).
     const watchdogs = await watchdogsOf(fx);
     expect(watchdogs.map((j) => [j.id, j.state, j.args])).toEqual([
-      [jobIds.watchdog(batchId, 1, 1), 'completed', { batchId, round: 1, seq: 1, page: 0, pos: 0, count: 20, shard: 0 }],
-      [jobIds.watchdog(batchId, 1, 2), 'completed', { batchId, round: 1, seq: 2, page: 0, pos: 20, count: 5, shard: 1, prevDialAt: expect.any(String) }],
+      [jobIds.watchdog(batchId, 1, 1), 'completed', { batchId, round: 1, seq: 1, page: 0, pos: 0, count: 20, shard: expect.any(Number) }],
+      [jobIds.watchdog(batchId, 1, 2), 'completed', { batchId, round: 1, seq: 2, page: 0, pos: 20, count: 5, shard: expect.any(Number), prevDialAt: expect.any(String) }],
     ]);
     expect(watchdogs.every((j) => j.cancelRequestedAt === undefined)).toBe(true);
+    // The first run took 20 slots of its shard: the second took another, which had more room.
+    expect((watchdogs[1]!.args as { shard: number }).shard).not.toBe((watchdogs[0]!.args as { shard: number }).shard);
     for (const n of contacts) {
       const contact = await fx.store.getContact(batchId, n);
       expect(contact, n).toMatchObject(lost.includes(n) ? { status: 'Completed', code: 'TIMEOUT', source: 'watchdog' } : { status: 'Completed', code: 'COMPLETED', source: 'webhook' });
