@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../functions/calls/config.ts';
-import { batchKey, callIdFor, contactKey, jobIds, slotKey, tenantKey } from '../functions/calls/model.ts';
-import type { BatchRow, ContactRow, SlotRow, TenantRow } from '../functions/calls/model.ts';
+import { batchKey, callIdFor, contactKey, LIST_PAGE_SIZE, slotKey, tenantKey } from '../functions/calls/model.ts';
+import type { BatchRow, CallPosition, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { signCallWebhook } from '../functions/calls/signature.ts';
 import type { JobClient } from '../functions/jobs/index.ts';
 import { parseMailConfig } from '../functions/mail/config.ts';
@@ -36,8 +36,15 @@ interface SeedTarget {
 }
 
 const numberOf = (i: number) => `+1415${String(1_000_000 + i)}`;
+/** Contact i's place in round 1's list (upload order, pages of LIST_PAGE_SIZE). */
+const positionOf = (i: number): CallPosition => ({ round: 1, page: Math.floor(i / LIST_PAGE_SIZE), pos: i % LIST_PAGE_SIZE });
+const callOf = (batchId: string, i: number) => callIdFor(batchId, numberOf(i), positionOf(i));
 
-/** One tenant and one batch with `n` contacts Calling in round 1 (their dial run's watchdog not yet due): the state results arrive in. */
+/**
+ * One tenant and one batch with `n` contacts Calling in round 1 (their dial run's watchdog not yet due):
+ * the state results arrive in. The dial writes no contact: the batch's cursor past every position is what
+ * makes them Calling.
+ */
 async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   const batchId = `b_bench${randomUUID().slice(0, 8)}`;
   const now = systemClock.now();
@@ -45,7 +52,7 @@ async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   const tenant: TenantRow = { ...tenantKey('bench'), tenantId: 'bench', concurrencyLimit: 100_000, active: 0, createdAt: at, updatedAt: at };
   const batch: BatchRow = {
     ...batchKey(batchId), batchId, tenantId: 'bench', status: 'InProgress', round: 1, maxAttempts: 3, retry: { baseSeconds: 30, capSeconds: 3600 },
-    minConversationDurationSeconds: 10, contactCount: n, createdAt: at, updatedAt: at, listPages: 1, roundSize: n, dialPage: 1, dialPos: 0,
+    minConversationDurationSeconds: 10, contactCount: n, createdAt: at, updatedAt: at, listPages: Math.ceil(n / LIST_PAGE_SIZE), roundSize: n, dialPage: Math.ceil(n / LIST_PAGE_SIZE), dialPos: 0,
     // Not fully dialled, so no result is "the last call": every one takes the common path.
     dialComplete: false, nQueued: 0, nCalling: n, nCompleted: 0, nRetryEligible: 0, byCode: {}, finPage: 0, finPos: 0, nextPages: 0, nextSize: 0,
   };
@@ -55,19 +62,14 @@ async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   const slot: SlotRow = { ...slotKey('bench', 0), tenantId: 'bench', shard: 0, active: n, limit: 100_000 };
   await put(deps.tableNames.calls, slot);
   await put(deps.tableNames.calls, batch);
-  await pool(n, CONCURRENCY, async (i) => {
-    const callId = callIdFor(batchId, numberOf(i), 1);
-    // A result touches no watchdog: the run's watchdog finds its calls Completed when it runs.
-    const contact: ContactRow = { ...contactKey(batchId, numberOf(i)), batchId, contactNumber: numberOf(i), status: 'Calling', round: 1, attempts: 1, callId, watchdogJobId: jobIds.watchdog(batchId, 1, 0, i - (i % 20)), dialledAt: at, updatedAt: at };
-    await put(deps.tableNames.calls, contact);
-  });
   return batchId;
 }
 
 /**
  * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: five items on the same
- * hot tenant and batch (contact Calling with this callId → Completed, tenant − 1, batch counters, event,
- * fanout job), `CONCURRENCY` in flight, no HTTP, no classification, no job layer.
+ * hot tenant and batch (the contact's completion of round 1, only if it has none; tenant − 1; batch
+ * counters, only if its cursor passed the call's position; event; fanout job), `CONCURRENCY` in flight,
+ * no HTTP, no classification, no job layer.
  */
 async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number): Promise<number> {
   const started = performance.now();
@@ -77,9 +79,9 @@ async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number):
     await deps.db.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #u = :now', ConditionExpression: '#s = :calling AND #r = :round AND #call = :call', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round', '#call': 'callId' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':calling': 'Calling', ':round': 1, ':call': callIdFor(batchId, numberOf(i), 1) } } },
+          { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #r = :round, #call = :call, #u = :now', ConditionExpression: 'attribute_not_exists(pk) OR #r < :round', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round', '#call': 'callId' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':round': 1, ':call': callOf(batchId, i) } } },
           { Update: { TableName: deps.tableNames.calls, Key: slotKey('bench', 0), UpdateExpression: 'SET #a = #a - :one', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeNames: { '#a': 'active' }, ExpressionAttributeValues: { ':one': 1 } } },
-          { Update: { TableName: deps.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET #bc.#k = if_not_exists(#bc.#k, :zero) + :one, #nc = #nc - :one, #nd = #nd + :one', ConditionExpression: '#s = :ip AND #r = :round AND NOT (#dc = :t AND #nc = :one)', ExpressionAttributeNames: { '#bc': 'byCode', '#k': 'NO_PICKUP', '#nc': 'nCalling', '#nd': 'nCompleted', '#s': 'status', '#r': 'round', '#dc': 'dialComplete' }, ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':ip': 'InProgress', ':round': 1, ':t': true } } },
+          { Update: { TableName: deps.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET #bc.#k = if_not_exists(#bc.#k, :zero) + :one, #nc = #nc - :one, #nd = #nd + :one', ConditionExpression: '#s = :ip AND #r = :round AND (#dp > :page OR (#dp = :page AND #dq > :pos)) AND NOT (#dc = :t AND #nc = :one)', ExpressionAttributeNames: { '#bc': 'byCode', '#k': 'NO_PICKUP', '#nc': 'nCalling', '#nd': 'nCompleted', '#s': 'status', '#r': 'round', '#dc': 'dialComplete', '#dp': 'dialPage', '#dq': 'dialPos' }, ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':ip': 'InProgress', ':round': 1, ':t': true, ':page': positionOf(i).page, ':pos': positionOf(i).pos } } },
           { Put: { TableName: deps.tableNames.webhooks, Item: { pk: `EVENT#${eventId}`, sk: 'EVENT', id: eventId, type: 'call.completed', data: { batchId, contactNumber: numberOf(i) } }, ConditionExpression: 'attribute_not_exists(pk)' } },
           { Put: { TableName: deps.tableNames.jobs, Item: { id: `webhook.fanout:${eventId}`, kind: 'webhook.fanout', state: 'available', stateOrder: `${now}#${eventId}`, args: { eventId } }, ConditionExpression: 'attribute_not_exists(id)' } },
         ],
@@ -136,7 +138,7 @@ export async function benchCalls(endpoint: string, n = 1500): Promise<CallsBench
   const batchId = await seedCalling(intake.seed, n + 1);
   // Signed up front: signing is the caller's work, not the intake's.
   const requests = Array.from({ length: n + 1 }, (_, i) => {
-    const body = JSON.stringify({ batchId, contactNumber: numberOf(i), callId: callIdFor(batchId, numberOf(i), 1), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
+    const body = JSON.stringify({ batchId, contactNumber: numberOf(i), callId: callOf(batchId, i), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
     return { body, headers: { 'content-type': 'application/json', ...signCallWebhook(SECRET, `msg_${randomUUID()}`, Math.floor(Date.now() / 1000), body) } };
   });
   const post = async (i: number) => {

@@ -55,16 +55,22 @@ class OutboxOutsideTransaction extends CallsStore {
 }
 
 /**
- * A calls store whose completion, for a result from the intake, forgets the call binding: the contact
- * must be Calling in the round, but any call's result completes it (the bug issue 10 fixed).
+ * A calls store whose completion, for a result from the intake, forgets the round its call id names and
+ * completes the contact in the batch's round as the store last read it (the bug issue 10 fixed, in the
+ * form the call-id binding takes now): a late result of round r lands on round r + 1's call.
  */
 class IntakeIgnoresCallBinding extends CallsStore {
+  private readonly seen = new Map<string, number>();
+
+  override async getBatch(batchId: string): Promise<BatchRow | undefined> {
+    const batch = await super.getBatch(batchId);
+    if (batch) this.seen.set(batchId, batch.round);
+    return batch;
+  }
+
   override completionItems(c: CompletionWrite): TransactItem[] {
-    const items = super.completionItems(c);
-    if (c.source !== 'webhook') return items;
-    // The contact's condition without the callId; the slot still goes back to the shard the call names.
-    const unbound = super.completionItems({ ...c, callId: undefined }).find((item) => item.name === 'contact')!;
-    return items.map((item) => (item.name === 'contact' ? unbound : item));
+    const round = this.seen.get(c.batchId);
+    return super.completionItems(c.source === 'webhook' && round !== undefined && round > c.round ? { ...c, round } : c);
   }
 }
 
@@ -141,7 +147,7 @@ const retryingMail = (inner: MailTransport): MailTransport => ({
 export const bugs: readonly Bug[] = [
   {
     name: 'intake-ignores-call-binding',
-    description: "the intake completes whichever call of the contact's round is in progress, not the result's own call",
+    description: "the intake completes the contact in the batch's current round, not the round the result's own call names",
     alterations: { callsStore: (db, tables) => new IntakeIgnoresCallBinding(db, tables.calls) },
   },
   {

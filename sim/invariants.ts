@@ -1,8 +1,7 @@
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ContactStatus } from '../functions/calls/model.ts';
-import { baseCallId, callIdFor } from '../functions/calls/model.ts';
-import type { BatchRow, ContactRow, SlotRow, TenantRow } from '../functions/calls/model.ts';
+import { baseCallId, callIdFor, ContactStatus, isDialled } from '../functions/calls/model.ts';
+import type { BatchRow, ContactRow, ListPage, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { CallCode } from '../functions/calls/codes.ts';
 import { DISCARD_METRIC } from '../functions/jobs/discards.ts';
 import type { JobRow } from '../functions/jobs/row.ts';
@@ -67,20 +66,69 @@ const byPk = (items: Record<string, unknown>[], prefix: string, sk?: string | ((
 
 const batchesOf = (o: Observed) => byPk(o.calls, 'BATCH#', 'BATCH') as unknown as BatchRow[];
 const contactsOf = (o: Observed) => byPk(o.calls, 'BATCH#', (sk) => sk.startsWith('CONTACT#')) as unknown as ContactRow[];
+const listPagesOf = (o: Observed, batchId: string) => byPk(o.calls, `BATCH#${batchId}`, (sk) => sk.startsWith('LIST#')).filter((i) => i['pk'] === `BATCH#${batchId}`) as unknown as ListPage[];
 const tenantsOf = (o: Observed) => byPk(o.calls, 'TENANT#', 'TENANT') as unknown as TenantRow[];
 const endpointsOf = (o: Observed) => byPk(o.webhooks, 'ENDPOINT#', 'ENDPOINT') as unknown as EndpointRow[];
 
+interface Dial {
+  batchId: string;
+  contactNumber: string;
+  round: number;
+  callId: string;
+}
+
 /**
- * Dials that committed: each took one of its contact's attempts in the dial's transaction. A contact is
- * dialled in rounds 1…attempts (a later round's list holds only what the round before promoted), and its
- * call id is derived from batch, number and round; the id the placer is given adds the slot shard
- * (`.s<k>`), which {@link baseCallId} takes off.
+ * Dials that committed, as the batch rows and list pages record them (a dial writes no contact, only the
+ * batch's cursor): every position of an earlier round's list (a round ends fully dialled) and of the
+ * current round's behind the dial cursor. A call's id is derived from batch, number, round and list
+ * position; the id the placer is given adds the slot shard (`.s<k>`), which {@link baseCallId} takes off.
  */
-function dials(o: Observed): { batchId: string; contactNumber: string; round: number; callId: string }[] {
-  return contactsOf(o).flatMap((c) =>
-    Array.from({ length: c.attempts ?? 0 }, (_, i) => ({ batchId: c.batchId, contactNumber: c.contactNumber, round: i + 1, callId: callIdFor(c.batchId, c.contactNumber, i + 1) })),
+function dials(o: Observed): Dial[] {
+  return batchesOf(o).flatMap((b) =>
+    listPagesOf(o, b.batchId)
+      .filter((page) => page.round <= b.round)
+      .flatMap((page) =>
+        page.numbers.flatMap((contactNumber, pos) =>
+          page.round < b.round || isDialled(b, page.page, pos) ? [{ batchId: b.batchId, contactNumber, round: page.round, callId: callIdFor(b.batchId, contactNumber, { round: page.round, page: page.page, pos }) }] : [],
+        ),
+      ),
   );
 }
+
+/**
+ * Each contact's status, derived here from the tables alone, independently of the API's derivation
+ * (functions/calls/status.ts): Completed in the batch's round r (or, while r's finaliser runs, RetryEligible
+ * once it is in round r + 1's list pages written so far), Calling when its position in round r's list is
+ * behind the cursor, RetryEligible when it is in round r's list and not dialled yet, Completed with an item
+ * of an earlier round, Queued otherwise.
+ */
+function statusesOf(o: Observed, b: BatchRow, items: ReadonlyMap<string, ContactRow>): Map<string, ContactStatus> {
+  const pages = listPagesOf(o, b.batchId);
+  const inRound = (round: number) => new Set(pages.filter((p) => p.round === round).flatMap((p) => p.numbers));
+  const dialled = new Set(pages.filter((p) => p.round === b.round).flatMap((p) => p.numbers.filter((_, pos) => isDialled(b, p.page, pos))));
+  const listed = inRound(b.round);
+  const next = b.status === 'InProgress' ? inRound(b.round + 1) : new Set<string>();
+  const statuses = new Map<string, ContactStatus>();
+  for (const number of pages.filter((p) => p.round === 1).flatMap((p) => p.numbers)) {
+    const item = items.get(number);
+    let status: ContactStatus;
+    if (item && item.round >= b.round) status = next.has(number) ? ContactStatus.RetryEligible : ContactStatus.Completed;
+    else if (dialled.has(number)) status = ContactStatus.Calling;
+    else if (b.round > 1 && listed.has(number) && b.status !== 'Finalised') status = ContactStatus.RetryEligible;
+    else status = item ? ContactStatus.Completed : ContactStatus.Queued;
+    statuses.set(number, status);
+  }
+  return statuses;
+}
+
+/** Every batch's contacts' derived statuses, by batch. */
+function allStatuses(o: Observed): Map<string, Map<string, ContactStatus>> {
+  const items = new Map<string, Map<string, ContactRow>>();
+  for (const c of contactsOf(o)) items.set(c.batchId, (items.get(c.batchId) ?? new Map()).set(c.contactNumber, c));
+  return new Map(batchesOf(o).map((b) => [b.batchId, statusesOf(o, b, items.get(b.batchId) ?? new Map())]));
+}
+
+const countOf = (statuses: ReadonlyMap<string, ContactStatus> | undefined, status: ContactStatus) => [...(statuses?.values() ?? [])].filter((s) => s === status).length;
 
 /** The completions of calls the applied writes made (the contacts keep only their latest: sim/world/writes.ts). */
 const completions = (host: SimHost): AppliedCompletion[] => host.writes.completions;
@@ -143,6 +191,12 @@ const roundsWithinMaxAttempts: Check = (o, host) => {
     const batch = batches.get(c.batchId);
     if (batch && c.attempts > batch.maxAttempts) out.push({ invariant: 'calls.rounds-within-max-attempts', message: `contact ${c.contactNumber} of ${c.batchId} was dialled ${c.attempts} times; maxAttempts is ${batch.maxAttempts}` });
   }
+  const dialsOf = new Map<string, number>();
+  for (const d of dials(o)) dialsOf.set(`${d.batchId} ${d.contactNumber}`, (dialsOf.get(`${d.batchId} ${d.contactNumber}`) ?? 0) + 1);
+  for (const [key, n] of dialsOf) {
+    const batch = batches.get(key.split(' ')[0]!);
+    if (batch && n > batch.maxAttempts) out.push({ invariant: 'calls.rounds-within-max-attempts', message: `${key} was dialled in ${n} rounds' lists; maxAttempts is ${batch.maxAttempts}` });
+  }
   const rounds = new Map<string, Set<number>>();
   for (const call of host.placer.calls.values()) {
     const key = `${call.batchId} ${call.contactNumber}`;
@@ -158,11 +212,11 @@ const roundsWithinMaxAttempts: Check = (o, host) => {
 
 const finalisedWithNoCallOut: Check = (o, host) => {
   const out: Violation[] = [];
-  const contacts = contactsOf(o);
+  const statuses = allStatuses(o);
   const ended = completions(host);
   for (const b of batchesOf(o).filter((b) => b.status === 'Finalised')) {
-    const calling = contacts.filter((c) => c.batchId === b.batchId && c.status === ContactStatus.Calling);
-    if (b.nCalling !== 0 || calling.length > 0) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} is Finalised with ${b.nCalling} counted and ${calling.length} contacts Calling` });
+    const calling = countOf(statuses.get(b.batchId), ContactStatus.Calling);
+    if (b.nCalling !== 0 || calling > 0) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} is Finalised with ${b.nCalling} counted and ${calling} contacts Calling` });
     const later = ended.filter((c) => c.batchId === b.batchId && b.finalisedAt && c.at > Date.parse(b.finalisedAt));
     for (const c of later) out.push({ invariant: 'calls.finalised-with-no-call-out', message: `batch ${b.batchId} was Finalised at ${b.finalisedAt}, before its call ${c.callId ?? '?'} ended at ${new Date(c.at).toISOString()}` });
   }
@@ -172,16 +226,25 @@ const finalisedWithNoCallOut: Check = (o, host) => {
 const countersMatchContacts: Check = (o) => {
   const out: Violation[] = [];
   const contacts = contactsOf(o);
+  const statuses = allStatuses(o);
   for (const b of batchesOf(o)) {
-    const mine = contacts.filter((c) => c.batchId === b.batchId);
-    const count = (s: ContactStatus) => mine.filter((c) => c.status === s).length;
-    const expected = { nQueued: b.contactCount - mine.length, nCalling: count('Calling'), nCompleted: count('Completed'), nRetryEligible: count('RetryEligible') };
+    const mine = statuses.get(b.batchId);
+    const items = new Map(contacts.filter((c) => c.batchId === b.batchId).map((c) => [c.contactNumber, c]));
+    const expected = {
+      nQueued: countOf(mine, ContactStatus.Queued),
+      nCalling: countOf(mine, ContactStatus.Calling),
+      nCompleted: countOf(mine, ContactStatus.Completed),
+      nRetryEligible: countOf(mine, ContactStatus.RetryEligible),
+    };
     for (const [field, value] of Object.entries(expected)) {
       const stored = b[field as keyof typeof expected];
       if (stored !== value) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: ${field} is ${stored}, its contacts say ${value}` });
     }
     const codes = new Map<string, number>();
-    for (const c of mine) if (c.status === 'Completed' && c.code) codes.set(c.code, (codes.get(c.code) ?? 0) + 1);
+    for (const [number, status] of mine ?? []) {
+      const code = items.get(number)?.code;
+      if (status === ContactStatus.Completed && code) codes.set(code, (codes.get(code) ?? 0) + 1);
+    }
     const stored = Object.entries(b.byCode ?? {}).filter(([, n]) => n !== 0);
     for (const [code, n] of stored) if (codes.get(code) !== n) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: byCode.${code} is ${n}, its Completed contacts say ${codes.get(code) ?? 0}` });
     for (const [code, n] of codes) if (!stored.some(([c]) => c === code)) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: byCode has no ${code}, ${n} Completed contacts have it` });
@@ -192,13 +255,13 @@ const countersMatchContacts: Check = (o) => {
 const tenantSlotsReturn: Check = (o) => {
   const out: Violation[] = [];
   const batches = batchesOf(o);
-  const contacts = contactsOf(o);
+  const statuses = allStatuses(o);
   // A tenant's slots are held on its slot shards (`TENANT#<id>#S<k>`, calls/model.ts) and, for calls
   // dialled before the limit was sharded, on the tenant row.
   const shards = byPk(o.calls, 'TENANT#', 'SLOTS') as unknown as SlotRow[];
   for (const t of tenantsOf(o)) {
-    const live = new Set(batches.filter((b) => b.tenantId === t.tenantId && b.status !== 'Deleted').map((b) => b.batchId));
-    const calling = contacts.filter((c) => live.has(c.batchId) && c.status === 'Calling').length;
+    const live = batches.filter((b) => b.tenantId === t.tenantId && b.status !== 'Deleted');
+    const calling = live.reduce((n, b) => n + countOf(statuses.get(b.batchId), ContactStatus.Calling), 0);
     const mine = shards.filter((s) => s.tenantId === t.tenantId);
     const active = (t.active ?? 0) + mine.reduce((n, s) => n + s.active, 0);
     if (active !== calling) out.push({ invariant: 'calls.tenant-slots-return', message: `tenant ${t.tenantId} counts ${active} active calls (${[t.active ?? 0, ...mine.map((s) => s.active)].join(' + ')}); ${calling} of its contacts are Calling` });

@@ -12,8 +12,10 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchKey, callsExpiry, ContactStatus, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
-import type { BatchRow, ContactRow, ListPage, TenantRow } from './model.ts';
+import { BatchStatus, batchKey, callsExpiry, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
+import type { BatchRow, ListPage, TenantRow } from './model.ts';
+import { contactState, dialledInRound } from './status.ts';
+import type { ContactState } from './status.ts';
 import {
   batchBody,
   batchHeaders,
@@ -58,12 +60,7 @@ export function batchView(row: BatchRow) {
   };
 }
 
-const contactView = (number: string, state: ContactRow | undefined) => ({
-  contactNumber: number,
-  status: state?.status ?? ContactStatus.Queued,
-  code: state?.code ?? null,
-  attempts: state?.attempts ?? 0,
-});
+const contactView = (number: string, state: ContactState) => ({ contactNumber: number, status: state.status, code: state.code, attempts: state.attempts });
 
 /** The most contacts one page of `GET /v1/batches/{id}/contacts` holds (also its default). */
 export const MAX_CONTACTS_PAGE = 1000;
@@ -312,8 +309,18 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const offset = query.cursor ?? 0;
       const limit = query.limit ?? MAX_CONTACTS_PAGE;
       const contacts = offset < batch.contactCount ? await store.contactsPage(params.id, offset, limit) : [];
+      // Calling is derived from the dial cursor (status.ts): round 1's list is the upload order, a later
+      // round's is read up to the cursor.
+      const laterRound = batch.round > 1 && dialledInRound(batch, 0, 0) ? await store.dialledInRound(batch) : undefined;
+      const dialled = (number: string, at: number) => (laterRound ? laterRound.has(number) : batch.round === 1 && dialledInRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
       const next = offset + contacts.length;
-      return { status: 200, body: { contacts: contacts.map((c) => contactView(c.number, c.state)), ...(next < batch.contactCount ? { cursor: encodeContactsCursor(next) } : {}) } };
+      return {
+        status: 200,
+        body: {
+          contacts: contacts.map((c, i) => contactView(c.number, contactState(batch, c.state, dialled(c.number, offset + i)))),
+          ...(next < batch.contactCount ? { cursor: encodeContactsCursor(next) } : {}),
+        },
+      };
     },
   });
 

@@ -1,12 +1,10 @@
 import type { CallsStore } from './store.ts';
 
-/** What a completion needs to know about its batch; everything but `round` is immutable. */
+/** What a completion needs to know about its batch, all immutable (a call's round is in its id). */
 export interface BatchConfig {
   batchId: string;
   tenantId: string;
   minConversationDurationSeconds: number;
-  /** The round when last seen: a hint. A completion's condition checks it, and corrects it from the stored contact. */
-  round: number;
 }
 
 /**
@@ -29,15 +27,9 @@ export class BatchConfigCache {
     if (hit) return hit;
     const row = await this.store.getBatch(batchId);
     if (!row || row.status === 'Deleted') return undefined;
-    const config: BatchConfig = { batchId, tenantId: row.tenantId, minConversationDurationSeconds: row.minConversationDurationSeconds, round: row.round };
+    const config: BatchConfig = { batchId, tenantId: row.tenantId, minConversationDurationSeconds: row.minConversationDurationSeconds };
     this.entries.set(batchId, config);
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
     return config;
-  }
-
-  /** Records a newer round seen in the store. */
-  noteRound(batchId: string, round: number): void {
-    const entry = this.entries.get(batchId);
-    if (entry && round > entry.round) this.entries.set(batchId, { ...entry, round });
   }
 }

@@ -3,8 +3,8 @@ import type { BatchConfig } from './batch-config.ts';
 import type { Classification } from './classify.ts';
 import type { CallsDeps } from './deps.ts';
 import { finaliseKind } from './kinds.ts';
-import { BatchStatus, ContactStatus, jobIds } from './model.ts';
-import type { BatchRow, CompletionSource, ContactRow } from './model.ts';
+import { BatchStatus, isDialled, jobIds, parseCallId } from './model.ts';
+import type { BatchRow, CallPosition, CompletionSource, ContactRow } from './model.ts';
 import { refusedCodes } from '../platform/dynamo.ts';
 import type { TransactCancelled } from '../platform/dynamo.ts';
 import type { CompletionWrite } from './store.ts';
@@ -15,25 +15,32 @@ import type { CompletionWrite } from './store.ts';
  *
  * ```
  *  item (name)     what it writes                                    condition, when
- *  contact         Calling in round r → Completed, normalised code  Calling, round r, this callId
- *  tenant          active − 1: the slot is released
- *  batch           nCalling − 1, nCompleted + 1, byCode[code] + 1   InProgress, round r, and "not the last
- *                                                                    call" / "the last call"
+ *  contact         its completion of round r: Completed, the code,  no completion in round r yet (no item,
+ *                  round r, attempts r, the callId                   or one of an earlier round)
+ *  tenant          the slot shard the callId names: active − 1
+ *  batch           nCalling − 1, nCompleted + 1, byCode[code] + 1   InProgress, round r, the call's list
+ *                                                                    position behind the dial cursor, and
+ *                                                                    "not the last call" / "the last call"
  *  event <id>      call.completed
  *  job <id>        its webhook.fanout job
  *  job <id>        calls.finalise:<batch>:<r>                        only in the last-call variant
  * ```
  *
- * Nothing cancels the call's watchdog: it covers its dial run's calls, and finds this one Completed when
- * it runs (calls/watchdog.ts), so a result costs no write to the jobs table beside its event's fanout.
+ * The call's id says which round and which list position (page, pos) it was dialled at
+ * (`call_<hash>.r<round>.p<page>.<pos>`, model.ts `callIdFor`), and its hash binds both to this batch and
+ * contact: an id that does not parse, or whose hash does not match, is ignored before anything is written.
+ * The dial wrote no contact item, so the conditions are what makes a result belong to its call:
+ *
+ * - a re-sent or late result of the same call finds the contact completed in round r (contact);
+ * - a result of an earlier round finds the batch in a later round (batch);
+ * - a position the dialler has not reached, or a deleted or finished batch, is refused by the batch row.
+ *
+ * Nothing cancels the call's watchdog: it covers its dial run's positions, and finds this one completed
+ * when it runs (calls/watchdog.ts), so a result costs no write to the jobs table beside its event's fanout.
  *
  * No read first: the batch's settings come from a per-container cache, and a refused condition returns
- * the stored item, which says what to do — ignore (not Calling, another call, batch deleted), or write
- * once more with what it revealed (the round of this same call; "this is the round's last call", which
- * adds the finaliser).
- *
- * The callId condition is what makes a result belong to its call: a contact is called again in later
- * rounds, so "Calling" alone would let a re-sent or late result of round r complete round r + 1's call.
+ * the stored item, which says what to do — ignore (a duplicate, an earlier round's call, a batch deleted),
+ * or write once more with what it revealed ("this is the round's last call", which adds the finaliser).
  */
 
 /** Why a result changed nothing. */
@@ -48,13 +55,8 @@ export type CompletionOutcome =
 export interface CompletionRequest {
   batchId: string;
   contactNumber: string;
-  /** The round of the call, when the caller knows it (watchdog, placer); the intake uses the cached hint. */
-  round?: number;
-  /**
-   * The call to complete: the one the dialer gave the placer. Undefined only for a watchdog enqueued
-   * before calls had ids, which its round binds instead.
-   */
-  callId: string | undefined;
+  /** The call to complete: the one the dialer gave the placer. Its round and list position are in it. */
+  callId: string;
   classification: Classification;
   source: CompletionSource;
   report?: CompletionWrite['report'];
@@ -65,9 +67,8 @@ export interface CompletionRequest {
   last?: boolean;
 }
 
-/** What one attempt writes: which round, and whether it is the round's last call. */
-export interface CompletionPlan {
-  round: number;
+/** What one attempt writes: the call's round and list position, and whether it is the round's last call. */
+export interface CompletionPlan extends CallPosition {
   last: boolean;
 }
 
@@ -80,18 +81,17 @@ export type CancelVerdict =
 
 /**
  * Reads a cancelled completion by its items' names ({@link CallsStore.completionItems}: contact, tenant,
- * batch). `call` is the completion's call: its id, and whether its round is known (a job names it; the
- * intake only has a hint, so the same call found in another round is a replan).
+ * batch). A contact refused has a completion of the call's round already (a duplicate) or of a later one;
+ * a batch refused is gone, deleted, finished, in another round, short of the call's position, or says the
+ * plan's last-call guess was wrong (the one case worth another transaction).
  */
-export function judgeCompletionCancel(cancelled: TransactCancelled, plan: CompletionPlan, call: { callId: string | undefined; roundKnown: boolean }): CancelVerdict {
+export function judgeCompletionCancel(cancelled: TransactCancelled, plan: CompletionPlan): CancelVerdict {
   if (cancelled.contention) return { type: 'contention' };
   const { contact, batch } = cancelled.refused;
   if (contact?.code === 'ConditionalCheckFailed') {
     const row = contact.item as ContactRow | undefined;
-    if (!row) return { type: 'ignored', reason: 'not_dialled' };
-    if (row.status !== ContactStatus.Calling) return { type: 'ignored', reason: 'not_calling' };
-    if (call.callId !== undefined && row.callId !== call.callId) return { type: 'ignored', reason: 'another_call' };
-    if (row.round !== plan.round) return call.roundKnown ? { type: 'ignored', reason: 'another_call' } : { type: 'replan', plan: { ...plan, round: row.round } };
+    if (row && row.round === plan.round) return { type: 'ignored', reason: 'not_calling' };
+    if (row && row.round > plan.round) return { type: 'ignored', reason: 'another_call' };
     return { type: 'unexplained' };
   }
   if (batch?.code === 'ConditionalCheckFailed') {
@@ -99,13 +99,15 @@ export function judgeCompletionCancel(cancelled: TransactCancelled, plan: Comple
     if (!row) return { type: 'ignored', reason: 'no_such_batch' };
     if (row.status === BatchStatus.Deleted) return { type: 'ignored', reason: 'batch_deleted' };
     if (row.status !== BatchStatus.InProgress) return { type: 'ignored', reason: 'batch_not_in_progress' };
+    if (row.round !== plan.round) return { type: 'ignored', reason: 'another_call' };
+    if (!isDialled(row, plan.page, plan.pos)) return { type: 'ignored', reason: 'not_dialled' };
     const last = row.dialComplete && row.nCalling === 1;
-    if (row.round === plan.round && last !== plan.last) return { type: 'replan', plan: { ...plan, last } };
+    if (last !== plan.last) return { type: 'replan', plan: { ...plan, last } };
   }
   return { type: 'unexplained' };
 }
 
-/** At most this many transactions per completion: the common case, the contact's real round, the last-call variant. */
+/** At most this many transactions per completion: the plan, and its last-call guess corrected (a completion committing in between may turn it once more). */
 const MAX_TRANSACTIONS = 3;
 
 /**
@@ -117,7 +119,10 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
   const { store, jobs, clock, logger } = deps;
   const now = clock.now();
   const { code, retryable } = request.classification;
-  let plan: CompletionPlan = { round: request.round ?? batch.round, last: request.last === true };
+  // The call's round and position, from its id; one not made for this contact of this batch is no call of ours.
+  const at = parseCallId(batch.batchId, request.contactNumber, request.callId);
+  if (!at) return { outcome: 'ignored', reason: 'another_call' };
+  let plan: CompletionPlan = { round: at.round, page: at.page, pos: at.pos, last: request.last === true };
 
   for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
     const event = await deps.ports.events.prepare(
@@ -144,6 +149,8 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
         tenantId: batch.tenantId,
         contactNumber: request.contactNumber,
         round: plan.round,
+        page: plan.page,
+        pos: plan.pos,
         callId: request.callId,
         last: plan.last,
         code,
@@ -157,12 +164,11 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
     ];
     const result = await store.transact(items);
     if (result.committed) {
-      deps.batches.noteRound(batch.batchId, plan.round);
       await event.afterCommit();
       await jobs.afterCommit(finaliser ? [finaliser] : []);
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
     }
-    const verdict = judgeCompletionCancel(result, plan, { callId: request.callId, roundKnown: request.round !== undefined });
+    const verdict = judgeCompletionCancel(result, plan);
     switch (verdict.type) {
       case 'ignored':
         return { outcome: 'ignored', reason: verdict.reason };
@@ -170,7 +176,7 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
         plan = verdict.plan;
         continue;
       case 'contention':
-        return resolveContention(deps, batch.batchId, request.contactNumber, request);
+        return resolveContention(deps, batch.batchId, request.contactNumber, plan.round);
       case 'unexplained':
         logger.error('completion cancelled for no reason the store explains; nothing was written', {
           batchId: batch.batchId,
@@ -189,15 +195,12 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
 
 /**
  * DynamoDB cancelled the transaction because another one held an item: it says nothing about the
- * contact. One consistent read decides honestly: no longer Calling (a duplicate lost the race), or
- * Calling with another call → ignored; still Calling with this call → unavailable, nothing written.
+ * contact. One consistent read decides honestly: completed in the call's round or later (a duplicate lost
+ * the race, or the call is an earlier round's) → ignored; not yet → unavailable, nothing written.
  */
-async function resolveContention(deps: CallsDeps, batchId: string, contactNumber: string, request: CompletionRequest): Promise<CompletionOutcome> {
+async function resolveContention(deps: CallsDeps, batchId: string, contactNumber: string, round: number): Promise<CompletionOutcome> {
   const contact = await deps.store.getContact(batchId, contactNumber);
-  if (!contact) return { outcome: 'ignored', reason: 'not_dialled' };
-  if (contact.status !== ContactStatus.Calling) return { outcome: 'ignored', reason: 'not_calling' };
-  if (request.callId !== undefined && contact.callId !== request.callId) return { outcome: 'ignored', reason: 'another_call' };
-  // A job knows its call's round: a contact Calling in another round is another call.
-  if (request.round !== undefined && contact.round !== request.round) return { outcome: 'ignored', reason: 'another_call' };
+  if (contact && contact.round === round) return { outcome: 'ignored', reason: 'not_calling' };
+  if (contact && contact.round > round) return { outcome: 'ignored', reason: 'another_call' };
   return { outcome: 'unavailable', reason: 'contention' };
 }

@@ -23,7 +23,7 @@ export interface CallsDeps {
   rng: Rng;
   logger: Logger;
   config: CallsConfig;
-  /** Per-container cache of each batch's immutable settings (and a hint of its round). */
+  /** Per-container cache of each batch's immutable settings. */
   batches: BatchConfigCache;
 }
 

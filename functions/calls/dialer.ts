@@ -1,4 +1,4 @@
-import { clockMs } from '../platform/clock.ts';
+import { clockMs, iso } from '../platform/clock.ts';
 import { describeRefusals } from '../platform/dynamo.ts';
 import type { TransactCancelled } from '../platform/dynamo.ts';
 import { handle, snooze } from '../jobs/index.ts';
@@ -7,7 +7,7 @@ import type { BatchConfig } from './batch-config.ts';
 import { CallCode, isRetryableCode } from './codes.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
-import { dialKind, finaliseKind, watchdogKind } from './kinds.ts';
+import { dialKind, watchdogKind } from './kinds.ts';
 import type { RunWatchdogArgs } from './kinds.ts';
 import { BatchStatus, callIdFor, callWithSlot, jobIds } from './model.ts';
 import type { SlotRow } from './model.ts';
@@ -27,19 +27,16 @@ export const CONTENTION_SNOOZE_MS = 1_000;
  */
 export const MIN_SLOT_POLL_REAL_MS = 250;
 
-/** What a cancelled dial means, from its refused items by name (contact, tenant, batch; the watchdog's job). */
-export type DialVerdict = 'contention' | 'batch_changed' | 'no_slot' | 'contact_not_dialable' | 'unexplained';
+/** What a cancelled dial means, from its refused items by name (tenant, batch; the watchdog's job). */
+export type DialVerdict = 'contention' | 'batch_changed' | 'no_slot' | 'unexplained';
 
 /** Reads a cancelled dial's reasons. Pure. */
 export function judgeDialCancel(cancelled: TransactCancelled): DialVerdict {
   if (cancelled.contention) return 'contention';
   const { tenant, batch } = cancelled.refused;
-  // A batch that changed (deleted, cursor moved) makes the rest moot.
+  // A batch that changed (deleted, cursor moved, its watchdog closed) makes the rest moot.
   if (batch?.code === 'ConditionalCheckFailed') return 'batch_changed';
   if (tenant?.code === 'ConditionalCheckFailed') return tenant.item ? 'no_slot' : 'unexplained';
-  // Any contact of the group (`contact`, `contact 1`, …: store.ts dialContactItemName).
-  const contactRefused = Object.entries(cancelled.refused).some(([name, r]) => (name === 'contact' || name.startsWith('contact ')) && r.code === 'ConditionalCheckFailed');
-  if (contactRefused) return 'contact_not_dialable';
   return 'unexplained';
 }
 
@@ -50,7 +47,6 @@ const configOf = (batch: BatchRow): BatchConfig => ({
   batchId: batch.batchId,
   tenantId: batch.tenantId,
   minConversationDurationSeconds: batch.minConversationDurationSeconds,
-  round: batch.round,
 });
 
 /** The cursor's position `by` contacts on in a round's list (a group never crosses a page). */
@@ -60,17 +56,20 @@ const advance = (batch: BatchRow, pageLength: number, by = 1) =>
 /**
  * calls.dial: dials one round of a batch, in list order (docs/calls.md, "The dialer").
  *
- * Each dial is ONE transaction over a group of up to `dialGroup` consecutive contacts — each contact
- * becomes Calling (naming its run's watchdog), the tenant's slot shard gives a slot per call (a
- * conditional counter), the batch counts the calls and moves its cursor past them; the run's first dial
- * also enqueues the run's watchdog, which covers the list positions the run may dial, and names it open on
- * the batch; a later dial of the run requires it still open (a watchdog closes itself when it runs, so a
- * run that outlasts its watchdog's due time dials on under a new one instead of under one that has looked
- * already) — and only then is the placer asked, once a call, in list order. A placer failure completes the
- * contact with INTERNAL_ERROR through the same path as a result. Outside the batch's calling window the job
- * snoozes until it opens; with no free slot it snoozes briefly; neither spends an attempt. A run dials at
- * most `dialsPerRun` contacts (and stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to
- * continue at once: the cursor on the batch says where.
+ * Each dial is ONE transaction over a group of up to `dialGroup` consecutive contacts of a list page — the
+ * tenant's slot shard gives a slot per call (a conditional counter), the batch counts the calls and moves
+ * its cursor past them; no contact is written (a position behind the cursor is a call in progress, and
+ * its call id names the round and position: model.ts `callIdFor`). The run's first dial also enqueues the
+ * run's watchdog, which covers the list positions the run may dial, and names it open on the batch; a
+ * later dial of the run requires it still open (a watchdog closes itself when it runs, so a run that
+ * outlasts its watchdog's due time dials on under a new one instead of under one that has looked already)
+ * — and only then is the placer asked, once a call, in list order. Every call of a watchdog holds a slot of
+ * the same shard (its args name it, so it can release them), so a run whose shard is full while another
+ * has room dials on under a new watchdog too. A placer failure completes the call with INTERNAL_ERROR
+ * through the same path as a result. Outside the batch's calling window the job snoozes until it opens;
+ * with no free slot it snoozes briefly; neither spends an attempt. A run dials at most `dialsPerRun`
+ * contacts (and stops starting dials after {@link DIAL_RUN_BUDGET_MS}), then snoozes to continue at once:
+ * the cursor on the batch says where.
  */
 export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; round: number }> {
   return handle(dialKind, async (args, ctx) => {
@@ -103,8 +102,6 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
   // Where the tenant has free slots, as this run last saw it: read once, kept up to date by its own dials
   // and by the shard a refused dial returns. The dial's condition, not this view, enforces the limit.
   let slots: SlotRow[] | undefined;
-  // After a group was refused for one of its contacts: how many to dial one at a time (past that group).
-  let single = 0;
   for (let dials = 0; ; ) {
     if (batch.dialComplete || batch.dialPage >= batch.listPages) return;
     const now = ctx.now();
@@ -114,54 +111,66 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
     if (watchdog && !covers(watchdog, batch.dialPage, batch.dialPos)) throw snooze({ delayMs: 0 }, `dialled ${dials} this run, as far as its watchdog covers; continuing`);
 
     const page = pages.get(batch.dialPage) ?? (await store.getListPage(batch.batchId, batch.round, batch.dialPage));
-    const first = page?.numbers[batch.dialPos];
-    if (!page || !first) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list entry at page ${batch.dialPage}, position ${batch.dialPos}`);
+    if (!page || page.numbers[batch.dialPos] === undefined) throw new Error(`round ${batch.round} of batch ${batch.batchId} has no list entry at page ${batch.dialPage}, position ${batch.dialPos}`);
     pages.set(batch.dialPage, page);
 
     slots ??= await store.getSlots(batch.tenantId);
     if (slots.length === 0) throw new Error(`tenant ${batch.tenantId} has no slot shards: PUT /v1/tenants/${batch.tenantId} again to split its limit`);
-    const slot = freestSlot(slots);
-    if (!slot) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
+    // The run's watchdog's shard is full but another has room: dial on there, under a watchdog of its own.
+    if (watchdog && room(slots, watchdog.shard) === 0 && freestSlot(slots)) watchdog = undefined;
+    // A new watchdog takes the freest shard; among shards with as much room, a drawn one, so that runs which
+    // find the shards alike (an idle tenant) do not all take shard 0 and its partition's writes.
+    const slot = watchdog ? slots.find((s) => s.shard === watchdog!.shard) : freestSlot(slots, deps.rng.int(0, slots.length - 1));
+    if (!slot || slot.limit - slot.active <= 0) throw snooze({ delayMs: Math.max(config.noSlotSnoozeMs, clockMs(deps.clock, MIN_SLOT_POLL_REAL_MS)) }, 'the tenant is at its concurrency limit');
     const block: RunWatchdogArgs = watchdog ?? {
       batchId: batch.batchId,
       round: batch.round,
+      seq: (batch.watchdogs ?? 0) + 1,
       page: batch.dialPage,
       pos: batch.dialPos,
       count: Math.min(config.dialsPerRun, page.numbers.length - batch.dialPos),
+      shard: slot.shard,
+      ...(batch.lastDialAt ? { prevDialAt: batch.lastDialAt } : {}),
     };
     // The group: the next contacts of this page, as many as the group size, the run's budget, its
-    // watchdog's cover and the slot shard's free slots allow (one after a contact was found not dialable).
-    const size = Math.max(
-      1,
-      Math.min(single > 0 ? 1 : config.dialGroup, config.dialsPerRun - dials, block.pos + block.count - batch.dialPos, page.numbers.length - batch.dialPos, slot.limit - slot.active),
-    );
-    const group = page.numbers.slice(batch.dialPos, batch.dialPos + size).map((contactNumber) => ({
+    // watchdog's cover and the slot shard's free slots allow.
+    const size = Math.max(1, Math.min(config.dialGroup, config.dialsPerRun - dials, block.pos + block.count - batch.dialPos, page.numbers.length - batch.dialPos, slot.limit - slot.active));
+    const group = page.numbers.slice(batch.dialPos, batch.dialPos + size).map((contactNumber, i) => ({
       contactNumber,
-      callId: callWithSlot(callIdFor(batch.batchId, contactNumber, batch.round), slot.shard, slots!.length),
+      callId: callWithSlot(callIdFor(batch.batchId, contactNumber, { round: batch.round, page: batch.dialPage, pos: batch.dialPos + i }), slot.shard),
     }));
     const next = advance(batch, page.numbers.length, group.length);
-    const watchdogId = jobIds.watchdog(block.batchId, block.round, block.page, block.pos);
+    const watchdogId = jobIds.watchdog(block.batchId, block.round, block.seq);
     // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
     const created = watchdog ? undefined : jobs.prepare(watchdogKind, block, { id: watchdogId, at: now + config.callTimeoutSeconds * 1000 + DIAL_RUN_BUDGET_MS });
     const result = await store.transact([
       ...store.dialItems({
         batch,
-        contacts: group,
+        count: group.length,
         page: batch.dialPage,
         pos: batch.dialPos,
         next,
         slot: slot.shard,
         slotLimit: slot.limit,
         watchdogJobId: watchdogId,
-        opensWatchdog: created !== undefined,
+        ...(created ? { opensWatchdog: block.seq } : {}),
         now,
       }),
       ...(created ? [created.item] : []),
     ]);
     if (result.committed) {
       slot.active += group.length;
-      single = Math.max(0, single - 1);
-      batch = { ...batch, status: BatchStatus.InProgress, dialPage: next.page, dialPos: next.pos, dialComplete: next.page >= batch.listPages, nCalling: batch.nCalling + group.length };
+      batch = {
+        ...batch,
+        status: BatchStatus.InProgress,
+        dialPage: next.page,
+        dialPos: next.pos,
+        dialComplete: next.page >= batch.listPages,
+        nCalling: batch.nCalling + group.length,
+        lastDialAt: iso(now),
+        openWatchdog: watchdogId,
+        watchdogs: block.seq,
+      };
       if (created) {
         watchdog = block;
         await jobs.afterCommit([created]);
@@ -188,23 +197,12 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
           // The run's watchdog ran (its due time came while this run went on) and closed itself: it may
           // have looked already, so no further call may name it. Dial on under a watchdog of its own.
           watchdog = undefined;
+          batch = stored!;
           continue;
         }
         const current = await store.getBatch(batch.batchId);
         if (!isDialling(current, batch.round)) return; // deleted, or the round moved on: nothing left to dial
         throw new Error(`the dial cursor of batch ${batch.batchId} moved under this run`);
-      }
-      case 'contact_not_dialable': {
-        // Which contact of a group: dial them one by one until past it.
-        if (group.length > 1) {
-          single = group.length;
-          continue;
-        }
-        const skipped = await skip(deps, batch, first, next, now);
-        if (!skipped) return;
-        single = Math.max(0, single - 1);
-        batch = skipped;
-        continue;
       }
       case 'unexplained':
         throw new Error(`dial of ${group.map((c) => c.contactNumber).join(', ')} in batch ${batch.batchId} cancelled: ${describeRefusals(result)}`);
@@ -218,40 +216,21 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
 const watchdogClosed = (stored: BatchRow | undefined, batch: BatchRow, watchdogId: string): boolean =>
   isDialling(stored, batch.round) && stored.dialPage === batch.dialPage && stored.dialPos === batch.dialPos && stored.openWatchdog !== watchdogId;
 
-/** The slot shard with the most free slots as last seen, if any has one. */
-const freestSlot = (slots: readonly SlotRow[]): SlotRow | undefined =>
-  slots.reduce<SlotRow | undefined>((best, s) => (s.limit - s.active > 0 && (!best || s.limit - s.active > best.limit - best.active) ? s : best), undefined);
+/** The slot shard with the most free slots as last seen, if any has one; ties go to the first from index `from` on (wrapping). */
+const freestSlot = (slots: readonly SlotRow[], from = 0): SlotRow | undefined =>
+  [...slots.slice(from), ...slots.slice(0, from)].reduce<SlotRow | undefined>((best, s) => (s.limit - s.active > 0 && (!best || s.limit - s.active > best.limit - best.active) ? s : best), undefined);
+
+/** Free slots of one shard as last seen. */
+const room = (slots: readonly SlotRow[], shard: number): number => {
+  const slot = slots.find((s) => s.shard === shard);
+  return slot ? Math.max(0, slot.limit - slot.active) : 0;
+};
 
 /** Whether a run's watchdog covers a list position (its page, from its position, `count` of them). */
 const covers = (block: RunWatchdogArgs, page: number, pos: number): boolean => page === block.page && pos >= block.pos && pos < block.pos + block.count;
 
 /**
- * Moves the cursor past a listed contact that cannot be dialled (it should not happen: a list holds only
- * contacts that are Queued, or promoted for its round). When the list ends there with no call in
- * progress, no result will ever enqueue the finaliser, so this write does.
- */
-async function skip(deps: CallsDeps, batch: BatchRow, contactNumber: string, next: { page: number; pos: number }, now: number): Promise<BatchRow | undefined> {
-  const { store, jobs, logger } = deps;
-  logger.error('a listed contact cannot be dialled; skipping it', { batchId: batch.batchId, round: batch.round, contactNumber });
-  const end = next.page >= batch.listPages;
-  const skipped: BatchRow = { ...batch, dialPage: next.page, dialPos: next.pos, dialComplete: end };
-  const first = await store.transact([store.skipItem(batch, batch.dialPage, batch.dialPos, next, now, end ? 'calls_in_progress' : undefined)]);
-  if (first.committed) return skipped;
-  const stored = first.refused.batch?.item as BatchRow | undefined;
-  if (end && stored && stored.nCalling === 0 && isDialling(stored, batch.round) && stored.dialPage === batch.dialPage && stored.dialPos === batch.dialPos) {
-    const finaliser = jobs.prepare(finaliseKind, { batchId: batch.batchId, round: batch.round }, { id: jobIds.finalise(batch.batchId, batch.round) });
-    const second = await store.transact([store.skipItem(batch, batch.dialPage, batch.dialPos, next, now, 'round_done'), finaliser.item]);
-    if (second.committed) {
-      await jobs.afterCommit([finaliser]);
-      return skipped;
-    }
-  }
-  if (!isDialling(stored, batch.round)) return undefined;
-  throw new Error(`could not skip ${contactNumber} in batch ${batch.batchId}: the batch changed`);
-}
-
-/**
- * Asks the placer for the call, once. A refusal completes the contact with INTERNAL_ERROR through the
+ * Asks the placer for the call, once. A refusal completes the call with INTERNAL_ERROR through the
  * completion path; if even that cannot be written now, the call's watchdog ends it later (TIMEOUT).
  */
 async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext, outOfTime: boolean): Promise<void> {
@@ -271,7 +250,6 @@ async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, ca
     const outcome = await completeCall(deps, configOf(batch), {
       batchId: batch.batchId,
       contactNumber,
-      round: batch.round,
       callId,
       classification: { code: CallCode.internalError, retryable: isRetryableCode(CallCode.internalError) },
       source: 'placer',

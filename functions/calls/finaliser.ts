@@ -1,5 +1,5 @@
 import { iso } from '../platform/clock.ts';
-import { describeRefusals } from '../platform/dynamo.ts';
+import { describeRefusals, MAX_BATCH_GET_KEYS } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler, PreparedJob } from '../jobs/index.ts';
@@ -12,8 +12,8 @@ import { dialKind, finaliseKind } from './kinds.ts';
 import { BatchStatus, ContactStatus, countAttribute, jobIds } from './model.ts';
 import type { BatchRow } from './model.ts';
 
-/** Contacts read and promoted per transaction: with the next list page and the batch, well under DynamoDB's 100 items. */
-export const FINALISE_CHUNK = 90;
+/** Contacts read (one BatchGetItem) and promoted per step: a step writes a list page of them, the round's outcomes and the batch. */
+export const FINALISE_CHUNK = MAX_BATCH_GET_KEYS;
 
 /** Steps (transactions) per run; the cursor on the batch lets the next run go on where this one stopped. */
 export const FINALISE_STEPS_PER_RUN = 25;
@@ -44,8 +44,9 @@ export function finalSummary(batch: BatchRow): Record<string, unknown> {
  *
  * ```
  * rounds used = maxAttempts ───────────────────────────────────────────────► Finalised
- * otherwise: walk the round's list, 90 contacts per transaction,
- *   Completed with a retryable code → RetryEligible (+ one page of the next round's list)
+ * otherwise: walk the round's list, 100 contacts per step (one transaction),
+ *   completed in this round with a retryable code → one page of the next round's list; no contact is
+ *   written: it is RetryEligible because its code is retryable and the batch moves to the next round
  *   any promoted? ── yes ─► InProgress, round + 1, cursor reset, dialer in
  *                   │       min(cap, base·2^rounds + 1..1000 ms), batch.round_scheduled
  *                   └ no ──► Finalised
@@ -84,7 +85,7 @@ async function promote(deps: CallsDeps, start: BatchRow, ctx: JobContext): Promi
     const found = await store.getContacts(batch.batchId, chunk);
     const promoted = chunk.flatMap((contactNumber) => {
       const contact = found.get(contactNumber);
-      return contact && contact.status === ContactStatus.Completed && contact.round === batch.round && contact.code && isRetryableCode(contact.code)
+      return contact && contact.round === batch.round && contact.code && isRetryableCode(contact.code)
         ? [{ contactNumber, code: contact.code }]
         : [];
     });

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defaultPolicy, defineKind } from '../jobs/index.ts';
-import { e164 } from './schemas.ts';
 
 /**
  * The calls job kinds, as data (their handlers are bound in dialer.ts, watchdog.ts and finaliser.ts).
@@ -19,25 +18,24 @@ export const dialKind = defineKind({
 });
 
 /**
- * A dial run's watchdog: `count` positions of one page of the round's list from `pos`; it ends the calls
- * among them that the run placed (the contacts naming it) and that are still out after the call timeout.
+ * A dial run's watchdog, the round's `seq`-th: its run dials list positions of one page from `pos`, at most
+ * `count` of them, every call with a slot of shard `shard`. Which of them the run did dial is the batch's
+ * to say when the watchdog runs (watchdog.ts): up to where the cursor stood when it closed itself, or up to
+ * where the next watchdog (`seq + 1`) opened. `prevDialAt` is the round's latest dial before this one
+ * opened (its predecessor's last), which that predecessor counts its call timeout from when this one
+ * replaced it.
  */
 export const runWatchdogArgs = z.object({
   batchId: z.string().min(1),
   round: z.number().int().min(1),
+  seq: z.number().int().min(1),
   page: z.number().int().min(0),
   pos: z.number().int().min(0),
   count: z.number().int().min(1).max(500),
+  shard: z.number().int().min(0).max(7),
+  prevDialAt: z.string().optional(),
 });
 export type RunWatchdogArgs = z.infer<typeof runWatchdogArgs>;
-
-/**
- * A watchdog of one call, as the dialer enqueued them before one watchdog covered a dial run: still run
- * (jobs enqueued then), never created. `callId`: the call it watches; one enqueued before calls had ids
- * has none and is bound by its round alone.
- */
-export const callWatchdogArgs = z.object({ batchId: z.string().min(1), contactNumber: e164, round: z.number().int().min(1), callId: z.string().min(1).max(200).optional() });
-export type CallWatchdogArgs = z.infer<typeof callWatchdogArgs>;
 
 /** calls.watchdog: ends the calls of a dial run whose results never came (Completed with TIMEOUT). */
 export const watchdogKind = defineKind({
@@ -45,7 +43,7 @@ export const watchdogKind = defineKind({
   queue: 'calls',
   policy: defaultPolicy,
   timeoutSeconds: 20,
-  args: z.union([runWatchdogArgs, callWatchdogArgs]),
+  args: runWatchdogArgs,
   description: 'Ends the calls of a dial run still Calling after the call timeout, with TIMEOUT',
 });
 

@@ -17,8 +17,10 @@ import type { CallingWindow } from './window.ts';
  *
  * A contact's key is derived from what the call-result webhook carries (batch and number), so the intake
  * writes without reading. The order to dial in lives in the immutable list pages: round 1's are written
- * with the batch; the finaliser writes the next round's as it promotes contacts. A contact has no state
- * item until it is first dialled: until then it is Queued.
+ * with the batch; the finaliser writes the next round's (the contacts it promotes). A contact's item is
+ * written once per round, when its call completes (the dial writes none): a contact is Calling because the
+ * batch's dial cursor passed its list position in the round, and RetryEligible because its item holds a
+ * retryable code of the round before (status.ts derives both).
  */
 export const callsTable = {
   name: 'calls',
@@ -36,7 +38,11 @@ export const callsTable = {
 export const CALLS_RETENTION_SECONDS = 90 * 86400;
 export const callsExpiry = (now: number): number => Math.floor(now / 1000) + CALLS_RETENTION_SECONDS;
 
-/** A contact's status (docs/calls.md, "States"): only a Calling contact accepts a result. */
+/**
+ * A contact's status (docs/calls.md, "States"), as the API shows it. Only Completed is stored (on the
+ * contact's item); Queued, Calling and RetryEligible are derived from the item, the batch's round and its
+ * cursors (status.ts).
+ */
 export const ContactStatus = {
   Queued: 'Queued',
   Calling: 'Calling',
@@ -111,6 +117,10 @@ export interface BatchRow {
    * not (or no longer) named here will never have a call placed under it again.
    */
   openWatchdog?: string;
+  /** Watchdogs opened in the round so far: the next one opened is number `watchdogs + 1` ({@link jobIds}). */
+  watchdogs?: number;
+  /** When the round's latest dial group was dialled (ISO): what a watchdog counts its run's call timeout from. */
+  lastDialAt?: string;
   // Contacts per status (nCalling is also the number of calls in progress).
   nQueued: number;
   nCalling: number;
@@ -127,21 +137,23 @@ export interface BatchRow {
   nextSize: number;
 }
 
+/**
+ * A contact's item: its latest completed call, written once per round by that call's completion (never by
+ * a dial). No item: never completed.
+ */
 export interface ContactRow {
   pk: string;
   sk: string;
   batchId: string;
-  /** When DynamoDB's TTL deletes it, in epoch seconds (set at each dial). */
+  /** When DynamoDB's TTL deletes it, in epoch seconds (set at each completion). */
   expiresAt?: number;
   contactNumber: string;
+  /** Always Completed as stored; what the API shows is derived (status.ts). */
   status: ContactStatus;
-  /** The round of its latest dial. */
+  /** The round of its latest completed call. */
   round: number;
-  /** Dials so far. */
+  /** Rounds it was dialled in, as of its latest completion (= `round`: a contact is dialled once a round). */
   attempts: number;
-  /** The watchdog of the dial run that placed its latest call: only that watchdog may end the call with TIMEOUT. */
-  watchdogJobId?: string;
-  dialledAt?: string;
   completedAt?: string;
   /** The normalised code of its latest completed call. */
   code?: string;
@@ -150,11 +162,7 @@ export interface ContactRow {
   reportedCode?: string;
   durationSeconds?: number;
   emptyTranscription?: boolean;
-  /**
-   * The call of its latest dial ({@link callIdFor}): written with the Calling state, sent to the placer,
-   * and required back on the result. Only a result or a watchdog naming it may complete the contact.
-   * (Absent on a contact dialled before calls had ids.)
-   */
+  /** The call that completed ({@link callIdFor}, with its slot suffix): it names the round and the list position. */
   callId?: string;
   updatedAt: string;
 }
@@ -201,9 +209,9 @@ export interface SlotRow {
  * The call id the placer is given names the slot shard the call holds (`.s<k>`, k > 0), so a result
  * releases that slot without a read; a call without the suffix holds shard 0.
  */
-export const callWithSlot = (callId: string, shard: number, shards: number): string => (shards > 1 && shard > 0 ? `${callId}.s${shard}` : callId);
+export const callWithSlot = (callId: string, shard: number): string => (shard > 0 ? `${callId}.s${shard}` : callId);
 export const slotOfCall = (callId: string): number => Number(/\.s(\d)$/.exec(callId)?.[1] ?? 0);
-/** The call id without its slot suffix: {@link callIdFor} of the contact and round. */
+/** The call id without its slot suffix: {@link callIdFor} of the contact, round and list position. */
 export const baseCallId = (callId: string): string => callId.replace(/\.s\d$/, '');
 export const batchKey = (batchId: string) => ({ pk: `BATCH#${batchId}`, sk: 'BATCH' as const });
 /**
@@ -254,22 +262,60 @@ export const CONTACT_PREFIX = 'CONTACT#';
 /** Status → the batch row's counter attribute. */
 export const countAttribute = (status: ContactStatus): `n${ContactStatus}` => `n${status}`;
 
-/**
- * The id of the call placed for a contact in a round: derived from the three, so a re-run of the same
- * dial names the same call, and every round's call has its own. Opaque to the placer and the AI call
- * handler, which echo it back with the result (`call_` and 22 base64url characters of a SHA-256).
- */
-export const callIdFor = (batchId: string, contactNumber: string, round: number): string =>
-  `call_${createHash('sha256').update(`${batchId}\n${contactNumber}\n${round}`).digest('base64url').slice(0, 22)}`;
+/** Where a call was dialled: its round and its position in that round's list (page, position in the page). */
+export interface CallPosition {
+  round: number;
+  page: number;
+  pos: number;
+}
+
+const callHash = (batchId: string, contactNumber: string, at: CallPosition): string =>
+  createHash('sha256').update(`${batchId}\n${contactNumber}\n${at.round}\n${at.page}\n${at.pos}`).digest('base64url').slice(0, 22);
 
 /**
- * Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial run (named
- * by the list position of the run's first dial), one finaliser per round.
+ * The id of the call placed for a contact at a list position of a round:
+ * `call_<hash>.r<round>.p<page>.<pos>`, the hash a SHA-256 of batch, number, round, page and position (22
+ * base64url characters). Derived, so a re-run of the same dial names the same call, and every round's call
+ * has its own; readable, so the intake learns from the id alone which round and position the call was
+ * dialled at, and checks it without a read ({@link parseCallId}). The placer and the AI call handler echo
+ * it back with the result, with the slot suffix {@link callWithSlot} adds.
+ */
+export const callIdFor = (batchId: string, contactNumber: string, at: CallPosition): string => `call_${callHash(batchId, contactNumber, at)}.r${at.round}.p${at.page}.${at.pos}`;
+
+/** A call id as the dialer made it: `call_<22 base64url>.r<round>.p<page>.<pos>`, and `.s<k>` for a slot shard k > 0. */
+const CALL_ID = /^call_([A-Za-z0-9_-]{22})\.r([1-9]\d{0,2})\.p(0|[1-9]\d{0,4})\.(0|[1-9]\d{0,4})(?:\.s([1-7]))?$/;
+
+/**
+ * What a result's call id says, if it is one the dialer made **for this contact of this batch**: its round,
+ * list position and slot shard. The hash is computed again from the body's batch and number and the
+ * claimed round and position, so an id of another contact, another batch or an altered position is
+ * refused (undefined), never applied. Whether that position was dialled in that round is the batch row's
+ * condition at completion (store.ts).
+ */
+export function parseCallId(batchId: string, contactNumber: string, callId: string): (CallPosition & { shard: number }) | undefined {
+  const match = CALL_ID.exec(callId);
+  if (!match) return undefined;
+  const at: CallPosition = { round: Number(match[2]), page: Number(match[3]), pos: Number(match[4]) };
+  if (at.pos >= LIST_PAGE_SIZE || match[1] !== callHash(batchId, contactNumber, at)) return undefined;
+  return { ...at, shard: Number(match[5] ?? 0) };
+}
+
+/** A dial cursor (page, position in the page): the next list position to dial. */
+export interface DialCursor {
+  dialPage: number;
+  dialPos: number;
+}
+
+/** Whether the dial cursor has passed list position (page, pos) of its round: that position was dialled. */
+export const isDialled = (cursor: DialCursor, page: number, pos: number): boolean => cursor.dialPage > page || (cursor.dialPage === page && cursor.dialPos > pos);
+
+/**
+ * Job ids, deterministic so each is created once: one dialer per round, one watchdog per dial run (the
+ * round's n-th watchdog opened, counted on the batch row, so a watchdog can name the one opened after it:
+ * watchdog.ts), one finaliser per round.
  */
 export const jobIds = {
   dial: (batchId: string, round: number) => `calls.dial:${batchId}:${round}`,
-  watchdog: (batchId: string, round: number, page: number, pos: number) => `calls.watchdog:${batchId}:${round}:${page}.${pos}`,
-  /** A watchdog of one call, as enqueued before watchdogs covered a dial run (still run, never created). Job ids allow no '+'. */
-  callWatchdog: (batchId: string, number: string, round: number) => `calls.watchdog:${batchId}:${number.replace(/^\+/, '')}:${round}`,
+  watchdog: (batchId: string, round: number, seq: number) => `calls.watchdog:${batchId}:${round}:w${seq}`,
   finalise: (batchId: string, round: number) => `calls.finalise:${batchId}:${round}`,
 };

@@ -9,15 +9,12 @@ import {
   BatchStatus,
   batchKey,
   callsExpiry,
-  CONTACT_PREFIX,
-  CONTACT_SHARDS,
   ContactStatus,
   contactKey,
-  contactPartition,
   countAttribute,
+  isDialled,
   LIST_PAGE_SIZE,
   listKey,
-  listPrefix,
   RETRIED_PREFIX,
   ROUND_PREFIX,
   roundKey,
@@ -35,15 +32,12 @@ import type { BatchRow, CompletionSource, ContactRow, ListPage, RoundRow, SlotRo
 const is = {
   exists: (e: Expression) => e.exists('pk'),
   absent: (e: Expression) => e.notExists('pk'),
-  /** The contact's call of this round is in progress: the only state a result may complete. */
-  callingIn: (e: Expression, round: number) => e.and(e.eq('status', ContactStatus.Calling), e.eq('round', round)),
-  /** The call in progress is this one: a result or a watchdog of another call (an earlier round's) never matches. */
-  theCall: (e: Expression, callId: string) => e.eq('callId', callId),
-  /** The contact may be dialled in `round`: never dialled (round 1), or promoted by the last round's finaliser. */
-  dialableIn: (e: Expression, round: number) =>
-    round === 1 ? e.notExists('pk') : e.and(e.eq('status', ContactStatus.RetryEligible), e.eq('round', round - 1)),
-  /** A completed call of this round whose code is the one read (what the finaliser promotes). */
-  completedIn: (e: Expression, round: number, code: string) => e.and(e.eq('status', ContactStatus.Completed), e.eq('round', round), e.eq('code', code)),
+  /**
+   * The contact has no completion in this round yet: never completed, or last completed in an earlier
+   * round. A contact is dialled once a round, so its round's call completes once; a re-sent or late result
+   * of the same call finds it completed.
+   */
+  notCompletedIn: (e: Expression, round: number) => e.or(e.notExists('pk'), e.lt('round', round)),
   /** The tenant has a free slot. */
   slotFree: (e: Expression) => e.lt('active', e.attr('limit')),
   /** The batch may dial in this round. */
@@ -52,6 +46,8 @@ const is = {
   inProgressRound: (e: Expression, round: number) => e.and(e.eq('status', BatchStatus.InProgress), e.eq('round', round)),
   /** Nobody moved the dial cursor since it was read. */
   dialCursorAt: (e: Expression, page: number, pos: number) => e.and(e.eq('dialPage', page), e.eq('dialPos', pos)),
+  /** The dial cursor has passed list position (page, pos): it was dialled in the round (model.ts `isDialled`). */
+  dialled: (e: Expression, page: number, pos: number) => e.or(e.gt('dialPage', page), e.and(e.eq('dialPage', page), e.gt('dialPos', pos))),
   /** Nobody moved the finaliser's cursor since it was read. */
   finCursorAt: (e: Expression, page: number, pos: number) => e.and(e.eq('finPage', page), e.eq('finPos', pos)),
   /** This completion ends the round's last active call of a fully dialled round. */
@@ -61,14 +57,17 @@ const is = {
   roundDone: (e: Expression) => e.and(e.eq('dialComplete', true), e.eq('nCalling', 0)),
 };
 
-/** A contact to complete, and how. */
+/** A call to complete, and how. */
 export interface CompletionWrite {
   batchId: string;
   tenantId: string;
   contactNumber: string;
+  /** The call's round and list position, as its id names them (model.ts `parseCallId`). */
   round: number;
-  /** The call to complete; undefined only for a watchdog enqueued before calls had ids (bound by its round alone). */
-  callId: string | undefined;
+  page: number;
+  pos: number;
+  /** The call's id, with its slot suffix: it names the slot shard to release, and is kept on the contact's item. */
+  callId: string;
   /** Whether this completion ends the last active call of a fully dialled round (see {@link is.lastCall}). */
   last: boolean;
   code: string;
@@ -78,20 +77,14 @@ export interface CompletionWrite {
   now: number;
 }
 
-/** One contact of a dial: its number and the call placed for it. */
-export interface DialContact {
-  contactNumber: string;
-  /** The call this dial places (`callIdFor` in model.ts, with the slot shard it holds: `callWithSlot`). */
-  callId: string;
-}
-
 /**
- * A dial of one or more consecutive contacts of one list page (a group): which, where the cursor was,
- * where it goes (past the group's last).
+ * A dial of one or more consecutive contacts of one list page (a group): where the cursor was, where it
+ * goes (past the group's last). The contacts themselves are not written: their positions are their calls.
  */
 export interface DialWrite {
   batch: BatchRow;
-  contacts: readonly DialContact[];
+  /** How many contacts the group dials, from the cursor. */
+  count: number;
   page: number;
   pos: number;
   next: { page: number; pos: number };
@@ -99,20 +92,16 @@ export interface DialWrite {
   slot: number;
   slotLimit: number;
   watchdogJobId: string;
-  /** Whether this dial creates its run's watchdog (the run's first dial) or dials under the one it created. */
-  opensWatchdog: boolean;
+  /** When the run's watchdog is opened by this dial (the run's first, or the first after a change of shard or a closed watchdog): its number in the round. */
+  opensWatchdog?: number;
   now: number;
 }
 
-/** The name of a group's contact item in a dial transaction (the first is `contact`, the rest `contact <n>`). */
-export const dialContactItemName = (index: number): string => (index === 0 ? 'contact' : `contact ${index}`);
-
 /**
  * The calls store: every write is a named conditional item for a TransactWriteItems, so a contact's
- * change, the tenant's slot, the batch's counters and the jobs and events they imply commit together.
- * Items are named `contact`, `tenant` and `batch` (a dial group's further contacts: `contact 1`…; a
- * finaliser step's: `contact <number>`); a refused condition returns the item as stored, so a caller
- * decides from the outcome without a read.
+ * completion, the tenant's slot, the batch's counters and the jobs and events they imply commit together.
+ * Items are named `contact`, `tenant` and `batch` (a finaliser step's: `next list page`, `round`); a
+ * refused condition returns the item as stored, so a caller decides from the outcome without a read.
  */
 export class CallsStore {
   readonly tableName: string;
@@ -240,13 +229,24 @@ export class CallsStore {
     return numbers.map((number) => ({ number, state: byNumber.get(number) }));
   }
 
-  /** Every contact in upload order, with its state if it has been dialled (the local panel's view). */
-  async listContacts(batchId: string): Promise<{ number: string; state: ContactRow | undefined }[]> {
-    const shards = Array.from({ length: CONTACT_SHARDS }, (_, shard) => this.queryBatch<ContactRow>(batchId, CONTACT_PREFIX, contactPartition(batchId, shard)));
-    const [pages, ...stateShards] = await Promise.all([this.queryBatch<ListPage>(batchId, listPrefix(1)), ...shards]);
-    const states = stateShards.flat();
-    const byNumber = new Map(states.map((s) => [s.contactNumber, s]));
-    return pages.flatMap((page) => page.numbers.map((number) => ({ number, state: byNumber.get(number) })));
+  /**
+   * The numbers of a later round (r > 1) that its dial has passed: a Query of round r's list pages up to the
+   * dial cursor's. What `GET /v1/batches/{id}/contacts` needs to tell a contact Calling in round r from one
+   * waiting for its dial (RetryEligible): round r's list is in another order than the upload's.
+   */
+  async dialledInRound(batch: BatchRow): Promise<Set<string>> {
+    const last = Math.min(batch.dialPage, batch.listPages - 1);
+    if (batch.round === 1 || last < 0) return new Set();
+    const e = new Expression();
+    const pages = paginateQuery(
+      { client: this.db },
+      { TableName: this.tableName, ...e.forQuery(e.and(e.eq('pk', batchKey(batch.batchId).pk), e.between('sk', listKey(batch.batchId, batch.round, 0).sk, listKey(batch.batchId, batch.round, last).sk))), ConsistentRead: true },
+    );
+    const dialled = new Set<string>();
+    for await (const result of pages) {
+      for (const page of (result.Items ?? []) as ListPage[]) page.numbers.forEach((number, pos) => isDialled(batch, page.page, pos) && dialled.add(number));
+    }
+    return dialled;
   }
 
   // ─── the transaction ────────────────────────────────────────────────────────────────────────────
@@ -339,34 +339,17 @@ export class CallsStore {
   // ─── dialling ───────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * One dial of a group of k contacts, items [contact, contact 1…k−1, tenant, batch]: each contact becomes
-   * Calling in this round, the tenant's slot shard gives k slots (only if it has k free), the batch counts
-   * the k calls and moves its cursor past them (only if nobody moved it). One write of the slot shard and
-   * of the batch row for k calls: what keeps the batch's partition below its write limit (docs/calls.md).
-   * The caller adds the watchdog job.
+   * One dial of a group of k consecutive contacts, items [tenant, batch]: the tenant's slot shard gives k
+   * slots (only if it has k free), the batch counts the k calls and moves its cursor past them (only if
+   * nobody moved it). No contact item is written: a position behind the cursor is a call in progress until
+   * its completion writes the contact (docs/calls.md). One write of the slot shard and of the batch row for
+   * k calls. The caller adds the watchdog job when this dial opens one.
    */
   dialItems(d: DialWrite): TransactItem[] {
     const { batch, now } = d;
     const round = batch.round;
-    const k = d.contacts.length;
-    if (k === 0) throw new Error('a dial needs at least one contact');
-    const contacts = d.contacts.map((c, i) => {
-      const contact = new Expression();
-      contact
-        .when(is.dialableIn(contact, round))
-        .increment('attempts', 1, 0)
-        .set('batchId', batch.batchId)
-        .set('contactNumber', c.contactNumber)
-        .set('status', ContactStatus.Calling)
-        .set('round', round)
-        .set('callId', c.callId)
-        .set('watchdogJobId', d.watchdogJobId)
-        .set('dialledAt', iso(now))
-        .set('updatedAt', iso(now))
-        .set('expiresAt', callsExpiry(now))
-        .remove('code', 'retryable', 'completedAt', 'source', 'reportedCode', 'durationSeconds', 'emptyTranscription');
-      return this.update(dialContactItemName(i), contactKey(batch.batchId, c.contactNumber), contact);
-    });
+    const k = d.count;
+    if (k < 1) throw new Error('a dial needs at least one contact');
 
     // The slots, from one shard of the tenant's limit (named `tenant`: a refusal there means not enough free
     // slots). One slot: `active < limit`. k slots: the limit as read, and `active ≤ limit − k` (a condition
@@ -385,85 +368,79 @@ export class CallsStore {
       .set('dialPage', d.next.page)
       .set('dialPos', d.next.pos)
       .set('dialComplete', d.next.page >= batch.listPages)
+      .set('lastDialAt', iso(now))
       .increment(countAttribute(ContactStatus.Calling), k)
       .increment(countAttribute(from), -k)
       .increment(slotCount(d.slot), k, 0)
       .set('updatedAt', iso(now));
-    // The run's first dial opens its watchdog; a later one dials under it only while it is still open (its
-    // watchdog has not run yet: see closeWatchdogItem).
-    if (d.opensWatchdog) b.set('openWatchdog', d.watchdogJobId);
+    // A dial that opens a watchdog names it open and counts it (the cursor condition means nobody opened
+    // one since the batch was read); a later one dials under it only while it is still open (its watchdog
+    // has not run yet: see closeWatchdogItem).
+    if (d.opensWatchdog !== undefined) b.set('openWatchdog', d.watchdogJobId).set('watchdogs', d.opensWatchdog);
     else b.when(b.eq('openWatchdog', d.watchdogJobId));
-    return [...contacts, this.update('tenant', slotKey(batch.tenantId, d.slot), tenant), this.update('batch', batchKey(batch.batchId), b)];
+    return [this.update('tenant', slotKey(batch.tenantId, d.slot), tenant), this.update('batch', batchKey(batch.batchId), b)];
   }
 
   /**
    * Closes a dial run's watchdog, item [batch]: no dial names it after this commits (a later dial of its run
-   * is refused and opens a watchdog of its own), so the contacts it reads afterwards are all it will ever
-   * cover. Only if it is still the open one.
+   * is refused and opens a watchdog of its own), so the positions behind the cursor as read are all it will
+   * ever cover. Only if it is still the open one and the cursor is where it was read.
    */
-  closeWatchdogItem(batchId: string, watchdogJobId: string): TransactItem {
+  closeWatchdogItem(batch: BatchRow, watchdogJobId: string): TransactItem {
     const e = new Expression();
-    e.when(e.eq('openWatchdog', watchdogJobId)).remove('openWatchdog');
-    return this.update('batch', batchKey(batchId), e);
-  }
-
-  /**
-   * Moves the dial cursor past a contact that cannot be dialled, item [batch]. With `finaliseIf`
-   * (the list ends here) the write also says whether calls are still in progress: `'calls_in_progress'`
-   * expects some, `'round_done'` expects none (and the caller adds the finaliser job).
-   */
-  skipItem(batch: BatchRow, page: number, pos: number, next: { page: number; pos: number }, now: number, finaliseIf?: 'calls_in_progress' | 'round_done'): TransactItem {
-    const e = new Expression();
-    e.when(is.diallingRound(e, batch.round))
-      .when(is.dialCursorAt(e, page, pos))
-      .set('dialPage', next.page)
-      .set('dialPos', next.pos)
-      .set('dialComplete', next.page >= batch.listPages)
-      .set('updatedAt', iso(now));
-    if (finaliseIf === 'calls_in_progress') e.when(e.gt('nCalling', 0));
-    if (finaliseIf === 'round_done') e.when(e.eq('nCalling', 0));
+    e.when(e.eq('openWatchdog', watchdogJobId)).when(is.dialCursorAt(e, batch.dialPage, batch.dialPos)).remove('openWatchdog');
     return this.update('batch', batchKey(batch.batchId), e);
   }
 
   // ─── completing a call ──────────────────────────────────────────────────────────────────────────
 
   /**
-   * One completion, items [contact, tenant, batch]: the contact must be Calling in this round with this
-   * call and becomes Completed with its normalised code; the tenant's slot is released; the batch counts
-   * the code and, by the last-call condition, says whether this completion ends the round.
+   * One completion, items [contact, tenant, batch]: the contact must have no completion in the call's
+   * round yet and gets its first, with the normalised code (the item is written here and nowhere else);
+   * the tenant's slot shard the call names is released; the batch must be in progress in that round with
+   * the call's list position dialled (behind the cursor), counts the code and, by the last-call
+   * condition, says whether this completion ends the round.
    */
   completionItems(c: CompletionWrite): TransactItem[] {
     const contact = new Expression();
-    contact.when(is.callingIn(contact, c.round));
-    if (c.callId !== undefined) contact.when(is.theCall(contact, c.callId));
     contact
+      .when(is.notCompletedIn(contact, c.round))
+      .set('batchId', c.batchId)
+      .set('contactNumber', c.contactNumber)
       .set('status', ContactStatus.Completed)
+      .set('round', c.round)
+      .set('attempts', c.round)
+      .set('callId', c.callId)
       .set('code', c.code)
       .set('retryable', c.retryable)
       .set('source', c.source)
       .set('completedAt', iso(c.now))
-      .set('updatedAt', iso(c.now));
+      .set('updatedAt', iso(c.now))
+      .set('expiresAt', callsExpiry(c.now));
     if (c.report) {
       contact.set('reportedCode', c.report.reportedCode).set('emptyTranscription', c.report.emptyTranscription).set('durationSeconds', c.report.durationSeconds);
+    } else {
+      // A TIMEOUT or INTERNAL_ERROR has no evidence: none of an earlier round's stays.
+      contact.remove('reportedCode', 'emptyTranscription', 'durationSeconds');
     }
 
-    // The slot goes back to the shard the call's id names; a call without an id (a watchdog enqueued
-    // before calls had ids) was dialled before the limit was sharded and holds its slot on the tenant row.
+    // The slot goes back to the shard the call's id names.
+    const slot = slotOfCall(c.callId);
     const tenant = new Expression();
     tenant.when(is.exists(tenant)).increment('active', -1);
-    const slot = c.callId === undefined ? undefined : slotOfCall(c.callId);
 
     const b = new Expression();
     b.when(is.inProgressRound(b, c.round))
+      .when(is.dialled(b, c.page, c.pos))
       .when(c.last ? is.lastCall(b) : is.notLastCall(b))
       .increment(['byCode', c.code], 1, 0)
       .increment(countAttribute(ContactStatus.Calling), -1)
       .increment(countAttribute(ContactStatus.Completed), 1)
+      .increment(slotCount(slot), -1, 0)
       .set('updatedAt', iso(c.now));
-    if (slot !== undefined) b.increment(slotCount(slot), -1, 0);
     return [
       this.update('contact', contactKey(c.batchId, c.contactNumber), contact),
-      this.update('tenant', slot === undefined ? tenantKey(c.tenantId) : slotKey(c.tenantId, slot), tenant),
+      this.update('tenant', slotKey(c.tenantId, slot), tenant),
       this.update('batch', batchKey(c.batchId), b),
     ];
   }
@@ -471,11 +448,12 @@ export class CallsStore {
   // ─── finalising a round ─────────────────────────────────────────────────────────────────────────
 
   /**
-   * One step of the finaliser over the round's list, items [contact <number>…, next list page?, batch]: each
-   * promoted contact goes Completed → RetryEligible (only if it still is Completed with the code read),
-   * the promoted numbers become one page of the next round's list, the round's outcomes count them by
-   * code (`round`), and the batch moves the finaliser's cursor and its counts (only if nobody moved the
-   * cursor).
+   * One step of the finaliser over the round's list, items [next list page?, round?, batch]: the numbers it
+   * promotes (read, completed in this round with a retryable code) become one page of the next round's
+   * list, the round's outcomes count them by code (`round`), and the batch moves the finaliser's cursor and
+   * its counts (only if nobody moved the cursor). No contact is written: a promoted contact is
+   * RetryEligible because its item holds a retryable code of the round before (status.ts), and the next
+   * round's dial makes it Calling by moving the cursor.
    */
   promotionItems(input: {
     batch: BatchRow;
@@ -486,11 +464,7 @@ export class CallsStore {
     now: number;
   }): TransactItem[] {
     const { batch, now, promote } = input;
-    const items: TransactItem[] = promote.map((p) => {
-      const e = new Expression();
-      e.when(is.completedIn(e, batch.round, p.code)).set('status', ContactStatus.RetryEligible).set('updatedAt', iso(now));
-      return this.update(`contact ${p.contactNumber}`, contactKey(batch.batchId, p.contactNumber), e);
-    });
+    const items: TransactItem[] = [];
     if (promote.length > 0) {
       const page: ListPage = { ...listKey(batch.batchId, batch.round + 1, batch.nextPages), round: batch.round + 1, page: batch.nextPages, numbers: promote.map((p) => p.contactNumber), expiresAt: callsExpiry(now) };
       items.push(putItem('next list page', this.tableName, page));
@@ -554,6 +528,7 @@ export class CallsStore {
       .set('finPos', 0)
       .set('nextPages', 0)
       .set('nextSize', 0)
+      .set('watchdogs', 0)
       .set('updatedAt', iso(now))
       .set('expiresAt', callsExpiry(now));
     return this.update('batch', batchKey(batch.batchId), e);

@@ -5,82 +5,107 @@ import { CallCode, isRetryableCode } from './codes.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
-import { watchdogKind } from './kinds.ts';
-import type { CallWatchdogArgs, RunWatchdogArgs } from './kinds.ts';
-import { BatchStatus, baseCallId, callIdFor, ContactStatus, jobIds } from './model.ts';
+import { runWatchdogArgs, watchdogKind } from './kinds.ts';
+import type { RunWatchdogArgs } from './kinds.ts';
+import { BatchStatus, callIdFor, callWithSlot, jobIds } from './model.ts';
 import type { BatchRow, ContactRow } from './model.ts';
 
 /**
- * calls.watchdog: one per dial run, due once the run's last call may have timed out. It reads the list
- * positions it covers and their contacts, and ends with TIMEOUT each call that is still Calling, names
- * this watchdog (so it was placed by this run: a later run's call at a position this one also covers
- * names its own) and was dialled at least the call timeout ago, through the same completion path as a
- * result — which still requires the contact to be Calling in this round **with this call's callId**, so a
- * call that ended meanwhile, or a later round's call, is never touched. A call of the run not yet due
- * (under a scaled clock a run may outlast the slack) makes it snooze until that call is due.
+ * calls.watchdog: one per dial run, due once the run's last call may have timed out. No contact item
+ * says a call is out (the dial writes none), so it finds its run's calls from the batch: the list
+ * positions its run dialled (below), those of them with no completion in the round yet (their contacts'
+ * items, read), each ended with TIMEOUT through the same completion path as a result — whose conditions
+ * (no completion in the round yet, the position dialled, the round in progress) still decide.
  *
- * Before it reads, it closes itself to its run (the batch names the watchdog a run may still dial under;
- * a run's later dials require it): a run that outlasts the due time (a stalled machine, a scaled clock)
- * dials on under a new watchdog instead of under one that has looked already and may have finished.
+ * **Which positions its run dialled.** A run's dials are consecutive list positions from the watchdog's
+ * `pos`, within its block (`count` of one page), and each requires the batch to name the watchdog open
+ * (`openWatchdog`); the run's first dial opened it and counted it (`watchdogs`, so this is the round's
+ * `seq`-th). It stops being open in one of two ways, and the run has dialled nothing under it since:
  *
- * Nothing cancels a watchdog: a result leaves it to find its calls Completed. (Watchdogs of one call,
- * enqueued before one covered a run, still run: {@link callWatchdog}.)
+ * ```
+ *  the batch names it open when it runs ──► it closes itself (condition: still open, cursor as read):
+ *                                           its run dialled up to the cursor as read
+ *  it is no longer open ──► watchdog seq + 1 exists: it opened at the cursor right after this run's last
+ *                           dial (a later run, or this run on another shard, or after it was closed),
+ *                           so this run dialled up to where that one starts
+ *                         ─► none: it closed itself on an earlier run and nothing was dialled since:
+ *                           up to the cursor
+ * ```
+ *
+ * (always capped at the block's end). **How old its calls are.** Its run's last dial is the batch's
+ * `lastDialAt` while nothing was dialled after it (the first and last cases), or the time the next
+ * watchdog's opening read there (`prevDialAt` in its args); every call of the run is at least that old.
+ * While a position still has no completion and that dial is under the call timeout old (a run that
+ * outlasted the due time: a scaled clock, a stalled machine) it snoozes until it is. Every call of a
+ * run holds a slot of one shard (its args'), which the TIMEOUT releases.
+ *
+ * Nothing cancels a watchdog: a result leaves it to find its call completed.
  */
-export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs | CallWatchdogArgs> {
+export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs> {
   return handle(watchdogKind, async (args, ctx) => {
-    if ('contactNumber' in args) return callWatchdog(deps, args, ctx);
-    const batch = await deps.batches.get(args.batchId);
-    if (!batch) return;
-    const id = jobIds.watchdog(args.batchId, args.round, args.page, args.pos);
-    // First close this watchdog to its run, if the run may still dial under it: only then are the contacts
-    // read below every call that will ever name it (a run that outlasts this due time dials on under a new one).
-    const closed = await closeToItsRun(deps, args, id);
-    if (closed.state === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
+    const config = await deps.batches.get(args.batchId);
+    if (!config) return;
+    const stored = await deps.store.getBatch(args.batchId);
+    // A round moved on has every call completed; a deleted batch ignores its calls' ends.
+    if (!stored || stored.status !== BatchStatus.InProgress || stored.round !== args.round) return;
+    const run = await dialledByItsRun(deps, stored, args);
+    if (run.state === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
+    if (run.state === 'moved') throw snooze({ delayMs: 0 }, 'the batch changed while the watchdog closed itself; looking again');
+    if (run.end <= args.pos) return;
+
+    const page = await deps.store.getListPage(args.batchId, args.round, args.page);
+    const numbers = page?.numbers.slice(args.pos, run.end) ?? [];
+    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
+    const out = numbers.flatMap((contactNumber, i) => {
+      const contact = contacts.get(contactNumber);
+      return contact && contact.round >= args.round ? [] : [{ contactNumber, pos: args.pos + i }];
+    });
+    if (out.length === 0) return;
+    // (A batch dialled before dial times were kept has none: the watchdog's own due time is the bound.)
+    const due = run.lastDialAt === undefined ? ctx.now() : Date.parse(run.lastDialAt) + deps.config.callTimeoutSeconds * 1000;
+    if (due > ctx.now()) throw snooze({ until: due }, 'calls of this run not yet timed out');
+
     // Calls in progress in the round as read before the contacts: once fully dialled, it only goes down.
     // While it says the call being ended is the round's last, its completion is planned as the last call at
     // once (a refusal replans as ever), sparing the cancelled transaction of "not the last call" first.
-    const stored = closed.batch;
-    let callingAtMost = stored && stored.status === BatchStatus.InProgress && stored.round === args.round && stored.dialComplete ? stored.nCalling : undefined;
-    const page = await deps.store.getListPage(args.batchId, args.round, args.page);
-    const numbers = page?.numbers.slice(args.pos, args.pos + args.count) ?? [];
-    const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
-    const timeoutMs = deps.config.callTimeoutSeconds * 1000;
-    const now = ctx.now();
-    let wakeAt: number | undefined;
+    let callingAtMost = stored.dialComplete ? stored.nCalling : undefined;
     let contended = false;
-    for (const contactNumber of numbers) {
-      const contact = contacts.get(contactNumber);
-      // The call this run placed (its id names the slot shard it holds, which its completion releases).
-      const callId = contact?.callId;
-      if (!contact || !callId || contact.status !== ContactStatus.Calling || contact.round !== args.round || baseCallId(callId) !== callIdFor(args.batchId, contactNumber, args.round) || contact.watchdogJobId !== id) continue;
-      const due = Date.parse(contact.dialledAt ?? '') + timeoutMs;
-      if (due > now) {
-        wakeAt = Math.max(wakeAt ?? 0, due);
-        continue;
-      }
-      const outcome = await timeOut(deps, batch, { contactNumber, round: args.round, callId, last: callingAtMost === 1 }, ctx);
+    for (const call of out) {
+      const callId = callWithSlot(callIdFor(args.batchId, call.contactNumber, { round: args.round, page: args.page, pos: call.pos }), args.shard);
+      const outcome = await timeOut(deps, config, { contactNumber: call.contactNumber, callId, last: callingAtMost === 1 }, ctx);
       if (outcome === 'contention') contended = true;
       if (outcome === 'done' && callingAtMost !== undefined) callingAtMost--;
     }
     if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
-    if (wakeAt !== undefined) throw snooze({ until: wakeAt }, 'calls of this run not yet timed out');
   });
 }
 
+/** The positions a watchdog's run dialled: from its `pos` up to `end` (exclusive) on its page, and when its last dial was. */
+type RunExtent = { state: 'known'; end: number; lastDialAt: string | undefined } | { state: 'contention' } | { state: 'moved' };
+
 /**
- * Makes sure no dial names watchdog `id` from now on: if the batch still names it open (its run's later
- * dials require that) and its dial cursor can still reach a position it covers (a dial is conditional on
- * the cursor, which only moves on), one conditional write removes it. `contention` when another
- * transaction held the batch (the caller snoozes and looks again).
+ * Where a watchdog's run stopped dialling (see the handler's comment), closing the watchdog first when the
+ * batch still names it open and its cursor can still reach a position it covers: after that commits no
+ * dial names it, so the cursor as read is final.
  */
-async function closeToItsRun(deps: CallsDeps, args: RunWatchdogArgs, id: string): Promise<{ state: 'closed' | 'contention'; batch: BatchRow | undefined }> {
-  const stored = await deps.store.getBatch(args.batchId);
-  if (stored?.openWatchdog !== id || !cursorMayReach(stored, args)) return { state: 'closed', batch: stored };
-  const result = await deps.store.transact([deps.store.closeWatchdogItem(args.batchId, id)]);
-  if (result.committed) return { state: 'closed', batch: stored };
-  if (result.contention) return { state: 'contention', batch: undefined };
-  // Refused: the batch names another watchdog now (a later run opened its own), or is gone. Either way closed.
-  return { state: 'closed', batch: undefined };
+async function dialledByItsRun(deps: CallsDeps, batch: BatchRow, args: RunWatchdogArgs): Promise<RunExtent> {
+  const id = jobIds.watchdog(args.batchId, args.round, args.seq);
+  const blockEnd = args.pos + args.count;
+  const upToCursor = batch.dialPage > args.page ? blockEnd : Math.min(blockEnd, batch.dialPos);
+  if (batch.openWatchdog === id) {
+    if (cursorMayReach(batch, args)) {
+      const result = await deps.store.transact([deps.store.closeWatchdogItem(batch, id)]);
+      if (!result.committed) return result.contention ? { state: 'contention' } : { state: 'moved' };
+    }
+    return { state: 'known', end: upToCursor, lastDialAt: batch.lastDialAt };
+  }
+  const next = await deps.jobs.get(jobIds.watchdog(args.batchId, args.round, args.seq + 1));
+  const successor = next ? runWatchdogArgs.safeParse(next.args) : undefined;
+  if (successor?.success) {
+    const end = successor.data.page > args.page ? blockEnd : Math.min(blockEnd, successor.data.pos);
+    return { state: 'known', end, lastDialAt: successor.data.prevDialAt };
+  }
+  return { state: 'known', end: upToCursor, lastDialAt: batch.lastDialAt };
 }
 
 /** Whether the batch may still dial, in the watchdog's round, a list position the watchdog covers. */
@@ -92,16 +117,10 @@ const cursorMayReach = (batch: BatchRow, block: RunWatchdogArgs): boolean =>
   batch.dialPos < block.pos + block.count;
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
-async function timeOut(
-  deps: CallsDeps,
-  batch: BatchConfig,
-  call: { contactNumber: string; round: number; callId: string | undefined; last?: boolean },
-  ctx: JobContext,
-): Promise<'done' | 'contention'> {
+async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; callId: string; last?: boolean }, ctx: JobContext): Promise<'done' | 'contention'> {
   const outcome = await completeCall(deps, batch, {
     batchId: batch.batchId,
     contactNumber: call.contactNumber,
-    round: call.round,
     callId: call.callId,
     ...(call.last ? { last: true } : {}),
     classification: { code: CallCode.timeout, retryable: isRetryableCode(CallCode.timeout) },
@@ -109,7 +128,7 @@ async function timeOut(
   });
   switch (outcome.outcome) {
     case 'applied':
-      ctx.logger.info('call timed out', { batchId: batch.batchId, contactNumber: call.contactNumber, round: call.round });
+      ctx.logger.info('call timed out', { batchId: batch.batchId, contactNumber: call.contactNumber, callId: call.callId });
       return 'done';
     case 'ignored':
       return 'done';
@@ -118,17 +137,5 @@ async function timeOut(
       throw new Error(`TIMEOUT for ${call.contactNumber} in batch ${batch.batchId} could not be recorded`);
     default:
       return outcome satisfies never;
-  }
-}
-
-/**
- * A watchdog of one call (enqueued before one covered a dial run): a contact still Calling with the call
- * it watches (its callId, of its round) is completed with TIMEOUT; anything else is a no-op.
- */
-async function callWatchdog(deps: CallsDeps, args: CallWatchdogArgs, ctx: JobContext): Promise<void> {
-  const batch = await deps.batches.get(args.batchId);
-  if (!batch) return;
-  if ((await timeOut(deps, batch, { contactNumber: args.contactNumber, round: args.round, callId: args.callId }, ctx)) === 'contention') {
-    throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
   }
 }

@@ -9,8 +9,15 @@ afterEach(async () => {
   await Promise.all(fixtures.splice(0).map((fx) => fx.stop()));
 });
 
-// The result of the contact's round-1 call (the id the dialer derived and sent the placer).
-const result = (batchId: string, contactNumber: string) => ({ batchId, contactNumber, callId: callIdFor(batchId, contactNumber, 1), code: 'COMPLETED', emptyTranscription: false, durationSeconds: 50 });
+// The result of the contact's round-1 call at list position `pos` (the id the dialer derived and sent the placer).
+const result = (batchId: string, contactNumber: string, pos: number) => ({
+  batchId,
+  contactNumber,
+  callId: callIdFor(batchId, contactNumber, { round: 1, page: 0, pos }),
+  code: 'COMPLETED',
+  emptyTranscription: false,
+  durationSeconds: 50,
+});
 
 describe('DELETE a batch: it stops, its results are ignored, its slots go back', () => {
   it('ReleasesTheSlotsOfItsCallsIgnoresTheirResultsAndStopsDialling', async () => {
@@ -34,7 +41,7 @@ describe('DELETE a batch: it stops, its results are ignored, its slots go back',
 
     // A result for the deleted batch is ignored and changes nothing; DELETE again changes nothing either.
     const before = await fx.callsItems();
-    expect(await fx.webhook(result(a, doomed[0]!))).toEqual({ status: 200, body: { outcome: 'ignored' } });
+    expect(await fx.webhook(result(a, doomed[0]!, 0))).toEqual({ status: 200, body: { outcome: 'ignored' } });
     expect((await fx.api('DELETE', `/v1/batches/${a}`)).body.status).toBe('Deleted');
     expect(await fx.callsItems()).toEqual(before);
 
@@ -50,8 +57,10 @@ describe('DELETE a batch: it stops, its results are ignored, its slots go back',
     const events = await fx.allEvents();
     expect(events.filter((e) => e.data['batchId'] === a)).toEqual([]);
     expect(await fx.jobs.store.get(jobIds.finalise(a, 1))).toBeUndefined();
-    expect((await fx.jobs.store.mustGet((await fx.store.getContact(a, doomed[0]!))!.watchdogJobId!)).state).toBe('completed');
-    expect(await fx.store.getContact(a, doomed[0]!)).toMatchObject({ status: 'Calling' });
+    expect((await fx.allJobs()).filter((j) => j.kind === 'calls.watchdog' && (j.args as { batchId: string }).batchId === a).map((j) => j.state)).toEqual(['completed']);
+    // Its calls were not hung up: their contacts stay Calling in the deleted batch, with no completion written.
+    expect([...(await fx.contactViews(a)).values()].map((c) => c.status)).toEqual(Array(6).fill('Calling'));
+    expect(await fx.store.getContact(a, doomed[0]!)).toBeUndefined();
   });
 
   it('APendingDialerOfADeletedBatchDialsNothingMore', async () => {

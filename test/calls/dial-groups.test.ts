@@ -1,7 +1,6 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { callsDefaults } from '../../functions/calls/config.ts';
-import { contactKey, jobIds } from '../../functions/calls/model.ts';
+import { baseCallId, callIdFor, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers, placerGate, runByHand } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -19,46 +18,31 @@ async function handRun() {
 }
 
 describe('dialer: a group of contacts in one transaction', () => {
-  it('ARunOfTwentyContactsDialsThemInFourTransactions_EachWritingTheSlotShardAndTheBatchRowOnce_InListOrder', async () => {
+  it('ARunOfTwentyContactsDialsThemInFourTransactions_EachWritingTheSlotShardAndTheBatchRowOnce_AndNoContact_InListOrder', async () => {
     const { fx, run } = await handRun();
     const contacts = numbers(20);
     const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 100 });
+    const written = vi.spyOn(fx.deps.store, 'transact');
     fx.counter.reset();
     expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
     // Four groups of five (callsDefaults.dialGroup): one transaction each, the run's watchdog in the first.
     expect(callsDefaults.dialGroup).toBe(5);
     expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(4);
+    // Each writes the slot shard and the batch row (and the first the watchdog job): no contact item.
+    const items = written.mock.calls.map(([transaction]) => transaction.map((item) => item.name));
+    expect(items).toEqual([['tenant', 'batch', `job ${jobIds.watchdog(batchId, 1, 1)}`], ['tenant', 'batch'], ['tenant', 'batch'], ['tenant', 'batch']]);
+    expect((await fx.callsItems()).filter((item) => String(item['sk']).startsWith('CONTACT#'))).toEqual([]);
     expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts);
+    // Each call id names its round and list position.
+    expect(fx.simulator.calls.map((c) => baseCallId(c.callId))).toEqual(contacts.map((n, pos) => callIdFor(batchId, n, { round: 1, page: 0, pos })));
     const batch = (await fx.store.getBatch(batchId))!;
-    expect(batch).toMatchObject({ nCalling: 20, nQueued: 0, dialComplete: true });
+    expect(batch).toMatchObject({ nCalling: 20, nQueued: 0, dialComplete: true, watchdogs: 1, openWatchdog: jobIds.watchdog(batchId, 1, 1) });
     const slots = await fx.store.getSlots('acme');
     expect(slots.reduce((n, s) => n + s.active, 0)).toBe(20);
     // The batch's per-shard counts match the shards' (what a delete gives back).
     for (const slot of slots) expect(batch[`s${slot.shard}`] ?? 0).toBe(slot.active);
-    const states = await fx.store.getContacts(batchId, contacts);
-    for (const n of contacts) expect(states.get(n)).toMatchObject({ status: 'Calling', round: 1, attempts: 1, watchdogJobId: jobIds.watchdog(batchId, 1, 0, 0) });
-  });
-
-  it('AGroupWithAContactThatCannotBeDialled_DialsTheOthersOnce_SkipsThatOne_AndTakesASlotPerCallPlaced', async () => {
-    const { fx, run } = await handRun();
-    const contacts = numbers(6);
-    const batchId = await fx.createBatch({ numbers: contacts, maxAttempts: 1, concurrencyLimit: 100 });
-    // The fourth contact has a state already (it should not happen: a list holds only dialable contacts).
-    const stray = contacts[3]!;
-    await fx.clients.dynamo.send(
-      new PutCommand({
-        TableName: fx.tableNames.calls,
-        Item: { ...contactKey(batchId, stray), batchId, contactNumber: stray, status: 'Completed', round: 1, attempts: 1, code: 'COMPLETED', updatedAt: new Date(fx.clock.now()).toISOString() },
-      }),
-    );
-    expect(await run(jobIds.dial(batchId, 1))).toBe('completed');
-    const others = contacts.filter((n) => n !== stray);
-    expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(others);
-    const states = await fx.store.getContacts(batchId, contacts);
-    for (const n of others) expect(states.get(n)).toMatchObject({ status: 'Calling', attempts: 1 });
-    expect(states.get(stray)).toMatchObject({ status: 'Completed', attempts: 1, code: 'COMPLETED' });
-    expect(await fx.store.getBatch(batchId)).toMatchObject({ nCalling: 5, dialComplete: true });
-    expect((await fx.store.getSlots('acme')).reduce((n, s) => n + s.active, 0)).toBe(5);
+    // The API shows them Calling: their positions are behind the dial cursor.
+    for (const view of (await fx.contactViews(batchId)).values()) expect(view).toMatchObject({ status: 'Calling', attempts: 1, code: null });
   });
 
   it('AGroupNeverTakesMoreSlotsThanItsShardHasFree_TheRestWaitForResults', async () => {

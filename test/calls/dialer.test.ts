@@ -146,7 +146,7 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', counts: { byCode: { COMPLETED: 1, INTERNAL_ERROR: 1 } } });
     // The run's one watchdog covered both calls, found them Completed and changed nothing.
     const watchdogs = (await fx.allJobs()).filter((j) => j.kind === 'calls.watchdog');
-    expect(watchdogs.map((j) => [j.id, j.state])).toEqual([[jobIds.watchdog(batchId, 1, 0, 0), 'completed']]);
+    expect(watchdogs.map((j) => [j.id, j.state])).toEqual([[jobIds.watchdog(batchId, 1, 1), 'completed']]);
     expect((await fx.allEvents()).filter((e) => e.type === 'call.completed').map((e) => e.data['code']).sort()).toEqual(['COMPLETED', 'INTERNAL_ERROR']);
   });
 

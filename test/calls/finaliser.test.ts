@@ -14,13 +14,13 @@ afterEach(async () => {
 
 describe('finaliser: pages through the round, idempotent, resumable', () => {
   it('ACrashMidwayAndTwoDuplicateRunsStillPromoteEachRetryableContactExactlyOnce', async () => {
-    // 100 contacts: two steps of at most 90. Every third completes; the rest do not pick up.
-    const all = numbers(100);
+    // 150 contacts: two steps of at most 100. Every third completes; the rest do not pick up.
+    const all = numbers(150);
     const retryable = all.filter((_, i) => i % 3 !== 0);
     const fx = await callsFixture({ script: ({ contactNumber, round }) => (round === 1 && retryable.includes(contactNumber) ? 'noPickup' : 'completed'), resultDelayMs: () => 30_000 });
     fixtures.push(fx);
     expect(all.length).toBeGreaterThan(FINALISE_CHUNK);
-    const batchId = await fx.createBatch({ numbers: all, maxAttempts: 2, concurrencyLimit: 100, retry: { baseSeconds: 600, capSeconds: 3600 } });
+    const batchId = await fx.createBatch({ numbers: all, maxAttempts: 2, concurrencyLimit: 150, retry: { baseSeconds: 600, capSeconds: 3600 } });
 
     // The finaliser's second step fails as if its worker lost DynamoDB midway (the first step committed).
     const send = fx.clients.dynamo.send.bind(fx.clients.dynamo);
@@ -47,12 +47,14 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
       runNext: async () => 'declined',
     });
     let halfway: any;
+    let halfwayContacts: Map<string, { status: string; code: string | null }> | undefined;
     let duplicates: PromiseSettledResult<void>[] | undefined;
     await fx.settle(undefined, async () => {
       if (duplicates) return;
       const job = await fx.jobs.store.get(jobIds.finalise(batchId, 1));
       if (job?.state !== 'retryable') return;
       halfway = await fx.store.getBatch(batchId);
+      halfwayContacts = await fx.contactViews(batchId);
       // While the job waits for its backoff, two more workers run the same finaliser at once.
       duplicates = await Promise.allSettled([finalise.run({ batchId, round: 1 }, ctx()), finalise.run({ batchId, round: 1 }, ctx())]);
     });
@@ -60,6 +62,12 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
     // Halfway: the first step's promotions committed with the cursor, the second's did not.
     expect(halfway).toMatchObject({ round: 1, finPage: 0, finPos: FINALISE_CHUNK, nextPages: 1 });
     expect(halfway.nRetryEligible).toBe(retryable.filter((n) => all.indexOf(n) < FINALISE_CHUNK).length);
+    // No contact was written by the promotion: the API derives RetryEligible for those the committed step
+    // passed (their round-1 code is retryable, the finaliser's cursor is past them), as the counts say.
+    for (const [i, n] of all.entries()) {
+      const status = retryable.includes(n) && i < FINALISE_CHUNK ? 'RetryEligible' : 'Completed';
+      expect(halfwayContacts!.get(n), n).toMatchObject({ status, code: retryable.includes(n) ? 'NO_PICKUP' : 'COMPLETED' });
+    }
     expect(duplicates!.filter((r) => r.status === 'fulfilled').length).toBeGreaterThanOrEqual(1);
 
     // The job's own retry found the round done and did nothing; round 2 dialled each retryable contact once.
@@ -72,7 +80,7 @@ describe('finaliser: pages through the round, idempotent, resumable', () => {
     expect(events.filter((e) => e.type === 'batch.round_scheduled').map((e) => e.data['contacts'])).toEqual([retryable.length]);
     expect(events.filter((e) => e.type === 'batch.finalised')).toHaveLength(1);
     const final = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
-    expect(final).toMatchObject({ status: 'Finalised', round: 2, counts: { byStatus: { Completed: 100, RetryEligible: 0, Calling: 0, Queued: 0 }, byCode: { COMPLETED: 100 } } });
+    expect(final).toMatchObject({ status: 'Finalised', round: 2, counts: { byStatus: { Completed: 150, RetryEligible: 0, Calling: 0, Queued: 0 }, byCode: { COMPLETED: 150 } } });
     const contacts = (await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body.contacts;
     expect(contacts.map((c: any) => c.attempts)).toEqual(all.map((n) => (retryable.includes(n) ? 2 : 1)));
   });

@@ -128,11 +128,11 @@ function allowed(request: Request): boolean {
   });
 }
 
-/** A result for the contact's round-1 call (its callId is the one the dialer gave the placer). */
+/** A result for the contact's round-1 call (its callId is the one the dialer gave the placer: its list position, the batch's `numbers(…)` order). */
 const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}) => ({
   batchId,
   contactNumber,
-  callId: callIdFor(batchId, contactNumber, 1),
+  callId: callIdFor(batchId, contactNumber, { round: 1, page: 0, pos: Number(contactNumber.slice(-4)) - 1000 }),
   code: 'NO_PICKUP',
   emptyTranscription: true,
   durationSeconds: 0,

@@ -26,11 +26,17 @@ async function callingBatch(count: number, options: { concurrencyLimit?: number;
   return { fx, batchId, contacts };
 }
 
-/** A result for the contact's call of `round` (default 1): its callId is the one the dialer gave the placer. */
+/** A contact's position in a list of `numbers(…)` (each list here is in that order). */
+const positionOf = (contactNumber: string) => Math.max(0, Number(contactNumber.slice(-4)) - 1000);
+
+/**
+ * A result for the contact's call of `round` (default 1) at its list position: its callId is the one the
+ * dialer gave the placer (one slot shard here, so no slot suffix).
+ */
 const result = (batchId: string, contactNumber: string, overrides: Record<string, unknown> = {}, round = 1) => ({
   batchId,
   contactNumber,
-  callId: callIdFor(batchId, contactNumber, round),
+  callId: callIdFor(batchId, contactNumber, { round, page: 0, pos: positionOf(contactNumber) }),
   code: 'NO_PICKUP',
   emptyTranscription: true,
   durationSeconds: 0,
@@ -54,8 +60,10 @@ describe('intake: one transaction per applied result', () => {
     const batch = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
     expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 2, Completed: 1, RetryEligible: 0 }, byCode: { FAILED_NO_CONVERSATION: 1 } });
     // The dial run's one watchdog is left alone: it finds this call Completed when it runs.
-    const watchdog = await fx.jobs.store.mustGet(contact!.watchdogJobId!);
-    expect(watchdog).toMatchObject({ kind: 'calls.watchdog', state: 'scheduled', args: { batchId, round: 1, page: 0, pos: 0, count: 3 } });
+    const watchdog = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, 1, 1));
+    expect(watchdog).toMatchObject({ kind: 'calls.watchdog', state: 'scheduled', args: { batchId, round: 1, seq: 1, page: 0, pos: 0, count: 3, shard: 0 } });
+    // The contact's item is the completion, written once: its round, its call, its dial count.
+    expect(contact).toMatchObject({ attempts: 1, callId: result(batchId, contacts[1]!).callId });
     expect(watchdog.cancelRequestedAt).toBeUndefined();
     const events = await fx.allEvents();
     expect(events.map((e) => [e.type, e.data['contactNumber'], e.data['code']])).toEqual([['call.completed', contacts[1], 'FAILED_NO_CONVERSATION']]);
@@ -106,7 +114,7 @@ describe('intake: one transaction per applied result', () => {
 });
 
 describe('intake: what the refused condition says, it acts on', () => {
-  it('TheRoundsLastResultEnqueuesTheFinaliserAndALaterRoundIsFoundFromTheStoredContactWithoutARead', async () => {
+  it('TheRoundsLastResultEnqueuesTheFinaliser_AndALaterRoundsResultNeedsNoReadToFindItsRound_ItsCallIdNamesIt', async () => {
     // No worker: the jobs run by hand, so the counter sees the intake's requests alone.
     const fx = await callsFixture({ script: () => 'noPickup', resultDelayMs: () => 3_600_000, callTimeoutSeconds: 7200, workers: false });
     fixtures.push(fx);
@@ -123,12 +131,12 @@ describe('intake: what the refused condition says, it acts on', () => {
     // The finaliser promotes it; round 2 dials it again.
     expect(await run(jobIds.finalise(batchId, 1))).toBe('completed');
     expect(await run(jobIds.dial(batchId, 2))).toBe('completed');
-    expect(await fx.store.getContact(batchId, contact!)).toMatchObject({ status: 'Calling', round: 2 });
+    expect(await fx.contactView(batchId, contact!)).toMatchObject({ status: 'Calling', attempts: 2 });
 
-    // This process still thinks the batch is in round 1: the refused contact says round 2, then it is the last call.
+    // Round 2's call: its id says round 2, so the first transaction is round 2's; it is the last call.
     fx.counter.reset();
     expect((await fx.webhook(result(batchId, contact!, { code: 'COMPLETED', emptyTranscription: false, durationSeconds: 60 }, 2))).body.outcome).toBe('applied');
-    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.Query': 3, 'DynamoDB.TransactWriteItems': 3 });
+    expect(fx.counter.toJSON()).toEqual({ 'DynamoDB.Query': 2, 'DynamoDB.TransactWriteItems': 2 });
     expect(await run(jobIds.finalise(batchId, 2))).toBe('completed');
     expect((await fx.api('GET', `/v1/batches/${batchId}`)).body).toMatchObject({ status: 'Finalised', round: 2, counts: { byCode: { COMPLETED: 1 } } });
   });
@@ -253,7 +261,7 @@ describe('intake: refused before anything is read', () => {
       [result(batchId, contacts[0]!, { durationSeconds: 'ten' }), 'body.durationSeconds'],
       [result(batchId, contacts[0]!, { emptyTranscription: 'yes' }), 'body.emptyTranscription'],
       [result(batchId, contacts[0]!, { code: 'NO PICKUP!' }), 'body.code'],
-      [{ contactNumber: contacts[0], callId: callIdFor('b', contacts[0]!, 1), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
+      [{ contactNumber: contacts[0], callId: callIdFor('b', contacts[0]!, { round: 1, page: 0, pos: 0 }), code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 }, 'body.batchId'],
       [result(batchId, contacts[0]!, { callId: '' }), 'body.callId'],
     ];
     for (const [body, path] of cases) {

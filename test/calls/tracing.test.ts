@@ -40,7 +40,7 @@ describe('the intake’s traces', () => {
     const batchId = await fx.createBatch({ numbers: [number!], maxAttempts: 1, concurrencyLimit: 1 });
     await fx.quiesce();
     const { tracing, post } = await tracedIntake(fx);
-    const callId = callIdFor(batchId, number!, 1);
+    const callId = callIdFor(batchId, number!, { round: 1, page: 0, pos: 0 });
     const result = { batchId, contactNumber: number, callId, code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 };
 
     expect(await post(result)).toBe(200);

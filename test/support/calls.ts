@@ -188,6 +188,18 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     return ((result.Items ?? []) as Record<string, unknown>[]).sort((a, b) => `${String(a['pk'])}|${String(a['sk'])}`.localeCompare(`${String(b['pk'])}|${String(b['sk'])}`));
   }
 
+  /** Each contact of a batch as `GET /v1/batches/{id}/contacts` shows it (status derived: calls/status.ts), by number. */
+  async function contactViews(batchId: string): Promise<Map<string, { contactNumber: string; status: string; code: string | null; attempts: number }>> {
+    const response = await api('GET', `/v1/batches/${batchId}/contacts`);
+    if (response.status !== 200) throw new Error(`contacts: ${response.status} ${JSON.stringify(response.body)}`);
+    return new Map((response.body.contacts as { contactNumber: string; status: string; code: string | null; attempts: number }[]).map((c) => [c.contactNumber, c]));
+  }
+
+  /** One contact as the API shows it. */
+  async function contactView(batchId: string, contactNumber: string) {
+    return (await contactViews(batchId)).get(contactNumber);
+  }
+
   async function stop(): Promise<void> {
     await host.stop();
     await simulator.close();
@@ -197,7 +209,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   /** Runs a job's wake-up on the executor of its queue, as the deployed workers do. */
   const execute = async (message: { jobId: string; seq: number }) => executors[(await jobs.store.mustGet(message.jobId)).queue as 'dial' | 'calls'].execute(message);
   const queues = { dial: callsQueues[0]!, calls: callsQueues[1]! };
-  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, queues, allJobs, allEvents, callsItems, stop };
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, queues, allJobs, allEvents, callsItems, contactViews, contactView, stop };
 }
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
