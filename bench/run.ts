@@ -1,7 +1,8 @@
 // npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
-// npm run bench -- <section> [--json FILE] [--records FILE]: one section (jobs, calls, webhooks, capacity);
-// --json writes the capacity report (docs/capacity.md), --records every request it recorded.
+// npm run bench -- <section> [--json FILE] [--records FILE] [--unlimited]: one section (jobs, calls, webhooks,
+// capacity); --json writes the capacity report (docs/capacity.md), --records every request it recorded,
+// --unlimited runs the capacity day with every request and record at once.
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
@@ -13,7 +14,7 @@ import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
 const sections = ['jobs', 'calls', 'webhooks', 'capacity'];
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' }, unlimited: { type: 'boolean' } } });
 const only = positionals[0];
 if (only !== undefined && !sections.includes(only)) {
   console.error(`unknown section "${only}"; one of: ${sections.join(', ')}`);
@@ -40,7 +41,7 @@ try {
   }
   if (!only || only === 'capacity') {
     console.log('\n## capacity and cost (docs/capacity.md)');
-    const result = await benchCapacity(dynamo.endpoint, { ...(values.json ? { json: values.json } : {}), ...(values.records ? { records: values.records } : {}) });
+    const result = await benchCapacity(dynamo.endpoint, { ...(values.json ? { json: values.json } : {}), ...(values.records ? { records: values.records } : {}), ...(values.unlimited ? { unlimited: true } : {}) });
     for (const line of result.lines) console.log(`  ${line}`);
   }
 } finally {

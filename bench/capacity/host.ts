@@ -30,6 +30,10 @@ export interface CapacityHostOptions {
   seed: number;
   /** How often the rescuer runs, real ms (on AWS: once a minute). */
   rescueIntervalMs: number;
+  /** Requests the API serves at once (the rest wait, untimed). @default no limit */
+  apiConcurrency?: number;
+  /** Batches each queue's worker runs at once. @default the context's */
+  queueConcurrency?: number;
 }
 
 /** The local stack under the recorder, and what the run needs to drive and observe it. */
@@ -107,7 +111,8 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
         webhooks: { allowLoopback: true },
       },
       rescuer: { intervalMs: options.rescueIntervalMs, rescueAfterMs: 30_000 * clock.speed },
-      serve: { port },
+      serve: { port, ...(options.apiConcurrency ? { concurrency: options.apiConcurrency } : {}) },
+      ...(options.queueConcurrency ? { queueConcurrency: options.queueConcurrency } : {}),
     });
     stops.push(() => host.stop());
 

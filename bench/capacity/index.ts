@@ -30,6 +30,17 @@ const RETENTION_DAYS: Record<string, number | null> = {
   calls: CALLS_RETENTION_SECONDS / 86_400,
 };
 
+/**
+ * How many API requests, and how many batches per queue, the day serves at once (the rest wait their turn,
+ * untimed). Every part of redial runs here on one 2-core machine against one DynamoDB Local process, which
+ * queues what it is sent at once; on AWS each invocation has a machine of its own and DynamoDB does not
+ * queue. Admitted a few at a time, DynamoDB Local answers near its unloaded latency, so a measured duration
+ * is a record's work, not the miniature's queue (`--unlimited` measures with every record at once:
+ * docs/capacity.md, "Durations"). The queues' capacity is still sized against the deployed concurrency.
+ */
+export const API_CONCURRENCY = 4;
+export const QUEUE_CONCURRENCY = 1;
+
 export interface CapacityOptions {
   /** Contacts across all batches: about 1.75 results each over three rounds. @default 400 */
   contacts?: number;
@@ -39,6 +50,8 @@ export interface CapacityOptions {
   json?: string;
   /** Where to write every record of the day as JSON (large: tens of megabytes), to look closer. */
   records?: string;
+  /** Serve every request and record at once (the context's concurrency), not a few at a time. @default false */
+  unlimited?: boolean;
 }
 
 export interface CapacityReport extends CapacityModel {
@@ -60,6 +73,8 @@ export interface CapacityReport extends CapacityModel {
     realSeconds: number;
     jobTimeSeconds: number;
     timeScale: number;
+    /** Requests and batches per queue served at once (`unlimited`: as the contexts declare), see {@link API_CONCURRENCY}. */
+    admission: { apiConcurrency: number; queueConcurrency: number } | 'unlimited';
   };
   fixedUsdPerMonth: Record<string, number>;
   /**
@@ -92,7 +107,8 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   const settings = deployedSettings();
   const lines: string[] = [];
   const log = (line: string) => console.log(`  ${line}`);
-  const host = await startCapacityHost({ dynamoEndpoint, timeScale, seed: 12, rescueIntervalMs: 60_000 * timeScale });
+  const admission = options.unlimited ? {} : { apiConcurrency: API_CONCURRENCY, queueConcurrency: QUEUE_CONCURRENCY };
+  const host = await startCapacityHost({ dynamoEndpoint, timeScale, seed: 12, rescueIntervalMs: 60_000 * timeScale, ...admission });
   let day: DayOutcome;
   let records: Recorded[];
   let passes: number;
@@ -148,6 +164,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
       realSeconds: day.realSeconds,
       jobTimeSeconds: day.jobTimeSeconds,
       timeScale,
+      admission: options.unlimited ? 'unlimited' : { apiConcurrency: API_CONCURRENCY, queueConcurrency: QUEUE_CONCURRENCY },
     },
     ...model,
     fixedUsdPerMonth,
@@ -164,6 +181,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   const d = report.day;
   lines.push(
     `the day             ${fmt(d.results)} call results (${fmt(d.contacts)} contacts, ${d.batches} batches, ${d.tenants} tenants, up to ${d.rounds} rounds) in ${fmt(d.realSeconds, 1)} s real, ${fmt(d.jobTimeSeconds / 60, 1)} min job time`,
+    `                    ${d.admission === 'unlimited' ? 'every request and record served at once (--unlimited)' : `served ${d.admission.apiConcurrency} API requests and ${d.admission.queueConcurrency} batch per queue at once (durations: docs/capacity.md)`}`,
     `                    largest tenant ${fmt(100 * d.largestTenantShare.share, 1)} % of results, largest batch ${fmt(100 * d.largestBatchShare.share, 1)} %; ${fmt(d.deliveriesPerResult, 2)} deliveries and ${fmt(d.measuredMailsPerResult, 3)} mails per result (priced at ${MAILS_PER_RESULT})`,
     `cost                ${usd(report.usdPerMillionResults)} per million results without SES, ${usd(report.usdPerMillionResultsWithSes)} with it (${prices.region} list prices of ${prices.checkedOn})`,
     `                    ${Object.entries(report.usdPerMillionResultsByService).map(([k, v]) => `${k} ${usd(v)}`).join(', ')}`,

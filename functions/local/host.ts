@@ -101,7 +101,14 @@ export interface LocalHostOptions {
     extraRoutes?: (host: { jobs: JobRuntime; system: System }) => readonly ApiRoute[];
     origins?: readonly string[];
     wrap?: (handler: ApiHandler) => ApiHandler;
+    /**
+     * At most this many requests are served at once; the others wait for their turn before they are served
+     * (and, with a recorder, before they are timed). @default no limit
+     */
+    concurrency?: number;
   };
+  /** Each queue's worker runs at most this many batches at once, whatever its context declares. @default the context's */
+  queueConcurrency?: number;
 }
 
 /** What a host wraps around each invocation (see {@link LocalHostOptions.boundaries}). */
@@ -161,7 +168,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
             name,
             clock: options.clock,
             batchSize: queues[name].batchSize,
-            maxConcurrency: queues[name].maxConcurrency,
+            maxConcurrency: Math.min(queues[name].maxConcurrency, options.queueConcurrency ?? Number.POSITIVE_INFINITY),
             visibilityMs: visibilitySeconds(queues[name]) * 1000 * speed,
             onError: (error) => logger.error('worker threw', { error: String(error) }),
           }),
@@ -256,7 +263,8 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     const routes = [...system.routes(), ...(options.serve.extraRoutes?.({ jobs, system }) ?? [])];
     const routed = createApiHandler(routes, logger);
     const plain: ApiHandler = (event, context) => routed(event, context);
-    const recorded = recorder ? recordedApi(plain, system, recorder) : plain;
+    const timed = recorder ? recordedApi(plain, system, recorder) : plain;
+    const recorded = options.serve.concurrency === undefined ? timed : admitted(timed, options.serve.concurrency);
     const around = options.boundaries?.request;
     const routeOf = routeNamer(routes);
     const bounded: ApiHandler = around ? (event, context) => around(routeOf(event.requestContext.http.method, event.rawPath), () => recorded(event, context)) : recorded;
@@ -307,6 +315,22 @@ function routeNamer(routes: readonly { method: string; path: string }[]): (metho
 const kindOfJob = (jobId: string): string => jobId.split(/[:@]/)[0] ?? 'unknown';
 
 /** A queue worker as its Lambda, recorded: one invocation per batch (the records run and are timed inside it, {@link recordedRecord}). */
+/** The API, serving at most `limit` requests at once: the others wait, in order, for a turn. */
+function admitted(api: ApiHandler, limit: number): ApiHandler {
+  let serving = 0;
+  const waiting: (() => void)[] = [];
+  return async (event, context) => {
+    if (serving >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    serving++;
+    try {
+      return await api(event, context);
+    } finally {
+      serving--;
+      waiting.shift()?.();
+    }
+  };
+}
+
 function recordedWorker(fn: string, worker: SqsWorker, recorder: RequestRecorder) {
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const batch = await recorder.measure(fn, () => worker(event, {} as never), { root: true });
