@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { tables } from '../../functions/app/system.ts';
 import type { TableNames } from '../../functions/app/system.ts';
 import { callsDefaults } from '../../functions/calls/config.ts';
@@ -11,6 +12,7 @@ import { transportFor } from '../../functions/mail/transport.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
+import { route } from '../../functions/platform/http.ts';
 import { ensureTables } from '../../functions/platform/local/dynamodb-local.ts';
 import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
@@ -112,5 +114,37 @@ describe("the local host's seams for the fault simulation", () => {
     clock.advance(60_000);
     await until(() => host.rescuerPasses() === 2);
     expect(host.rescuerPasses()).toBe(2);
+  });
+});
+
+describe("the local host's admission (the capacity day's)", () => {
+  it('ServesAtMostItsConcurrencyOfRequestsAtOnce_TheOthersWaitTheirTurn_AndEveryOneIsAnswered', { timeout: 60_000 }, async () => {
+    const prefix = `a${randomBytes(5).toString('hex')}`;
+    const tableNames = Object.fromEntries(Object.keys(tables).map((key) => [key, `${prefix}-${key}`])) as TableNames;
+    await ensureTables(dynamoEndpoint(), Object.entries(tables).map(([key, definition]) => ({ definition, tableName: tableNames[key as keyof TableNames] })));
+    const clients = createAwsClients({ region: 'local', endpoints: { dynamodb: dynamoEndpoint() }, credentials: localCredentials });
+    let serving = 0;
+    let most = 0;
+    const slow = route({
+      method: 'GET',
+      path: '/v1/test/slow',
+      auth: 'none',
+      summary: 'takes 50 ms',
+      responses: { 200: { description: 'done', schema: z.object({ ok: z.boolean() }) } },
+      handler: async () => {
+        most = Math.max(most, ++serving);
+        await sleep(50);
+        serving--;
+        return { status: 200, body: { ok: true } };
+      },
+    });
+    const host = await createLocalHost({ db: clients.dynamo, tableNames, clock: new ManualClock(), rng: seededRng(5), workers: [], serve: { port: 0, concurrency: 2, extraRoutes: () => [slow] } });
+    stops.push(async () => {
+      await host.stop();
+      clients.dynamo.destroy();
+    });
+    const answers = await Promise.all(Array.from({ length: 8 }, () => fetch(`${host.url}/v1/test/slow`)));
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 8 }, () => 200));
+    expect(most).toBe(2);
   });
 });
