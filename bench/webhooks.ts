@@ -169,7 +169,10 @@ async function publish(sys: Awaited<ReturnType<typeof webhookSystem>>, data: Rec
   const published = await sys.webhooks.publisher.prepare({ tenantId: 'bench', type: 'call.completed', data }, now);
   if (published.items.length > 0) {
     const result = await sys.webhooks.deps.store.transact(published.items);
-    if (!result.committed) throw result.error;
+    if (!result.committed) {
+      await published.abandon();
+      throw result.error;
+    }
   }
   await published.afterCommit();
   return published.event.id;

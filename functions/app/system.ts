@@ -228,7 +228,7 @@ export class System {
         prepare: async (input, now) => {
           const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger }));
           const published = await publisher.prepare(input, now);
-          return { eventId: published.event.id, items: published.items, jobs: [], afterCommit: () => published.afterCommit() };
+          return { eventId: published.event.id, items: published.items, jobs: [], afterCommit: () => published.afterCommit(), abandon: () => published.abandon() };
         },
       },
       ownerMail: {

@@ -1,4 +1,5 @@
 import { CallsEvent } from './ports.ts';
+import type { TransactItem } from '../jobs/index.ts';
 import type { BatchConfig } from './batch-config.ts';
 import type { Classification } from './classify.ts';
 import type { CallsDeps } from './deps.ts';
@@ -116,32 +117,50 @@ const MAX_TRANSACTIONS = 3;
  * tries again later — the AI handler on a 503, the job layer for a job.
  */
 export async function completeCall(deps: CallsDeps, batch: BatchConfig, request: CompletionRequest): Promise<CompletionOutcome> {
-  const { store, jobs, clock, logger } = deps;
-  const now = clock.now();
+  const now = deps.clock.now();
   const { code, retryable } = request.classification;
   // The call's round and position, from its id; one not made for this contact of this batch is no call of ours.
   const at = parseCallId(batch.batchId, request.contactNumber, request.callId);
   if (!at) return { outcome: 'ignored', reason: 'another_call' };
-  let plan: CompletionPlan = { round: at.round, page: at.page, pos: at.pos, last: request.last === true };
+  const plan: CompletionPlan = { round: at.round, page: at.page, pos: at.pos, last: request.last === true };
 
-  for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
-    const event = await deps.ports.events.prepare(
-      {
-        tenantId: batch.tenantId,
-        type: CallsEvent.callCompleted,
-        data: {
-          batchId: batch.batchId,
-          contactNumber: request.contactNumber,
-          round: plan.round,
-          code,
-          retryable,
-          source: request.source,
-          ...(request.callId !== undefined ? { callId: request.callId } : {}),
-          ...(request.report ? { durationSeconds: request.report.durationSeconds } : {}),
-        },
+  // The event is the call's whatever the plan (a replan only learns whether this is the round's last call):
+  // published once, for every transaction this completion tries, and abandoned unless one commits.
+  const event = await deps.ports.events.prepare(
+    {
+      tenantId: batch.tenantId,
+      type: CallsEvent.callCompleted,
+      data: {
+        batchId: batch.batchId,
+        contactNumber: request.contactNumber,
+        round: plan.round,
+        code,
+        retryable,
+        source: request.source,
+        ...(request.callId !== undefined ? { callId: request.callId } : {}),
+        ...(request.report ? { durationSeconds: request.report.durationSeconds } : {}),
       },
-      now,
-    );
+    },
+    now,
+  );
+  const outcome = await attempts(deps, batch, request, plan, event, now);
+  if (outcome.outcome !== 'applied') await event.abandon();
+  return outcome;
+}
+
+/** The transactions of one completion (see {@link completeCall}): the common case, then what a refusal revealed. */
+async function attempts(
+  deps: CallsDeps,
+  batch: BatchConfig,
+  request: CompletionRequest,
+  first: CompletionPlan,
+  event: { items: readonly TransactItem[]; afterCommit(): Promise<void> },
+  now: number,
+): Promise<CompletionOutcome> {
+  const { store, jobs, logger } = deps;
+  const { code, retryable } = request.classification;
+  let plan = first;
+  for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
     const finaliser = plan.last ? jobs.prepare(finaliseKind, { batchId: batch.batchId, round: plan.round }, { id: jobIds.finalise(batch.batchId, plan.round) }) : undefined;
     const items = [
       ...store.completionItems({

@@ -121,7 +121,7 @@ async function rearm(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Promise
     { tenantId: batch.tenantId, type: CallsEvent.batchRoundScheduled, data: { batchId: batch.batchId, round: nextRound, contacts: batch.nextSize, dialAt: iso(now + delayMs) } },
     now,
   );
-  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial], () => event.afterCommit());
+  return commit(deps, [store.rearmItem(batch, now), store.closeRoundItem(batch, now), dial.item, ...event.items], [dial], event);
 }
 
 /** Finalised, with batch.finalised and, when the tenant has an owner email, owner.notify — one transaction. */
@@ -132,16 +132,21 @@ async function finalise(deps: CallsDeps, batch: BatchRow, ctx: JobContext): Prom
   const event = await ports.events.prepare({ tenantId: batch.tenantId, type: CallsEvent.batchFinalised, data: summary }, now);
   const tenant = await store.getTenantRow(batch.tenantId);
   const notify = tenant?.ownerEmail ? ports.ownerMail.batchFinalised({ tenantId: batch.tenantId, eventId: event.eventId, summary }) : { items: [], jobs: [] };
-  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...notify.jobs], () => event.afterCommit());
+  return commit(deps, [store.finaliseItem(batch, now), store.closeRoundItem(batch, now), ...event.items, ...notify.items], [...notify.jobs], event);
 }
 
-/** Commits the items; once committed, wakes the jobs among them and runs what the event's publisher asked for after the commit. */
-async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[], afterCommit: () => Promise<void>): Promise<TransactOutcome> {
+/**
+ * Commits the items; once committed, runs what the event's publisher asks for after the commit and wakes
+ * the jobs among the items; not committed, lets the publisher undo what it wrote first.
+ */
+async function commit(deps: CallsDeps, items: TransactItem[], prepared: PreparedJob[], event: { afterCommit(): Promise<void>; abandon(): Promise<void> }): Promise<TransactOutcome> {
   const result = await deps.store.transact(items);
-  if (result.committed) {
-    await afterCommit();
-    await deps.jobs.afterCommit(prepared);
+  if (!result.committed) {
+    await event.abandon();
+    return result;
   }
+  await event.afterCommit();
+  await deps.jobs.afterCommit(prepared);
   return result;
 }
 

@@ -28,11 +28,13 @@ export interface Contribution {
 
 /**
  * Publishes an event (what delivers it to the tenant's endpoints) in the caller's transaction. It may read
- * first (which endpoints subscribe); after the commit the caller runs `afterCommit` (never throws), which
- * wakes the publication's own jobs (its `jobs` are empty: none for the caller to wake).
+ * and write first (which endpoints subscribe; a free endpoint's lease, taken for the delivery); after the
+ * commit the caller runs `afterCommit`, which wakes the publication's own jobs (its `jobs` are empty: none
+ * for the caller to wake), and if the transaction does not commit, `abandon`, which undoes what it wrote
+ * first. Neither throws.
  */
 export interface EventPublisher {
-  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void> }>;
+  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void>; abandon(): Promise<void> }>;
 }
 
 /** The tenant owner's mail. */

@@ -35,7 +35,10 @@ export function devEventRoutes(context: () => WebhooksContext): ApiRoute[] {
       const published = await publisher.prepare(body, deps.clock.now());
       if (published.items.length > 0) {
         const result = await deps.store.transact(published.items);
-        if (!result.committed) throw result.error;
+        if (!result.committed) {
+          await published.abandon();
+          throw result.error;
+        }
       }
       await published.afterCommit();
       return { status: 201, body: { eventId: published.event.id } };

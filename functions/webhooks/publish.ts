@@ -20,12 +20,10 @@ export const DIRECT_MAX_ENDPOINTS = 5;
 export interface Publication {
   event: WebhookEvent;
   items: TransactItem[];
-  /**
-   * After the commit: the lease of each free endpoint taken for its new delivery, and that delivery woken
-   * (or, if another took the lease meanwhile, parked behind it with no wake-up); the second look at the
-   * endpoints found busy. It sends the publication's wake-ups itself, and never throws.
-   */
+  /** After the commit: the publication's jobs woken, and the second look at the endpoints found busy. Never throws. */
   afterCommit(): Promise<void>;
+  /** The transaction did not commit: the leases taken for its deliveries are given back. Never throws. */
+  abandon(): Promise<void>;
 }
 
 /**
@@ -36,8 +34,9 @@ export interface Publication {
  *    none ───────────► nothing at all
  *    more than 5 ────► one webhook.fanout job, the event in its arguments (fanout.ts does the rest)
  *    each endpoint:
- *      lease free ───► its webhook.deliver job, the event in its arguments, due now; after the commit
- *                      the publisher takes the lease for it (so later events wait behind it)
+ *      lease free, and taken now for this delivery (a conditional write, before the commit)
+ *                   ─► its webhook.deliver job, the event in its arguments, woken after the commit; not
+ *                      committed after all: the lease goes back (and a webhook.restart runs the list)
  *      lease taken ──► a wait-list entry carrying the event, and no job: whoever holds the lease sends
  *                      it within its own run (delivery.ts); after the commit, one consistent look at the
  *                      lease: let go meanwhile → a webhook.restart job starts the list
@@ -63,64 +62,70 @@ export class Publisher {
 
   /**
    * The writes that publish an event, for the caller's TransactWriteItems; after the commit, call
-   * `afterCommit()` (it sends the wake-ups of the jobs among the items).
+   * `afterCommit()` (it sends the wake-ups of the jobs among the items); if the transaction does not
+   * commit, `abandon()` (it gives back the leases taken for them).
    *
    * @example
    * const published = await publisher.prepare({ tenantId, type: EventType.callCompleted, data }, clock.now());
    * const outcome = await transact(db, [...domainItems, ...published.items]);
-   * if (outcome.committed) await published.afterCommit();
+   * await (outcome.committed ? published.afterCommit() : published.abandon());
    */
   async prepare(input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number): Promise<Publication> {
     const event = newEvent(input, now);
     const targets = (await this.store.routing(event.tenantId)).filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type));
-    if (targets.length === 0) return { event, items: [], afterCommit: () => Promise.resolve() };
+    const nothing = () => Promise.resolve();
+    if (targets.length === 0) return { event, items: [], afterCommit: nothing, abandon: nothing };
     if (targets.length > DIRECT_MAX_ENDPOINTS) {
       const fanout = this.jobs.prepare(webhookFanoutKind, { eventId: event.id, event }, { id: `webhook.fanout:${event.id}` });
-      return { event, items: [fanout.item], afterCommit: () => this.jobs.afterCommit([fanout]) };
+      return { event, items: [fanout.item], afterCommit: () => this.jobs.afterCommit([fanout]), abandon: nothing };
     }
-    const items: TransactItem[] = [];
-    const busy: string[] = [];
-    const free: { endpointId: string; job: PreparedJob }[] = [];
-    for (const endpoint of targets) {
-      const id = deliveryJobId(event.id, endpoint.endpointId);
-      if (leaseTaken(endpoint, now)) {
-        items.push(this.store.pendingItem(waitKey(endpoint.endpointId, event.timestamp, id), id, event, now));
-        busy.push(endpoint.endpointId);
-      } else {
-        const job = this.jobs.prepare(webhookDeliverKind, { eventId: event.id, endpointId: endpoint.endpointId, event }, { id });
-        items.push(job.item);
-        free.push({ endpointId: endpoint.endpointId, job });
-      }
-    }
-    return { event, items, afterCommit: () => Promise.all([this.takeLeases(free, event), this.secondLook(busy, event.id)]).then(() => undefined) };
+    const routed = await Promise.all(
+      targets.map(async (endpoint) => {
+        const id = deliveryJobId(event.id, endpoint.endpointId);
+        const free = !leaseTaken(endpoint, now) && (await this.take(endpoint.endpointId, id));
+        return free
+          ? { endpointId: endpoint.endpointId, job: this.jobs.prepare(webhookDeliverKind, { eventId: event.id, endpointId: endpoint.endpointId, event }, { id }) }
+          : { endpointId: endpoint.endpointId, entry: this.store.pendingItem(waitKey(endpoint.endpointId, event.timestamp, id), id, event, now) };
+      }),
+    );
+    const taken = routed.flatMap((r) => (r.job ? [{ endpointId: r.endpointId, job: r.job }] : []));
+    const busy = routed.flatMap((r) => (r.entry ? [r.endpointId] : []));
+    return {
+      event,
+      items: routed.map((r) => r.job?.item ?? r.entry!),
+      afterCommit: () => Promise.all([this.jobs.afterCommit(taken.map((t) => t.job)), this.secondLook(busy, event.id)]).then(() => undefined),
+      abandon: () => this.release(taken, event.id),
+    };
   }
 
   /**
-   * Takes the free lease of each endpoint for the delivery just committed to it, then wakes it: the events
-   * published after it find the endpoint busy and wait in its list (one write each) instead of each being a
-   * job that runs only to find the endpoint busy. If another publisher's delivery took the lease in between
-   * (events published at once), this one waits behind it as a parked job, with no wake-up (the holder hands
-   * it the lease; its rescuer check, a lease after it was due, is the backstop) — after one more try for the
-   * lease, which closes the race with a holder that let go before the entry was written (the holder reads
-   * the list once more after it lets go).
+   * Takes a free endpoint's lease for the delivery about to be committed to it, before the commit, so that of
+   * the events published to it at once, one is its job and the others wait in its list behind it. False
+   * if it is not free (or the request failed): the delivery waits in the list.
    */
-  private async takeLeases(deliveries: readonly { endpointId: string; job: PreparedJob }[], event: WebhookEvent): Promise<void> {
+  private async take(endpointId: string, jobId: string): Promise<boolean> {
+    const now = this.clock.now();
+    try {
+      return await this.store.takeLeaseFor(endpointId, jobId, now, now + LEASE_MS);
+    } catch (error) {
+      this.logger.warn('lease not taken for a delivery about to be published; it waits in the list', { endpointId, jobId, error: String(error) });
+      return false;
+    }
+  }
+
+  /**
+   * The transaction did not commit: the leases taken for its deliveries go back, and a `webhook.restart`
+   * starts what others put behind them meanwhile (they saw the lease taken). A lease that cannot be given
+   * back expires (`LEASE_MS`) and the sweep restarts the list.
+   */
+  private async release(taken: readonly { endpointId: string; job: PreparedJob }[], eventId: string): Promise<void> {
     await Promise.all(
-      deliveries.map(async ({ endpointId, job }) => {
-        const take = () => {
-          const now = this.clock.now();
-          return this.store.takeLeaseFor(endpointId, job.id, now, now + LEASE_MS);
-        };
+      taken.map(async ({ endpointId, job }) => {
         try {
-          if (!(await take())) {
-            await this.store.park(waitKey(endpointId, event.timestamp, job.id), job.id, this.clock.now(), undefined, event.id);
-            if (!(await take())) return await this.jobs.afterCommit([job], { wake: false });
-          }
+          if (await this.store.releaseTakenFor(endpointId, job.id)) await this.jobs.enqueue(webhookRestartKind, { endpointId }, { id: `webhook.restart:${endpointId}:${eventId}` });
         } catch (error) {
-          // It takes the lease (or parks) itself when it runs.
-          this.logger.warn('lease not taken for a published delivery; it takes it when it runs', { endpointId, jobId: job.id, error: String(error) });
+          this.logger.warn('lease of an unpublished delivery not given back; it expires and the sweep restarts the list', { endpointId, jobId: job.id, error: String(error) });
         }
-        await this.jobs.afterCommit([job]);
       }),
     );
   }

@@ -230,9 +230,9 @@ export class WebhookStore {
   }
 
   /**
-   * The lease taken by a publisher for the delivery it has just committed (publish.ts), so that the events
-   * published after it wait behind it instead of each being a job that finds the endpoint busy when it
-   * runs. A free or expired lease of an enabled endpoint only; it names only the lease's attributes and
+   * The lease taken by a publisher for the delivery it is about to commit (publish.ts), so that the events
+   * published with or after it wait behind it instead of each being a job that finds the endpoint busy when
+   * it runs. A free or expired lease of an enabled endpoint only; it names only the lease's attributes and
    * returns nothing (the intake may neither read nor write anything else of an endpoint: lib/access.ts).
    * True if taken.
    */
@@ -240,6 +240,23 @@ export class WebhookStore {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e)).when(is.free(e, now));
     e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', watchValue(endpointId));
+    try {
+      await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ...e.build(), ReturnValues: 'NONE' }));
+      return true;
+    } catch (error) {
+      if (conditionFailure(error).failed) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Gives back a lease {@link takeLeaseFor} took for a delivery that was not committed after all (only if
+   * that delivery still holds it), naming only the lease's attributes and reading nothing back. True if
+   * given back.
+   */
+  async releaseTakenFor(endpointId: string, jobId: string): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.heldBy(e, jobId)).remove('holder');
     try {
       await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ...e.build(), ReturnValues: 'NONE' }));
       return true;

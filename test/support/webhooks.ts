@@ -169,7 +169,10 @@ export async function webhooksFixture(
     const published = await ctx.publisher.prepare({ tenantId, type, data }, fx.clock.now());
     if (published.items.length > 0) {
       const result = await ctx.deps.store.transact(published.items);
-      if (!result.committed) throw result.error;
+      if (!result.committed) {
+        await published.abandon();
+        throw result.error;
+      }
     }
     await published.afterCommit();
     return published.event;

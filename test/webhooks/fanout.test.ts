@@ -66,6 +66,21 @@ describe('publishing an event', () => {
     expect((await fx.webhooks.deps.store.waitListHead(all.endpointId, 10)).find((e) => e.jobId === deliveryJobId(round.id, all.endpointId))?.event).toEqual(round);
   });
 
+  it('takes a free endpoints lease before the commit, and gives it back (and restarts its list) when the transaction does not commit', async () => {
+    const endpoint = await fx.webhooks.endpoints.register({ tenantId: 'undone', url: receiver.url('/undone') });
+    const published = await fx.webhooks.publisher.prepare({ tenantId: 'undone', type: 'call.completed', data: {} }, fx.clock.now());
+    const id = deliveryJobId(published.event.id, endpoint.endpointId);
+    // Taken for the delivery before its transaction commits: what is published meanwhile waits behind it.
+    expect((await fx.webhooks.deps.store.getEndpoint(endpoint.endpointId))?.holder).toBe(id);
+    // The domain's transaction is refused (a duplicate result): nothing committed, the lease goes back.
+    const refused = await fx.webhooks.deps.store.transact([...published.items, { name: 'domain', ConditionCheck: { TableName: fx.tableNames.webhooks, Key: { pk: 'NOPE', sk: 'NOPE' }, ConditionExpression: 'attribute_exists(pk)' } }]);
+    expect(refused.committed).toBe(false);
+    await published.abandon();
+    expect((await fx.webhooks.deps.store.getEndpoint(endpoint.endpointId))?.holder).toBeUndefined();
+    expect(await fx.jobs.store.get(id)).toBeUndefined();
+    expect(await fx.job(`webhook.restart:${endpoint.endpointId}:${published.event.id}`)).toMatchObject({ state: 'available' });
+  });
+
   it('writes nothing at all for a tenant with no subscribed endpoint', async () => {
     const published = await fx.webhooks.publisher.prepare({ tenantId: 'nobody', type: 'call.completed', data: {} }, fx.clock.now());
     expect(published.items).toEqual([]);
