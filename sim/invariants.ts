@@ -9,8 +9,9 @@ import { isTerminal, JobState } from '../functions/jobs/states.ts';
 import { caps, recipientKey, windowOf } from '../functions/mail/caps.ts';
 import { MailMetric } from '../functions/mail/context.ts';
 import type { Notice } from '../functions/mail/store.ts';
-import { deliveryJobId } from '../functions/webhooks/endpoint.ts';
+import { deliveryJobId, subscribes } from '../functions/webhooks/endpoint.ts';
 import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
+import type { EventType } from '../functions/webhooks/events.ts';
 import type { AppliedCompletion } from './world/writes.ts';
 import { eventBody } from '../functions/webhooks/signing.ts';
 import type { Driver } from './driver.ts';
@@ -297,7 +298,7 @@ const batchesEnd: Check = (o) => {
  * the marker redeliver reads; and every event whose tenant had subscribed endpoints had a delivery written
  * for each of them (a fanout's, once it finished).
  */
-const everyEventDelivered: Check = (o, host) => {
+const everyEventDelivered: Check = (o, host, driver) => {
   const out: Violation[] = [];
   const endpoints = endpointsOf(o);
   const markers = new Set(byPk(o.webhooks, 'ENDPOINT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => `${String(m['pk']).slice('ENDPOINT#'.length)} ${String(m['jobId'])}`));
@@ -324,12 +325,27 @@ const everyEventDelivered: Check = (o, host) => {
     }
     if (o.settled || isTerminal(job.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} never arrived; its delivery is ${job.state}` });
   }
+  // Every applied completion and finalisation published its event in the same transaction, to every endpoint
+  // of its tenant that subscribed and was enabled then; a publication written apart from it can be lost.
+  const tenantOf = new Map([...driver.batches.values()].map((b) => [b.batchId, b.tenantId]));
+  const published = (type: string, match: (data: Record<string, unknown>) => boolean) => [...events.values()].some((e) => e.type === type && match(e.data));
+  const expects = (batchId: string, type: string, at: number) =>
+    endpoints.some((p) => p.tenantId === tenantOf.get(batchId) && subscribes(p, type as EventType) && !(p.disabled && p.disabledAt !== undefined && p.disabledAt <= new Date(at).toISOString()));
+  for (const c of host.writes.completions) {
+    if (!expects(c.batchId, 'call.completed', c.at)) continue;
+    if (!published('call.completed', (d) => d['batchId'] === c.batchId && d['contactNumber'] === c.contactNumber && d['round'] === c.round))
+      out.push({ invariant: 'webhooks.every-event-delivered', message: `the completion of ${c.batchId} ${c.contactNumber} in round ${c.round} (${c.code}) committed without its call.completed event` });
+  }
+  for (const f of host.writes.finalisations) {
+    if (expects(f.batchId, 'batch.finalised', f.at) && !published('batch.finalised', (d) => d['batchId'] === f.batchId))
+      out.push({ invariant: 'webhooks.every-event-delivered', message: `batch ${f.batchId} was finalised without its batch.finalised event` });
+  }
   for (const event of events.values()) {
     const fanout = fanouts.has(event.id) ? jobs.get(`webhook.fanout:${event.id}`) : undefined;
     // A fanout makes its deliveries when it runs: only a finished one is held to them.
     if (fanouts.has(event.id) && !(fanout && isTerminal(fanout.state))) continue;
     const madeBy = fanout?.finalizedAt ?? event.timestamp;
-    for (const p of endpoints.filter((p) => p.tenantId === event.tenantId && (!p.eventTypes || p.eventTypes.includes(event.type)))) {
+    for (const p of endpoints.filter((p) => p.tenantId === event.tenantId && subscribes(p, event.type))) {
       // An endpoint disabled before the event was routed gets no delivery.
       if (p.disabled && p.disabledAt !== undefined && p.disabledAt <= madeBy) continue;
       if (!targets.has(`${p.endpointId} ${event.id}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${event.id} (${event.type}) was published with no delivery to endpoint ${p.endpointId}, which subscribes to it` });
@@ -466,9 +482,12 @@ const oneMessageIdPerEvent: Check = (_o, host) => {
 const everyFinalisedBatchNotified: Check = (o, host) => {
   const owners = new Set(tenantsOf(o).filter((t) => t.ownerEmail).map((t) => t.tenantId));
   const tenantOf = new Map(batchesOf(o).map((b) => [b.batchId, b.tenantId]));
+  // Read off the jobs table, not the transaction: a notice written after the finalising commit is there
+  // unless a crash or a lost answer came between them.
+  const notified = new Set(o.jobs.filter((j) => j.kind === 'owner.notify').map((j) => String((j.args as { data?: { batchId?: unknown } }).data?.batchId)));
   return host.writes.finalisations
-    .filter((f) => owners.has(tenantOf.get(f.batchId) ?? '') && !f.notifies)
-    .map((f) => ({ invariant: 'mail.every-finalised-batch-notified', message: `batch ${f.batchId} of tenant ${tenantOf.get(f.batchId) ?? '?'} was finalised without the owner.notify job its transaction writes` }));
+    .filter((f) => owners.has(tenantOf.get(f.batchId) ?? '') && !notified.has(f.batchId))
+    .map((f) => ({ invariant: 'mail.every-finalised-batch-notified', message: `batch ${f.batchId} of tenant ${tenantOf.get(f.batchId) ?? '?'} was finalised and no owner.notify job was ever written for it` }));
 };
 
 const dropsCounted: Check = (o, host) => {

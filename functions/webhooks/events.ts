@@ -52,7 +52,7 @@ export const newEvent = (input: { tenantId: string; type: EventType; data: Recor
  * | item | pk | sk |
  * |---|---|---|
  * | endpoint (config, health, lease, deliveries made) | `ENDPOINT#<id>` | `ENDPOINT` |
- * | a delivery waiting for its endpoint (the wait list, 4 shards) | `WAITLIST#<endpoint id>#<0–3>` | `WAIT#<event timestamp>#<job id>` |
+ * | a delivery waiting for its endpoint (the wait list, `WAIT_SHARDS` = 2 shards) | `WAITLIST#<endpoint id>#<0–1>` | `WAIT#<event timestamp>#<job id>` |
  * | a discarded delivery, for redeliver | `ENDPOINT#<id>` | `DISCARDED#<job id>` |
  * | a tenant's endpoint (publishing reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
  * | an event, as written before deliveries carried theirs (read, never written) | `EVENT#<id>` | `EVENT` |

@@ -11,7 +11,7 @@ import type { WebhookEvent } from '../../functions/webhooks/events.ts';
  * - every completion of a call (a contact's write to Completed, with the call id, round, code and source);
  * - every event a delivery was written for, and to which endpoint (a webhook.deliver job, a wait-list entry,
  *   a webhook.fanout job carrying it);
- * - every batch finalised, and whether its transaction wrote the owner's notice job.
+ * - every batch finalised.
  */
 
 /** A completion of a call, as its transaction wrote it. */
@@ -29,7 +29,6 @@ export interface AppliedCompletion {
 /** A batch finalised, as its transaction wrote it. */
 export interface AppliedFinalisation {
   batchId: string;
-  notifies: boolean;
   at: number;
 }
 
@@ -149,8 +148,7 @@ export class AppliedWrites {
       if (type !== 'Update' || body.TableName !== this.tables.calls || !body.Key) continue;
       const key = unmarshall(body.Key);
       if (key['sk'] !== 'BATCH' || assigned(body)['status'] !== 'Finalised') continue;
-      const notifies = writes.some((w) => w.type === 'Put' && w.body.TableName === this.tables.jobs && w.body.Item && unmarshall(w.body.Item)['kind'] === 'owner.notify');
-      this.finalisations.push({ batchId: String(key['pk']).slice('BATCH#'.length), notifies, at: this.now() });
+      this.finalisations.push({ batchId: String(key['pk']).slice('BATCH#'.length), at: this.now() });
     }
   }
 }
