@@ -81,6 +81,16 @@ describe('publishing an event', () => {
     expect(await fx.job(`webhook.restart:${endpoint.endpointId}:${published.event.id}`)).toMatchObject({ state: 'available' });
   });
 
+  it('of ten events published at once to a free endpoint, makes one its job and holder, and puts the other nine in its list', async () => {
+    const endpoint = await fx.webhooks.endpoints.register({ tenantId: 'rush', url: receiver.url('/rush') });
+    const events = await Promise.all(Array.from({ length: 10 }, (_, n) => fx.recordEvent('rush', 'call.completed', { n })));
+    const withJob = (await Promise.all(events.map((e) => deliveriesOf(e.id, [endpoint.endpointId]).then((found) => (found.length > 0 ? e.id : undefined))))).filter(Boolean);
+    expect(withJob).toHaveLength(1);
+    expect((await fx.webhooks.deps.store.getEndpoint(endpoint.endpointId))?.holder).toBe(deliveryJobId(withJob[0]!, endpoint.endpointId));
+    const waiting = (await fx.webhooks.deps.store.waitListHead(endpoint.endpointId, 20)).map((e) => e.jobId).sort();
+    expect(waiting).toEqual(events.filter((e) => e.id !== withJob[0]).map((e) => deliveryJobId(e.id, endpoint.endpointId)).sort());
+  });
+
   it('writes nothing at all for a tenant with no subscribed endpoint', async () => {
     const published = await fx.webhooks.publisher.prepare({ tenantId: 'nobody', type: 'call.completed', data: {} }, fx.clock.now());
     expect(published.items).toEqual([]);
