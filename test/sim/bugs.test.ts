@@ -29,7 +29,8 @@ async function expectFound(name: string, seeds: readonly number[], invariants: s
   expect(clean.violations).toEqual([]);
 }
 
-// The six run at once (each mostly waits on DynamoDB Local), each on its few seeds in order.
+// The six run at once (each mostly waits on DynamoDB Local), each on its few seeds in order, the one that
+// reported it in the last replays first (the others are there for a run whose interleaving differs).
 describe.concurrent('the simulation finds a bug put back', () => {
   // No drawn plan reaches a job's last attempt (8 to 18 attempts in), so this one runs a targeted plan
   // (sim/plan.ts lostAttemptsPlan): seed 1's campaign, which has one owner address to confirm, and its
@@ -48,12 +49,12 @@ describe.concurrent('the simulation finds a bug put back', () => {
 
   it('AnIntakeThatIgnoresTheCallBindingAppliesALateResultToTheNextCall', () => expectFound('intake-ignores-call-binding', [13, 19], ['calls.one-result-per-call', 'calls.result-is-its-own']), 300_000);
 
-  it('ATenantSlotReleasedAtTheDialLetsMoreCallsOutThanTheLimit', () => expectFound('tenant-slot-released-at-dial', [1, 2, 3], ['calls.within-concurrency-limit']), 300_000);
+  it('ATenantSlotReleasedAtTheDialLetsMoreCallsOutThanTheLimit', () => expectFound('tenant-slot-released-at-dial', [2, 1, 3], ['calls.within-concurrency-limit']), 300_000);
 
   it('AnOutboxJobWrittenAfterItsTransactionIsLostWithACrashOrALostResponse', () =>
     expectFound('outbox-outside-transaction', [60, 75, 78], ['calls.batches-end', 'calls.one-result-per-call', 'jobs.none-stuck', 'webhooks.every-event-delivered', 'calls.tenant-slots-return', 'mail.every-finalised-batch-notified']), 300_000);
 
-  it('AMailTransportThatRetriesOnItsOwnSendsAMessageTwiceInOneRun', () => expectFound('mail-transport-retries', [1, 4, 5], ['retries.one-send-per-run']), 300_000);
+  it('AMailTransportThatRetriesOnItsOwnSendsAMessageTwiceInOneRun', () => expectFound('mail-transport-retries', [4, 1, 5], ['retries.one-send-per-run']), 300_000);
 
   it('AWebhookClientThatRetriesOnItsOwnSendsADeliveryTwiceInOneRun', () => expectFound('webhook-client-retries', [12, 17, 18, 4, 6], ['retries.one-send-per-run']), 300_000);
 });
