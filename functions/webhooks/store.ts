@@ -240,13 +240,7 @@ export class WebhookStore {
     const e = new Expression();
     e.when(is.endpoint(e)).when(is.enabled(e)).when(is.free(e, now));
     e.set('holder', jobId).set('busyUntil', iso(busyUntil)).set('watch', watchValue(endpointId));
-    try {
-      await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ...e.build(), ReturnValues: 'NONE' }));
-      return true;
-    } catch (error) {
-      if (conditionFailure(error).failed) return false;
-      throw error;
-    }
+    return this.updateBlind(endpointId, e);
   }
 
   /**
@@ -257,13 +251,7 @@ export class WebhookStore {
   async releaseTakenFor(endpointId: string, jobId: string): Promise<boolean> {
     const e = new Expression();
     e.when(is.heldBy(e, jobId)).remove('holder');
-    try {
-      await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ...e.build(), ReturnValues: 'NONE' }));
-      return true;
-    } catch (error) {
-      if (conditionFailure(error).failed) return false;
-      throw error;
-    }
+    return this.updateBlind(endpointId, e);
   }
 
   /**
@@ -539,6 +527,17 @@ export class WebhookStore {
       return result.Attributes as EndpointRow;
     } catch (error) {
       if (conditionFailure(error).failed) return undefined;
+      throw error;
+    }
+  }
+
+  /** A conditional update that reads nothing back (the intake's grant: lib/access.ts); false when the condition failed. */
+  private async updateBlind(endpointId: string, e: Expression): Promise<boolean> {
+    try {
+      await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: endpointKey(endpointId), ...e.build(), ReturnValues: 'NONE' }));
+      return true;
+    } catch (error) {
+      if (conditionFailure(error).failed) return false;
       throw error;
     }
   }
