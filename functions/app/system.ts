@@ -25,7 +25,7 @@ import { MailStore } from '../mail/store.ts';
 import { secureRandomBytes } from '../mail/tokens.ts';
 import { opsModule } from '../ops/module.ts';
 import type { OpsDeps } from '../ops/module.ts';
-import { createWebhooksContext } from '../webhooks/context.ts';
+import { createWebhooksContext, webhookLeaseTerms } from '../webhooks/context.ts';
 import { Publisher } from '../webhooks/publish.ts';
 import { WebhookStore } from '../webhooks/store.ts';
 import { webhooksModule } from '../webhooks/module.ts';
@@ -226,7 +226,7 @@ export class System {
       events: {
         // The webhooks context's publisher over its store alone: the intake builds no delivery machinery.
         prepare: async (input, now) => {
-          const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger }));
+          const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger, lease: webhookLeaseTerms(host.webhooks, host.clock) }));
           const published = await publisher.prepare(input, now);
           return { eventId: published.event.id, items: published.items, jobs: [], afterCommit: () => published.afterCommit(), abandon: () => published.abandon() };
         },

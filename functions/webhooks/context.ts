@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { clockMs } from '../platform/clock.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
@@ -13,6 +14,8 @@ import { Endpoints } from './endpoints.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
 import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { leaseTerms } from './lease.ts';
+import type { LeaseTerms } from './lease.ts';
 import { Publisher } from './publish.ts';
 import { EndpointSecrets } from './secrets.ts';
 import { addressPolicy } from './ssrf.ts';
@@ -30,13 +33,24 @@ export interface WebhookOptions {
   /** One attempt's whole exchange must finish within this. @default 10000 */
   requestTimeoutMs?: number;
   /**
-   * How long, in real time from the start of its run, a delivery that succeeded goes on sending the
-   * deliveries waiting behind it with no job (0: none; each is handed the lease as a job). @default 15000
+   * How long, in real time from the start of its run (measured on the job clock, as its lease is), a
+   * delivery that succeeded goes on sending the deliveries waiting behind it with no job (0: none; each is
+   * handed the lease as a job). @default 15000
    */
   drainBudgetMs?: number;
   /** Wraps the client deliveries send with (a host that watches or alters outbound requests). @default none */
   wrapHttp?: (client: WebhookHttp) => WebhookHttp;
 }
+
+/** A delivery's request timeout unless the options set one (real ms). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * The endpoint lease's terms for these options on this clock: every part that takes or moves a lease (the
+ * publisher in the intake, the deliveries, the sweep) derives them here, so they agree.
+ */
+export const webhookLeaseTerms = (options: WebhookOptions | undefined, clock: Clock): LeaseTerms =>
+  leaseTerms(options?.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, clock.speed ?? 1);
 
 /** What the webhooks context takes from its host (the composition root builds it once per process). */
 export interface WebhookHost {
@@ -101,13 +115,14 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     metrics: host.metrics,
     http: client,
     guard,
-    requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
-    drainBudgetMs: options.drainBudgetMs ?? DRAIN_BUDGET_MS,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    drainBudgetMs: clockMs(host.clock, options.drainBudgetMs ?? DRAIN_BUDGET_MS),
+    lease: webhookLeaseTerms(options, host.clock),
   };
   const waitList = new WaitList(deps);
   const deliveries = new Deliveries(deps, waitList);
   const endpoints = new Endpoints(deps);
-  const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger });
+  const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger, lease: deps.lease });
 
   const handlers = [
     handle(webhookFanoutKind, async (args, ctx) => {

@@ -9,7 +9,7 @@ import { waitKey } from './endpoint.ts';
 import { DeliveryFailedError } from './errors.ts';
 import type { EndpointRow } from './endpoint.ts';
 import type { WebhookEvent } from './events.ts';
-import { admit, afterAttempt, LEASE_MS, leaseStateOf, PARK_MS } from './lease.ts';
+import { admit, afterAttempt, coversSend, leaseStateOf, PARK_MS } from './lease.ts';
 import type { Admission, EndpointChange } from './lease.ts';
 import { DeliveryDiscardReason, webhookDeliverKind } from './kinds.ts';
 import { signedRequest } from './signing.ts';
@@ -31,7 +31,8 @@ const LEASE_RACE_SNOOZE_MS = 1_000;
  * How long, in real time from the start of its run, a delivery that succeeded goes on sending the
  * deliveries waiting behind it (by default: the `drainBudgetMs` option): it starts no send after this, so
  * its run (webhook.deliver's 30 s timeout) ends with a request's whole timeout to spare; the rest of the
- * list is handed on.
+ * list is handed on. It is measured on the job clock (converted by the clock's speed), the clock the
+ * endpoint's lease runs on, so the two agree under a scaled local clock too.
  */
 export const DRAIN_BUDGET_MS = 15_000;
 /** Waiting deliveries read at a time while draining (per wait-list shard). */
@@ -73,8 +74,8 @@ export class Deliveries {
 
   async deliver(args: DeliverArgs, ctx: JobContext): Promise<void> {
     const { store } = this.deps;
-    const started = performance.now();
     const now = ctx.now();
+    const started = now;
     // Run here by the holder that handed it the lease: it starts from the endpoint the hand-off wrote.
     const handover = this.waitList.takeHandover(ctx.id);
     const carried = args.event;
@@ -104,7 +105,7 @@ export class Deliveries {
 
     const result = await this.attempt(turn.row, secret, event, ctx);
     const at = ctx.now();
-    const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy });
+    const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy, leaseMs: this.deps.lease.leaseMs });
     this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
     this.disabled(endpointId, step.endpoint, ctx);
     await unparked;
@@ -117,7 +118,10 @@ export class Deliveries {
       const drained = await this.drain(turn.row, secret, await heads.catch(() => []), ctx, started);
       const delivered = own + drained.delivered;
       const failed = drained.failed;
-      if (!failed) {
+      if (drained.fenced) {
+        // The lease ran out mid-drain and another delivery holds it now: record what this run did, move nothing.
+        await store.recordHealth(endpointId, step.endpoint, ctx.now(), delivered);
+      } else if (!failed) {
         await this.waitList.finish(endpointId, ctx.id, step.endpoint, drained.heads, ctx.now(), handOn, { delivered });
       } else if (failed.change.lease.type === 'keep') {
         // A young failure: the failing delivery keeps the probe role, as its own job now.
@@ -153,10 +157,11 @@ export class Deliveries {
     first: readonly WaitEntry[],
     ctx: JobContext,
     started: number,
-  ): Promise<{ delivered: number; heads: WaitEntry[]; failed?: { jobId: string; change: EndpointChange } }> {
+  ): Promise<{ delivered: number; heads: WaitEntry[]; failed?: { jobId: string; change: EndpointChange }; fenced?: true }> {
     const { store, jobs } = this.deps;
     const policy = webhookDeliverKind.policy;
     let heads = first.filter((h) => h.jobId !== ctx.id);
+    let busyUntil = endpoint.busyUntil === undefined ? undefined : Date.parse(endpoint.busyUntil);
     let delivered = 0;
     // The read-ahead is used up: read again (an entry put meanwhile is seen here, or by the holder's last look).
     let fresh = false;
@@ -178,9 +183,18 @@ export class Deliveries {
       }
       const head = heads[0]!;
       // A parked job: the lease is handed on to it. Out of time: the head is given a job and handed the lease.
-      if (!isPending(head) || performance.now() - started >= this.deps.drainBudgetMs || ctx.signal.aborted) {
+      if (!isPending(head) || ctx.now() - started >= this.deps.drainBudgetMs || ctx.signal.aborted) {
         await removing;
         return { delivered, heads };
+      }
+      // No send outlasts the lease it starts under: renewed first when it would (one write per lease's worth of sends).
+      if (!coversSend(busyUntil, ctx.now(), this.deps.lease)) {
+        const until = ctx.now() + this.deps.lease.leaseMs;
+        if (!(await this.renew(endpoint.endpointId, ctx, until))) {
+          await removing;
+          return { delivered, heads, fenced: true };
+        }
+        busyUntil = until;
       }
       const startedAt = ctx.now();
       const t0 = performance.now();
@@ -200,7 +214,7 @@ export class Deliveries {
       if (!(await previous)) ctx.logger.warn('the drain ends after this delivery: an entry before it was not removed', { jobId: head.jobId });
       // Not delivered: from now on it is a job, with this attempt as its first, and the job layer decides the rest.
       const at = ctx.now();
-      const step = afterAttempt(leaseStateOf(endpoint), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy });
+      const step = afterAttempt(leaseStateOf(endpoint), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy, leaseMs: this.deps.lease.leaseMs });
       await jobs.enqueueAttempted(
         webhookDeliverKind,
         { eventId: head.event.id, endpointId: endpoint.endpointId, event: head.event },
@@ -242,7 +256,20 @@ export class Deliveries {
     if (admission.type === 'wait') {
       throw snooze({ until: admission.until }, `endpoint failing: this delivery probes it at ${new Date(admission.until).toISOString()}`);
     }
+    const sendAt = ctx.now();
+    if (!coversSend(held.busyUntil === undefined ? undefined : Date.parse(held.busyUntil), sendAt, this.deps.lease)) {
+      const busyUntil = sendAt + this.deps.lease.leaseMs;
+      if (!(await this.renew(held.endpointId, ctx, busyUntil))) throw snooze({ delayMs: LEASE_RACE_SNOOZE_MS }, 'the lease ran out and was taken before this delivery could send; looking again shortly');
+      return { row: { ...held, busyUntil: new Date(busyUntil).toISOString() }, parked: inList };
+    }
     return { row: held, parked: inList };
+  }
+
+  /** Extends this holder's lease to `busyUntil`; false if it no longer holds it (fenced: it sends nothing more). */
+  private async renew(endpointId: string, ctx: JobContext, busyUntil: number): Promise<boolean> {
+    const renewed = await this.deps.store.renewLease(endpointId, ctx.id, busyUntil);
+    if (!renewed) ctx.logger.warn('lease lost before a send: another delivery holds the endpoint now', { endpointId, jobId: ctx.id });
+    return renewed;
   }
 
   /** Acts on an admission: takes the lease when it is free. Undefined when someone else took it first. */
@@ -256,7 +283,7 @@ export class Deliveries {
       case 'wait':
       case 'send': {
         if (!admission.acquire) return row;
-        const busyUntil = (admission.type === 'wait' ? admission.until : now) + LEASE_MS;
+        const busyUntil = (admission.type === 'wait' ? admission.until : now) + this.deps.lease.leaseMs;
         return this.deps.store.acquire(row.endpointId, ctx.id, now, busyUntil);
       }
       default:

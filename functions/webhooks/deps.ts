@@ -3,6 +3,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { ResolvedAddress, VettedRequest, VettedResponse } from '../platform/vetted-http.ts';
 import type { JobClient } from '../jobs/index.ts';
+import type { LeaseTerms } from './lease.ts';
 import type { EndpointSecrets } from './secrets.ts';
 import type { GuardOptions } from './ssrf.ts';
 import type { WebhookStore } from './store.ts';
@@ -31,6 +32,8 @@ export interface WebhookDeps {
   guard: GuardOptions;
   /** One attempt's whole exchange (resolve, connect, answer) must finish within this. */
   requestTimeoutMs: number;
-  /** How long a delivery that succeeded goes on sending the deliveries waiting behind it (delivery.ts, the drain). */
+  /** How long a delivery that succeeded goes on sending the deliveries waiting behind it (delivery.ts, the drain), in clock ms. */
   drainBudgetMs: number;
+  /** The endpoint lease's length and what a holder needs left of it to start a send, on `clock` (lease.ts). */
+  lease: LeaseTerms;
 }

@@ -22,8 +22,41 @@ import { DeliveryDiscardReason } from './kinds.ts';
 
 /** How long a failing endpoint rests between probes (the cooldown of docs/webhooks.md). */
 export const COOLDOWN_MS = 5 * 60_000;
-/** How long a lease lasts past the time its holder means to use it; a crashed holder lets go after this. */
+/**
+ * The shortest a lease lasts past the time its holder means to use it; a crashed holder lets go after this.
+ * On a fast clock (the local runtime's TIME_SCALE) the lease is longer: {@link leaseTerms}.
+ */
 export const LEASE_MS = 5 * 60_000;
+/** Real ms one send may take beyond its request timeout: signing, the guard's lookup, the gap between the lease check and the send. */
+export const SEND_MARGIN_MS = 2_000;
+
+/**
+ * How long a lease lasts and how much of it a holder needs left to start a send, on the deliveries' clock.
+ * A send takes real time (its request timeout at most); the lease runs on the job clock, which under a
+ * scaled clock (`speed` clock ms per real ms) runs faster: both are measured on that one clock, so a lease
+ * always outlasts the send started under it, whatever the scale.
+ *
+ * ```
+ *   holder: ── check: busyUntil ≥ now + sendMs? ── no ──► renew (holder = me) to now + leaseMs ── refused ──► stop: not the holder
+ *                        │ yes                                      │ renewed
+ *                        └──────────────► send (≤ request timeout) ◄┘
+ * ```
+ */
+export interface LeaseTerms {
+  /** A lease's length from the time its holder means to use it. */
+  leaseMs: number;
+  /** The most one send takes, on the clock: what a holder must have left of its lease to start one. */
+  sendMs: number;
+}
+
+/** The lease terms for sends with this request timeout (real ms) on a clock running `speed` times real time. */
+export function leaseTerms(requestTimeoutMs: number, speed = 1): LeaseTerms {
+  const sendMs = Math.ceil((requestTimeoutMs + SEND_MARGIN_MS) * speed);
+  return { sendMs, leaseMs: Math.max(LEASE_MS, 2 * sendMs) };
+}
+
+/** Whether a lease that runs until `busyUntil` leaves time for one more send started at `now`. */
+export const coversSend = (busyUntil: number | undefined, now: number, terms: LeaseTerms): boolean => busyUntil !== undefined && busyUntil >= now + terms.sendMs;
 /** How long a parked delivery sleeps if nobody wakes it (a backstop: the lease holder and the sweep wake it). */
 export const PARK_MS = 6 * 3600_000;
 /** Continuous failure, counted from failingSince, that disables an endpoint. */
@@ -117,6 +150,8 @@ export interface AttemptContext {
   maxAttempts: number;
   /** The delivery kind's policy: its schedule says when this delivery would try again. */
   policy: Policy;
+  /** A lease's length on this clock ({@link leaseTerms}). @default LEASE_MS */
+  leaseMs?: number;
 }
 
 /**
@@ -131,6 +166,7 @@ export interface AttemptContext {
  */
 export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: AttemptContext): Step {
   const { now } = ctx;
+  const leaseMs = ctx.leaseMs ?? LEASE_MS;
   const overdue = state.failingSince !== undefined && now - state.failingSince >= DISABLE_AFTER_MS;
   const disabledNow: Step = {
     job: { type: 'discarded', reason: DeliveryDiscardReason.endpoint_disabled, error: `endpoint failing since ${new Date(state.failingSince ?? now).toISOString()}: disabled after 5 days` },
@@ -143,7 +179,7 @@ export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: Att
       if (overdue) return disabledNow;
       return {
         job: { type: 'snoozed', until: result.until, delayMs: undefined, reason: `HTTP ${result.status} Retry-After ${result.retryAfter.slice(0, 64)}` },
-        endpoint: { health: 'failing', nextProbeAt: result.until, lease: { type: 'keep', busyUntil: result.until + LEASE_MS } },
+        endpoint: { health: 'failing', nextProbeAt: result.until, lease: { type: 'keep', busyUntil: result.until + leaseMs } },
       };
     case 'failed': {
       if (overdue) return disabledNow;
@@ -152,7 +188,7 @@ export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: Att
       if (next && young && next.delayMs <= COOLDOWN_MS) {
         return {
           job: { type: 'retryable', error: result.error },
-          endpoint: { health: 'failing', nextProbeAt: now + next.minMs, lease: { type: 'keep', busyUntil: now + next.maxMs + LEASE_MS } },
+          endpoint: { health: 'failing', nextProbeAt: now + next.minMs, lease: { type: 'keep', busyUntil: now + next.maxMs + leaseMs } },
         };
       }
       return {

@@ -5,7 +5,8 @@ import { deliveryJobId, subscribes, waitKey } from './endpoint.ts';
 import { newEvent, webhookFanoutKind } from './events.ts';
 import type { EventType, WebhookEvent } from './events.ts';
 import { webhookDeliverKind, webhookRestartKind } from './kinds.ts';
-import { LEASE_MS, leaseTaken } from './lease.ts';
+import { leaseTaken } from './lease.ts';
+import type { LeaseTerms } from './lease.ts';
 import type { WebhookStore } from './store.ts';
 
 /**
@@ -52,8 +53,10 @@ export class Publisher {
   private readonly jobs: JobClient;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly lease: LeaseTerms;
 
-  constructor(deps: { store: WebhookStore; jobs: JobClient; clock: Clock; logger: Logger }) {
+  constructor(deps: { store: WebhookStore; jobs: JobClient; clock: Clock; logger: Logger; lease: LeaseTerms }) {
+    this.lease = deps.lease;
     this.store = deps.store;
     this.jobs = deps.jobs;
     this.clock = deps.clock;
@@ -106,7 +109,7 @@ export class Publisher {
   private async take(endpointId: string, jobId: string): Promise<boolean> {
     const now = this.clock.now();
     try {
-      return await this.store.takeLeaseFor(endpointId, jobId, now, now + LEASE_MS);
+      return await this.store.takeLeaseFor(endpointId, jobId, now, now + this.lease.leaseMs);
     } catch (error) {
       this.logger.warn('lease not taken for a delivery about to be published; it waits in the list', { endpointId, jobId, error: String(error) });
       return false;
@@ -116,7 +119,7 @@ export class Publisher {
   /**
    * The transaction did not commit: the leases taken for its deliveries go back, and a `webhook.restart`
    * starts what others put behind them meanwhile (they saw the lease taken). A lease that cannot be given
-   * back expires (`LEASE_MS`) and the sweep restarts the list.
+   * back expires (its `busyUntil`) and the sweep restarts the list.
    */
   private async release(taken: readonly { endpointId: string; job: PreparedJob }[], eventId: string): Promise<void> {
     await Promise.all(

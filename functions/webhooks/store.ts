@@ -255,6 +255,17 @@ export class WebhookStore {
   }
 
   /**
+   * renew: the holder extends its own lease before a send its lease would not outlast (lease.ts
+   * `coversSend`), naming only `busyUntil` and reading nothing back. False if it no longer holds the lease
+   * (it expired and someone else took it): the holder is fenced off and sends nothing more.
+   */
+  async renewLease(endpointId: string, holder: string, busyUntil: number): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.heldBy(e, holder)).set('busyUntil', iso(busyUntil));
+    return this.updateBlind(endpointId, e);
+  }
+
+  /**
    * acquire for someone else: take a free or expired lease on behalf of a parked delivery (the holder's
    * last look at the wait list, and the sweep). Disabled endpoints too: their waiters must run to be
    * discarded. Returns undefined if the lease is not free.

@@ -1,7 +1,7 @@
 import type { WebhookDeps } from './deps.ts';
 import { DISABLED_METRIC } from './delivery.ts';
 import { DisabledReason } from './endpoint.ts';
-import { DISABLE_AFTER_MS, LEASE_MS, leaseOf, leaseStateOf } from './lease.ts';
+import { DISABLE_AFTER_MS, leaseOf, leaseStateOf } from './lease.ts';
 import { watchPartitions } from './store.ts';
 import type { WaitList } from './waitlist.ts';
 
@@ -69,7 +69,7 @@ async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: 
   const heads = failing ? await store.eligibleHead(endpointId, probeAt, 3) : await store.waitListHead(endpointId, 3);
   const head = heads[0];
   if (head) {
-    const busyUntil = probeAt + LEASE_MS;
+    const busyUntil = probeAt + deps.lease.leaseMs;
     if (await store.acquireFor(endpointId, head.jobId, now, busyUntil)) {
       report.restarted++;
       deps.logger.warn('stalled wait list restarted', { endpointId, jobId: head.jobId, previousHolder: row.holder });

@@ -2,7 +2,7 @@ import { JobNotFoundError, terminalStates, TransitionRefusedError } from '../job
 import type { WebhookDeps } from './deps.ts';
 import type { EndpointRow } from './endpoint.ts';
 import { DeliveryDiscardReason, webhookDeliverKind, webhookWakeKind } from './kinds.ts';
-import { LEASE_MS, PARK_MS } from './lease.ts';
+import { PARK_MS } from './lease.ts';
 import type { EndpointChange } from './lease.ts';
 import { isPending } from './store.ts';
 import type { WaitEntry } from './store.ts';
@@ -89,7 +89,7 @@ export class WaitList {
       if ((await store.settle(endpointId, holder, change, lease, now, delivered)) === 'not_holder' && change) await store.recordHealth(endpointId, change, now, delivered);
       return;
     }
-    const busyUntil = (lease.armedUntil ?? now) + LEASE_MS;
+    const busyUntil = (lease.armedUntil ?? now) + this.deps.lease.leaseMs;
     // A failure arms the next probe: only a delivery whose own schedule lets it try by then may take it,
     // and it waits for its time: it is woken, not run here.
     const armedUntil = lease.armedUntil;
@@ -128,7 +128,8 @@ export class WaitList {
   async restart(endpointId: string, now: number): Promise<void> {
     const { store } = this.deps;
     const heads = await store.waitListHead(endpointId, 3);
-    if (heads[0] && (await store.acquireFor(endpointId, heads[0].jobId, now, now + LEASE_MS))) await this.wakeOrSkip(endpointId, heads, now + LEASE_MS, now);
+    const busyUntil = now + this.deps.lease.leaseMs;
+    if (heads[0] && (await store.acquireFor(endpointId, heads[0].jobId, now, busyUntil))) await this.wakeOrSkip(endpointId, heads, busyUntil, now);
   }
 
   /**

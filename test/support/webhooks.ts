@@ -123,10 +123,10 @@ export function verify(secret: string, request: Received, now: number): unknown 
  * receivers allowed unless said otherwise.
  */
 export async function webhooksFixture(
-  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; drainBudgetMs?: number; seed?: number; wallClock?: Clock; secretKey?: SecretKey } = {},
+  options: { transport?: 'recording' | 'local'; allowLoopback?: boolean; resolve?: Resolver; requestTimeoutMs?: number; drainBudgetMs?: number; seed?: number; wallClock?: Clock; secretKey?: SecretKey; clock?: ManualClock } = {},
 ) {
   const { clients, tableNames, counter } = await freshTables();
-  const clock = new ManualClock();
+  const clock = options.clock ?? new ManualClock();
   const rng = seededRng(options.seed ?? 42);
   const metrics = new MemoryMetrics();
   const logger = createLogger('test');
