@@ -6,6 +6,9 @@ import { CallsStore } from '../functions/calls/store.ts';
 import type { CompletionWrite, DialWrite } from '../functions/calls/store.ts';
 import type { BatchRow } from '../functions/calls/model.ts';
 import type { WebhookHttp } from '../functions/webhooks/deps.ts';
+import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
+import { leaseTerms } from '../functions/webhooks/lease.ts';
+import { WebhookStore } from '../functions/webhooks/store.ts';
 import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../functions/jobs/discards.ts';
 import type { TransactItem } from '../functions/jobs/store.ts';
 import type { MailTransport } from '../functions/mail/transport.ts';
@@ -111,6 +114,19 @@ class SlotReleasedAtDial extends CallsStore {
   }
 }
 
+/**
+ * A webhooks store whose lease take on someone else's behalf (the sweep's restart of a stalled list, a
+ * holder's last look) treats an expired lease as still held: it takes only a lease nobody holds. A lease
+ * taken by a publisher that died before its commit, or by a holder that crashed, then strands the list.
+ */
+class ExpiredLeaseNeverTaken extends WebhookStore {
+  override async acquireFor(endpointId: string, jobId: string, now: number, busyUntil: number): Promise<EndpointRow | undefined> {
+    const row = await this.getEndpoint(endpointId);
+    if (row?.holder !== undefined) return undefined;
+    return super.acquireFor(endpointId, jobId, now, busyUntil);
+  }
+}
+
 /** A webhook client that sends a request again on its own after a 5xx, a timeout or a dropped connection. */
 const retryingHttp = (inner: WebhookHttp): WebhookHttp => ({
   vet: (hostname) => inner.vet(hostname),
@@ -169,6 +185,16 @@ export const bugs: readonly Bug[] = [
     name: 'rescuer-uncounted-discards',
     description: 'the rescuer, a function of its own, is built without the metrics sink: its discards (a lost last attempt) are never counted',
     alterations: { rescuerMetrics: withoutDiscards },
+  },
+  {
+    name: 'sweep-skips-expired-lease',
+    description: "the sweep (and a holder's last look) takes an endpoint's lease only when nobody holds it, not when its holder let it expire",
+    alterations: { webhookStore: (db, tables) => new ExpiredLeaseNeverTaken(db, tables.webhooks) },
+  },
+  {
+    name: 'webhook-lease-unscaled',
+    description: "the endpoint lease and the time a send needs left of it are measured in real ms on a fast clock (the drain's clock and the lease's disagree)",
+    alterations: { webhookOptions: ({ requestTimeoutMs }) => ({ lease: leaseTerms(requestTimeoutMs, 1) }) },
   },
   {
     name: 'mail-transport-retries',

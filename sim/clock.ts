@@ -17,9 +17,12 @@ export class SimClock implements TimerClock {
   private current: number;
   private timers: Timer[] = [];
   private seq = 0;
+  /** Clock ms per real ms, as a scaled local clock's (functions/platform/clock.ts): what real durations (a lease, a request timeout) become in job time. */
+  readonly speed: number;
 
-  constructor(startMs: number) {
+  constructor(startMs: number, speed = 1) {
     this.current = startMs;
+    this.speed = speed;
   }
 
   now(): number {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -21,9 +21,14 @@ import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import type { MetricsSink } from '../functions/platform/metrics.ts';
 import { seededRng } from '../functions/platform/rng.ts';
+import type { WebhookOptions } from '../functions/webhooks/context.ts';
 import type { WebhookHttp } from '../functions/webhooks/deps.ts';
+import type { WebhookStore } from '../functions/webhooks/store.ts';
+import { SWEEP_EVERY_SECONDS } from '../functions/webhooks/kinds.ts';
+import { leaseTerms } from '../functions/webhooks/lease.ts';
 import { SimClock } from './clock.ts';
 import { FaultInjector } from './faults.ts';
+import { SLOW_SEND_TIMEOUT_MS } from './plan.ts';
 import type { Plan } from './plan.ts';
 import { Activity, Scopes } from './scope.ts';
 import type { Invocation } from './scope.ts';
@@ -67,6 +72,10 @@ export interface Alterations {
   mailTransport?: (inner: MailTransport) => MailTransport;
   /** The HTTP client webhook deliveries send with (wrapped around the vetted one). */
   webhookHttp?: (inner: WebhookHttp) => WebhookHttp;
+  /** The webhooks context's store (built over the host's client and tables), the intake's publisher's too. */
+  webhookStore?: (db: DynamoDBDocumentClient, tableNames: TableNames) => WebhookStore;
+  /** Webhook options that differ from the simulation's (their request timeout, the lease's terms). */
+  webhookOptions?: (defaults: { requestTimeoutMs: number; speed: number }) => Partial<WebhookOptions>;
 }
 
 export interface SimHostOptions {
@@ -96,6 +105,12 @@ export interface SimHost {
   activity: Activity;
   /** Clients without faults, for the invariants to read the tables with. */
   observer: { clients: AwsClients; tableNames: TableNames };
+  /**
+   * How long a delivery waiting in a list may wait behind a lease nobody works under (its holder crashed, or
+   * never committed): the lease's length on this plan's clock, then the sweep's period and the rescuer's
+   * (which starts the sweep). docs/webhooks.md, "Races, crashes, nothing stranded".
+   */
+  strandedWithinMs: number;
   /** Called with each mail the SMTP server takes (the driver follows the owner's confirmation link). */
   onMail(listener: (mail: ReceivedMail) => void): void;
   /** Resolves when nothing is in flight: no batch, request, rescuer pass or result being sent. */
@@ -156,6 +171,29 @@ async function idlePass(db: DynamoDBDocumentClient, table: string, now: number):
   });
 }
 
+/**
+ * Real ms a slow send answers before the client's request timeout: it holds its answer for what the clock's
+ * jump set off to run beside it (a rescuer pass, a sweep, a result published, a delivery either starts) at
+ * most until then, so the send itself still succeeds.
+ */
+const SLOW_SEND_MARGIN_MS = 500;
+
+/**
+ * Resolves once what runs beside a held request has settled: no more in flight than `beside` (what was,
+ * the request's own invocation included) and nothing started or ended for a few turns; or after `limitMs`.
+ */
+async function settledBeside(activity: Activity, beside: number, limitMs: number): Promise<void> {
+  const started = performance.now();
+  let generation = -1;
+  let quiet = 0;
+  while (performance.now() - started < limitMs) {
+    await sleep(5);
+    quiet = activity.inFlight <= beside && activity.generation === generation ? quiet + 1 : 0;
+    if (quiet >= 3) return;
+    generation = activity.generation;
+  }
+}
+
 /** Races a run against its invocation's death: a dead invocation answers at once (its runs hang on). */
 async function untilDeath<T>(invocation: Invocation, run: Promise<T>, onDeath: () => T): Promise<T> {
   return Promise.race([run, invocation.died.then(onDeath)]);
@@ -196,7 +234,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       }
     });
 
-    const clock = new SimClock(SIM_START);
+    const clock = new SimClock(SIM_START, plan.speed ?? 1);
     const scopes = new Scopes();
     const activity = new Activity();
     const faultRng = seededRng(plan.seed * 7 + 3);
@@ -235,8 +273,19 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
     });
     await placer.start();
     stops.push(() => placer.close());
-    const requestTimeoutMs = 400;
-    const receivers = new SimReceivers({ clock, scopes, faults, planFaults: plan.faults, stallMs: requestTimeoutMs * 3 });
+    const requestTimeoutMs = plan.speed !== undefined ? SLOW_SEND_TIMEOUT_MS : 400;
+    const receivers = new SimReceivers({
+      clock,
+      scopes,
+      faults,
+      planFaults: plan.faults,
+      stallMs: requestTimeoutMs * 3,
+      slowSend: async (fraction) => {
+        const beside = activity.inFlight;
+        clock.set(clock.now() + Math.floor(fraction * requestTimeoutMs * clock.speed));
+        await settledBeside(activity, beside, requestTimeoutMs - SLOW_SEND_MARGIN_MS);
+      },
+    });
     await receivers.start();
     stops.push(() => receivers.close());
     const smtp = new SimSmtp({ clock, faults, onMail: (mail) => mailListeners.forEach((l) => l(mail)) });
@@ -251,6 +300,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       db: clients.dynamo,
       tableNames,
       clock,
+      speed: clock.speed,
       rng,
       logger,
       metrics,
@@ -271,10 +321,16 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
           placerTimeoutMs: PLACER_TIMEOUT_MS,
         },
         mail: { config: mail, transport: faults.mail(alterations.mailTransport ? alterations.mailTransport(smtpTransport) : smtpTransport) },
-        webhooks: { allowLoopback: true, requestTimeoutMs, ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}) },
+        webhooks: {
+          allowLoopback: true,
+          requestTimeoutMs,
+          ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}),
+          ...(alterations.webhookOptions ? alterations.webhookOptions({ requestTimeoutMs, speed: clock.speed }) : {}),
+        },
         // Signatures are stamped and checked with the wall clock, as the AI handler and receivers do.
         wallClock: systemClock,
         ...(alterations.callsStore ? { callsStore: alterations.callsStore(clients.dynamo, tableNames) } : {}),
+        ...(alterations.webhookStore ? { webhookStore: alterations.webhookStore(clients.dynamo, tableNames) } : {}),
       },
       rescuer: {
         intervalMs: RESCUER_PERIOD_MS,
@@ -350,6 +406,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       smtp,
       activity,
       observer: { clients: observer, tableNames },
+      strandedWithinMs: leaseTerms(requestTimeoutMs, clock.speed).leaseMs + SWEEP_EVERY_SECONDS * 1000 + RESCUER_PERIOD_MS,
       onMail: (listener) => mailListeners.push(listener),
       quiesce,
       advance: () => {

@@ -354,6 +354,34 @@ const everyEventDelivered: Check = (o, host, driver) => {
   return out;
 };
 
+/**
+ * A delivery put in an endpoint's wait list is sent within {@link SimHost.strandedWithinMs} of being
+ * written, unless its endpoint failed meanwhile (a failing endpoint's list waits for its probe) or its
+ * delivery became a job whose own schedule then ran (a lost or failed attempt): a lease left behind by a
+ * crash (a publisher that took it and died before its commit, a holder that died) expires, and the sweep
+ * gives it to the list within one period. One still waiting at the end is reported by
+ * every-event-delivered; one that waited longer and was sent after all, here.
+ */
+const strandedDeliveredInTime: Check = (o, host) => {
+  const out: Violation[] = [];
+  const jobs = new Map(o.jobs.map((j) => [j.id, j]));
+  for (const [key, writtenAt] of host.writes.entries) {
+    const [endpointId, eventId] = key.split(' ') as [string, string];
+    const name = host.receivers.nameOf(endpointId);
+    const requests = host.receivers.requests.filter((r) => r.endpoint === name && r.at >= writtenAt);
+    const sent = requests.find((r) => r.webhookId === eventId && r.status >= 200 && r.status < 300);
+    if (!sent || sent.at - writtenAt <= host.strandedWithinMs) continue;
+    if (requests.some((r) => r.at <= sent.at && (r.status < 200 || r.status >= 300))) continue;
+    const job = jobs.get(deliveryJobId(eventId, endpointId));
+    if (job && (job.attempt > 1 || job.attempts.some((a) => a.outcome !== 'completed'))) continue;
+    out.push({
+      invariant: 'webhooks.stranded-delivered-in-time',
+      message: `event ${eventId} waited in endpoint ${endpointId}'s list from ${new Date(writtenAt).toISOString()} and was sent at ${new Date(sent.at).toISOString()}, later than ${host.strandedWithinMs / 60_000} min with the endpoint healthy`,
+    });
+  }
+  return out;
+};
+
 const oneInFlightPerEndpoint: Check = (_o, host) =>
   [...host.receivers.maxOpen()].filter(([, n]) => n > 1).map(([endpoint, n]) => ({ invariant: 'webhooks.one-in-flight-per-endpoint', message: `endpoint ${endpoint} had ${n} deliveries in flight at once` }));
 
@@ -523,6 +551,7 @@ export const invariants: Readonly<Record<string, Check>> = {
   'calls.within-concurrency-limit': withinConcurrencyLimit,
   'calls.batches-end': batchesEnd,
   'webhooks.every-event-delivered': everyEventDelivered,
+  'webhooks.stranded-delivered-in-time': strandedDeliveredInTime,
   'webhooks.one-in-flight-per-endpoint': oneInFlightPerEndpoint,
   'webhooks.one-webhook-id-per-event': oneWebhookIdPerEvent,
   'retries.one-send-per-run': oneSendPerRun,

@@ -81,6 +81,8 @@ export const FaultKind = {
   endpointStall: 'endpoint.stall',
   endpointThrottle: 'endpoint.throttle',
   endpointGone: 'endpoint.gone',
+  /** A send that takes most of its request timeout, on a fast clock: simulated time moves on while it is out. */
+  endpointSlow: 'endpoint.slow',
   // The SMTP server.
   smtpTransient: 'smtp.transient',
   smtpReject: 'smtp.reject',
@@ -116,13 +118,32 @@ export type Fault =
   | { id: number; kind: 'clock.jump'; target: RunTarget; nth: number; jumpMs: number }
   | { id: number; kind: 'placer.timeout' | 'placer.refuse' | 'placer.neverReports' | 'placer.reportsTwice' | 'placer.reportsLate' | 'placer.outOfOrder'; nth: number }
   | { id: number; kind: 'endpoint.flap' | 'endpoint.stall' | 'endpoint.throttle' | 'endpoint.gone'; endpoint: string; nth: number; count: number; retryAfterSeconds?: number }
+  /** `fraction` of the request timeout (on the plan's clock) passes while each of `count` requests is out; then 200. */
+  | { id: number; kind: 'endpoint.slow'; endpoint: string; nth: number; count: number; fraction: number }
   | { id: number; kind: 'smtp.transient' | 'smtp.reject' | 'smtp.dropAfterData'; nth: number };
 
 export interface Plan {
   seed: number;
   campaign: Campaign;
   faults: Fault[];
+  /**
+   * Clock ms per real ms (functions/platform/clock.ts `speed`): 1, or {@link SLOW_SEND_SPEED} for a plan
+   * with slow sends, as `npm start` runs at TIME_SCALE 0.001. @default 1
+   */
+  speed?: number;
 }
+
+/**
+ * The clock's speed in a plan with slow sends: only on a fast clock can a send (its request timeout of
+ * real time at most) outlast a lease measured without the clock's speed (5 min).
+ */
+export const SLOW_SEND_SPEED = 1000;
+/**
+ * The deliveries' request timeout (real ms) in a plan with slow sends: long enough for what a slow send's
+ * jump of the clock sets off (a sweep, a result published, the delivery either starts) to run while it is
+ * out, on a loaded machine. Other plans use 400 ms, so their stalls cost little real time.
+ */
+export const SLOW_SEND_TIMEOUT_MS = 3_000;
 
 // ─── Drawing a plan ─────────────────────────────────────────────────────────────────────────────────
 
@@ -169,6 +190,8 @@ const FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
   'endpoint.stall': 2,
   'endpoint.throttle': 2,
   'endpoint.gone': 1,
+  // Drawn apart (drawSlowSends), so the plans drawn before it existed are drawn as they were.
+  'endpoint.slow': 0,
   'smtp.transient': 2,
   'smtp.reject': 1,
   'smtp.dropAfterData': 2,
@@ -232,6 +255,8 @@ function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined 
     case 'placer.reportsLate':
     case 'placer.outOfOrder':
       return { id, kind, nth: rng.int(1, 6) };
+    case 'endpoint.slow':
+      return undefined;
     case 'endpoint.flap':
     case 'endpoint.stall':
     case 'endpoint.throttle':
@@ -319,7 +344,20 @@ export function drawPlan(seed: number): Plan {
     const fault = drawFault(rng, faults.length + 1, campaign);
     if (fault) faults.push(fault);
   }
-  return { seed, campaign, faults };
+  const slow = drawSlowSends(seed, campaign, faults.length + 1);
+  return slow ? { seed, campaign, faults: [...faults, slow], speed: SLOW_SEND_SPEED } : { seed, campaign, faults };
+}
+
+/**
+ * Slow sends on a fast clock, for some plans with endpoints, from a generator of their own: the plans
+ * drawn before this fault existed are drawn as they were (their campaigns and faults), so the seeds that
+ * reported a bug then report it still.
+ */
+function drawSlowSends(seed: number, campaign: Campaign, id: number): Fault | undefined {
+  const rng = seededRng(seed * 31 + 17);
+  const endpoints = campaign.tenants.flatMap((t) => t.endpoints.map((e) => e.name));
+  if (endpoints.length === 0 || !chance(rng, 0.15)) return undefined;
+  return { id, kind: 'endpoint.slow', endpoint: pick(rng, endpoints), nth: rng.int(1, 2), count: rng.int(1, 3), fraction: 0.8 + Math.floor(rng.float() * 19) / 100 };
 }
 
 /**
@@ -377,6 +415,8 @@ export function describeFault(fault: Fault): string {
     case 'endpoint.throttle':
     case 'endpoint.gone':
       return `#${fault.id} ${fault.kind}: endpoint ${fault.endpoint}, ${fault.kind === 'endpoint.gone' ? 'every request' : `${fault.count} request(s)`} from its ${ordinal(fault.nth)}${fault.retryAfterSeconds !== undefined ? ` (Retry-After ${fault.retryAfterSeconds})` : ''}`;
+    case 'endpoint.slow':
+      return `#${fault.id} ${fault.kind}: endpoint ${fault.endpoint}, ${fault.count} request(s) from its ${ordinal(fault.nth)}, each out for ${Math.round(fault.fraction * 100)} % of its timeout on the fast clock`;
     case 'smtp.transient':
     case 'smtp.reject':
     case 'smtp.dropAfterData':

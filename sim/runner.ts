@@ -52,15 +52,16 @@ export interface SeedResult {
 const PERIODIC_KINDS = new Set(['webhook.sweep']);
 
 /**
- * Whether nothing is left to do: the driver has no action left, no call result is due, and every job
- * (but the periodic ones) is finished. Timers may still wait: a schedule that outlived its job fires into
- * a stale wake-up, which does nothing. Read only when the next timer is a while away (a system at work
- * takes small steps), to spare the queries.
+ * Whether nothing is left to do: the driver has no action left, no call result is due, every job (but the
+ * periodic ones) is finished, and no delivery waits in a wait list (`lists`: only that is left; the sweep
+ * starts a list whose lease was left behind, within {@link SimHost.strandedWithinMs}). Timers may still
+ * wait: a schedule that outlived its job fires into a stale wake-up, which does nothing. Read only when the
+ * next timer is a while away (a system at work takes small steps), to spare the queries.
  */
-async function atRest(host: SimHost, driver: Driver): Promise<boolean> {
-  if (!driver.idle || host.placer.pendingResults() > 0) return false;
+async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'lists' | 'rest'> {
+  if (!driver.idle || host.placer.pendingResults() > 0) return 'busy';
   const next = host.clock.nextTimerAt();
-  if (next !== undefined && next - host.clock.now() < 30_000) return false;
+  if (next !== undefined && next - host.clock.now() < 30_000) return 'busy';
   // A Scan on the observer's unrecorded client (the job layer keeps no index by state: its byCheck index
   // holds only the jobs the rescuer looks at, and its counters are flushed after the fact).
   const { clients, tableNames } = host.observer;
@@ -75,8 +76,13 @@ async function atRest(host: SimHost, driver: Driver): Promise<boolean> {
       ExpressionAttributeValues: Object.fromEntries(states.map((state, i) => [`:s${i}`, state])),
     },
   );
-  for await (const page of pages) if ((page.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])))) return false;
-  return true;
+  for await (const page of pages) if ((page.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])))) return 'busy';
+  const entries = paginateScan(
+    { client: clients.dynamo },
+    { TableName: tableNames.webhooks, FilterExpression: 'begins_with(sk, :wait)', ProjectionExpression: 'pk', ExpressionAttributeValues: { ':wait': 'WAIT#' } },
+  );
+  for await (const page of entries) if ((page.Items ?? []).length > 0) return 'lists';
+  return 'rest';
 }
 
 class StallError extends Error {}
@@ -110,10 +116,14 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
     const driver = new Driver(host, plan.campaign);
     driver.start();
     const horizon = SIM_START + (options.horizonMs ?? 3 * 86400_000);
+    // Since when only deliveries waiting in lists are left: past strandedWithinMs, nothing will send them.
+    let listsOnlySince: number | undefined;
     try {
       for (;;) {
         await timed('quiesce', () => withinLimit(host.quiesce(), options.stallLimitMs ?? 60_000, `the host did not come to rest at ${new Date(host.clock.now()).toISOString()}`));
-        if (await timed('atRest', () => atRest(host, driver))) {
+        const rest = await timed('atRest', () => atRest(host, driver));
+        listsOnlySince = rest === 'lists' ? (listsOnlySince ?? host.clock.now()) : undefined;
+        if (rest === 'rest' || (listsOnlySince !== undefined && host.clock.now() - listsOnlySince > host.strandedWithinMs)) {
           settled = true;
           break;
         }

@@ -90,6 +90,8 @@ export interface SystemHost {
   secretKey?: SecretKey;
   /** The calls context's store. @default a CallsStore over `db` (a host may pass another implementation) */
   callsStore?: CallsStore;
+  /** The webhooks context's store, the intake's publisher's too. @default a WebhookStore over `db` (a host may pass another implementation) */
+  webhookStore?: WebhookStore;
 }
 
 type ModuleName = (typeof modules)[number]['name'];
@@ -148,6 +150,7 @@ export class System {
         metrics: host.metrics,
         ...(host.secretKey ? { secretKey: host.secretKey } : {}),
         ...(host.webhooks ? { webhooks: host.webhooks } : {}),
+        ...(host.webhookStore ? { store: host.webhookStore } : {}),
       });
     }
     return this.webhooksContext;
@@ -226,7 +229,7 @@ export class System {
       events: {
         // The webhooks context's publisher over its store alone: the intake builds no delivery machinery.
         prepare: async (input, now) => {
-          const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger, lease: webhookLeaseTerms(host.webhooks, host.clock) }));
+          const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: host.webhookStore ?? new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger, lease: webhookLeaseTerms(host.webhooks, host.clock) }));
           const published = await publisher.prepare(input, now);
           return { eventId: published.event.id, items: published.items, jobs: [], afterCommit: () => published.afterCommit(), abandon: () => published.abandon() };
         },

@@ -56,8 +56,8 @@ export interface LocalHostOptions {
    * and repeats messages there). Ignored with a `transport` of the caller's. @default none
    */
   wrapTransport?: (local: LocalTransport, queues: readonly LocalQueue[]) => DispatchTransport;
-  /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock, another calls store). */
-  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore'>;
+  /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock, another calls or webhooks store). */
+  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore' | 'webhookStore'>;
   /** The queues whose workers run. @default every queue */
   workers?: readonly QueueName[];
   /** What the workers run. @default each queue's context's handlers */

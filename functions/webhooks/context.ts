@@ -40,6 +40,8 @@ export interface WebhookOptions {
   drainBudgetMs?: number;
   /** Wraps the client deliveries send with (a host that watches or alters outbound requests). @default none */
   wrapHttp?: (client: WebhookHttp) => WebhookHttp;
+  /** The endpoint lease's terms, when a host bounds its sends otherwise. @default {@link leaseTerms} of the request timeout on the clock's speed */
+  lease?: LeaseTerms;
 }
 
 /** A delivery's request timeout unless the options set one (real ms). */
@@ -50,7 +52,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
  * publisher in the intake, the deliveries, the sweep) derives them here, so they agree.
  */
 export const webhookLeaseTerms = (options: WebhookOptions | undefined, clock: Clock): LeaseTerms =>
-  leaseTerms(options?.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, clock.speed ?? 1);
+  options?.lease ?? leaseTerms(options?.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, clock.speed ?? 1);
 
 /** What the webhooks context takes from its host (the composition root builds it once per process). */
 export interface WebhookHost {
@@ -69,6 +71,8 @@ export interface WebhookHost {
    */
   secretKey?: SecretKey;
   webhooks?: WebhookOptions;
+  /** The store. @default a WebhookStore over `db` and `table` */
+  store?: WebhookStore;
 }
 
 /** The webhooks context, assembled. */
@@ -106,7 +110,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const own = http ?? new VettedHttpClient({ policy: addressPolicy(guard), ...(options.resolve ? { resolve: options.resolve } : {}) });
   const client = options.wrapHttp ? options.wrapHttp(own) : own;
   const deps: WebhookDeps = {
-    store: new WebhookStore(host.db, host.table),
+    store: host.store ?? new WebhookStore(host.db, host.table),
     secrets: new EndpointSecrets(host.secretKey ?? noSecretKey, host.clock),
     jobs: host.jobs,
     clock: host.clock,

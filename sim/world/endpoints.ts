@@ -16,7 +16,8 @@ import type { Scopes } from '../scope.ts';
  *
  * By default a receiver answers 200. The plan's endpoint faults take over a run of its requests: flap
  * (500, or the connection dropped), stall (no answer until well after the client's timeout), throttle
- * (429 with Retry-After), gone (410 from then on).
+ * (429 with Retry-After), gone (410 from then on), slow (simulated time moves on by most of the request
+ * timeout while the request is out, and the timers that passes fire meanwhile; then 200).
  */
 
 export interface ReceivedRequest {
@@ -41,7 +42,7 @@ interface Receiver {
   received: number;
   open: number;
   /** Faults on this endpoint; `healed` turns them off (the redeliver phase). */
-  faults: Extract<Fault, { kind: 'endpoint.flap' | 'endpoint.stall' | 'endpoint.throttle' | 'endpoint.gone' }>[];
+  faults: Extract<Fault, { kind: 'endpoint.flap' | 'endpoint.stall' | 'endpoint.throttle' | 'endpoint.gone' | 'endpoint.slow' }>[];
   started: Set<number>;
 }
 
@@ -51,7 +52,15 @@ export class SimReceivers {
   healed = false;
   private server: Server | undefined;
   private readonly receivers = new Map<string, Receiver>();
-  private readonly options: { clock: SimClock; scopes: Scopes; faults: FaultInjector; planFaults: readonly Fault[]; stallMs: number };
+  private readonly options: {
+    clock: SimClock;
+    scopes: Scopes;
+    faults: FaultInjector;
+    planFaults: readonly Fault[];
+    stallMs: number;
+    /** A slow send: moves the clock on by `fraction` of the request timeout while the request is out, and lets what that starts run beside it. */
+    slowSend: (fraction: number) => Promise<void>;
+  };
 
   constructor(options: SimReceivers['options']) {
     this.options = options;
@@ -166,6 +175,10 @@ export class SimReceivers {
       case 'endpoint.gone':
         record.status = 410;
         res.writeHead(410).end('gone');
+        return;
+      case 'endpoint.slow':
+        await this.options.slowSend(fault.fraction);
+        if (!res.writableEnded && !res.destroyed) res.writeHead(200).end('slow but ok');
         return;
       case undefined:
         res.writeHead(200).end('ok');

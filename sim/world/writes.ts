@@ -91,6 +91,11 @@ export class AppliedWrites {
   readonly targets = new Set<string>();
   /** Events whose webhook.fanout job was written. */
   readonly fanouts = new Set<string>();
+  /**
+   * `<endpoint id> <event id>` → when the delivery was first written as a wait-list entry with no job (to be
+   * sent by whoever holds the endpoint's lease, or stranded behind a lease nobody uses).
+   */
+  readonly entries = new Map<string, number>();
 
   private readonly tables: { calls: string; jobs: string; webhooks: string };
   private readonly now: () => number;
@@ -115,7 +120,11 @@ export class AppliedWrites {
       const item = unmarshall(body.Item);
       if (body.TableName === this.tables.jobs) this.job(item);
       else if (body.TableName === this.tables.webhooks && typeof item['pk'] === 'string' && item['pk'].startsWith('WAITLIST#') && item['event']) {
-        this.target(item['pk'].split('#')[1]!, item['event'] as WebhookEvent);
+        const endpointId = item['pk'].split('#')[1]!;
+        const event = item['event'] as WebhookEvent;
+        const key = `${endpointId} ${event.id}`;
+        if (!this.targets.has(key)) this.entries.set(key, this.now());
+        this.target(endpointId, event);
       } else if (body.TableName === this.tables.calls) this.contact(item['pk'], item['sk'], item);
     } else if (type === 'Update' && body.TableName === this.tables.calls && body.Key) {
       const key = unmarshall(body.Key);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bugNamed } from '../../sim/bugs.ts';
 import { mailPolicy } from '../../functions/mail/kinds.ts';
-import { lostAttemptsPlan } from '../../sim/plan.ts';
+import { drawPlan, lostAttemptsPlan, withFaults } from '../../sim/plan.ts';
 import { runPlan, runSeed } from '../../sim/runner.ts';
 import type { SeedResult } from '../../sim/runner.ts';
 import { dynamoEndpoint } from '../support/dynamo.ts';
@@ -29,7 +29,7 @@ async function expectFound(name: string, seeds: readonly number[], invariants: s
   expect(clean.violations).toEqual([]);
 }
 
-// The six run at once (each mostly waits on DynamoDB Local), each on its few seeds in order, the one that
+// The eight run at once (each mostly waits on DynamoDB Local), each on its few seeds in order, the one that
 // reported it in the last replays first (the others are there for a run whose interleaving differs).
 describe.concurrent('the simulation finds a bug put back', () => {
   // No drawn plan reaches a job's last attempt (8 to 18 attempts in), so this one runs a targeted plan
@@ -55,6 +55,23 @@ describe.concurrent('the simulation finds a bug put back', () => {
     expectFound('outbox-outside-transaction', [60, 75, 78], ['calls.batches-end', 'calls.one-result-per-call', 'jobs.none-stuck', 'webhooks.every-event-delivered', 'calls.tenant-slots-return', 'mail.every-finalised-batch-notified']), 300_000);
 
   it('AMailTransportThatRetriesOnItsOwnSendsAMessageTwiceInOneRun', () => expectFound('mail-transport-retries', [4, 1, 5], ['retries.one-send-per-run']), 300_000);
+
+  // Seed 97 shrunk to its one fault: a call result's intake takes a free endpoint's lease for its delivery,
+  // then dies before its transaction is sent; the results after it wait behind a lease nobody will use.
+  it('ASweepThatTakesOnlyLeasesNobodyHolds_LeavesTheListACrashedPublisherStrandedWaitingForever', async () => {
+    const plan = withFaults(drawPlan(97), [9]);
+    expect(plan.faults.map((f) => f.kind)).toEqual(['crash.betweenWrites']);
+    const bug = bugNamed('sweep-skips-expired-lease')!;
+    const [buggy, clean] = await Promise.all([runPlan(plan, { dynamoEndpoint: dynamoEndpoint(), alterations: bug.alterations }), runPlan(plan, { dynamoEndpoint: dynamoEndpoint() })]);
+    expect(buggy.injections).toHaveLength(1);
+    expect(buggy.violations.filter((v) => v.invariant === 'webhooks.every-event-delivered').map((v) => v.message).join('\n')).toMatch(/still waits in the list with nothing left to run/);
+    expect(clean.injections).toHaveLength(1);
+    expect(clean.violations).toEqual([]);
+    expect(clean.settled).toBe(true);
+  }, 300_000);
+
+  it('ALeaseMeasuredInRealTimeOnAFastClockExpiresDuringASlowSend_AndASecondDeliveryGoesOutBesideIt', () =>
+    expectFound('webhook-lease-unscaled', [124, 27, 122], ['webhooks.one-in-flight-per-endpoint']), 300_000);
 
   it('AWebhookClientThatRetriesOnItsOwnSendsADeliveryTwiceInOneRun', () => expectFound('webhook-client-retries', [12, 17, 18, 4, 6], ['retries.one-send-per-run']), 300_000);
 });
