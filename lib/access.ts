@@ -132,7 +132,8 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    * - the owner address and access requests (functions/mail/owner.ts, access.ts, routes.ts): GetItem,
    *   UpdateItem (pending address), PutItem (request rows), Query (notices);
    * - endpoints (functions/webhooks/endpoints.ts): create (PutItem ×2 in a transaction), show (GetItem),
-   *   enable (UpdateItem), redeliver (Query of discard markers, conditional DeleteItem of each);
+   *   list (Query of the endpoint index, BatchGetItem of the rows), enable (UpdateItem), redeliver (Query
+   *   of discard markers, conditional DeleteItem of each);
    * - ops jobs (functions/ops/jobs-api.ts → functions/jobs/client.ts, listing.ts, counts.ts): get
    *   (GetItem), list and bulk retry/cancel (Query of `byCheck` then BatchGetItem of the rows, or Query of
    *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
@@ -146,7 +147,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
-      webhooks: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
+      webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { delete: true },

@@ -48,7 +48,7 @@ const EXPECTED: Record<string, string[]> = {
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:Query table:jobs/index/byDeadLetter',
-    ...['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
     ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
