@@ -60,17 +60,27 @@ export interface FunctionAccess {
 /** The functions that serve HTTP, the rescuer, and one worker per job queue. */
 export type ServingFunction = 'intake' | 'publicLinks' | 'api' | 'rescuer';
 
+/**
+ * What a worker's kinds make the job layer do with schedules (functions/jobs/dispatch.ts, apply.ts):
+ * `create` where one of them can wait longer than SQS's 15-minute delay (a snooze, a retry's backoff),
+ * `delete` where one of them wakes or takes on a waiting job before its schedule fires (`wake`,
+ * `claimNext`: the webhooks context's parked deliveries). A worker's claim of its own job never finds a
+ * schedule still to come (a claim needs the job due, and its schedule is for the same time); a delete
+ * that is refused only leaves the schedule to fire into a stale wake-up, which is dropped.
+ */
+type WorkerSchedules = FunctionAccess['schedules'];
+
 /** A worker's access: the executor's own writes, plus what its handlers do. */
-const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName): FunctionAccess => {
+const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName, schedules: WorkerSchedules): FunctionAccess => {
   const jobs = access.tables.jobs as TableAccess | undefined;
   return {
     ...access,
     // The executor (functions/jobs/executor.ts): claim, complete/retry/snooze/discard, cancelRequested,
     // recordPeriodic — all UpdateItem on the job row; a retry or snooze wakes the job on its own queue, by
-    // SQS or, beyond 15 minutes, by a schedule.
+    // SQS or, beyond 15 minutes, by a schedule (`schedules`).
     tables: { ...access.tables, jobs: { actions: union(['UpdateItem'], jobs?.actions ?? []), ...(jobs?.indexes ? { indexes: jobs.indexes } : {}) } },
     sendTo: union([ownQueue], access.sendTo),
-    schedules: { create: true, delete: true },
+    ...(schedules ? { schedules } : {}),
   };
 };
 
@@ -170,8 +180,11 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
 
 /** One worker per job queue (functions/<queue>/lambda/worker.ts), with what its handlers touch. */
 export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
-  /** ops.probe (functions/ops/probe.ts) touches nothing: the executor's writes only. */
-  ops: worker({ tables: {}, sendTo: [] }, 'ops'),
+  /**
+   * ops.probe (functions/ops/probe.ts) touches nothing: the executor's writes only. It never waits on a
+   * schedule: it does not snooze, and its policy's longest backoff (after its 9th attempt of 10) is 256 s.
+   */
+  ops: worker({ tables: {}, sendTo: [] }, 'ops', undefined),
   /**
    * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
    * completion), BatchGetItem (the tenant's slot shards, once a run), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
@@ -189,6 +202,8 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendTo: ['calls', 'deliveries', 'webhooks'],
     },
     'dial',
+    // A dial outside its batch's calling window snoozes until it opens (functions/calls/dialer.ts).
+    { create: true },
   ),
   /**
    * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
@@ -207,6 +222,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendTo: ['dial', 'deliveries', 'webhooks', 'mail'],
     },
     'calls',
+    // A watchdog snoozes until its calls time out (CALL_TIMEOUT_SECONDS, up to a day); a finaliser
+    // schedules the next round after the batch's retry backoff.
+    { create: true },
   ),
   /**
    * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; a stored
@@ -227,6 +245,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       webhookSecretsKey: ['decrypt'],
     },
     'deliveries',
+    // Retries of 30 minutes to 10 hours, a Retry-After, a failing endpoint's next probe; it takes on a
+    // parked delivery (claimNext) or wakes one, whose own backoff may have a schedule to come.
+    { create: true, delete: true },
   ),
   /**
    * webhook.fanout, webhook.wake, webhook.restart, webhook.sweep (functions/webhooks/fanout.ts, context.ts,
@@ -246,6 +267,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendTo: ['deliveries'],
     },
     'webhooks',
+    // A delivery made a job with its failed attempt as its first waits out that attempt's backoff (up to
+    // 10 hours); webhook.wake wakes a waiting delivery whose own backoff may have a schedule to come.
+    { create: true, delete: true },
   ),
   /**
    * owner.notify, access_request.approval_mail, owner.email_confirmation (functions/mail/handlers.ts →
@@ -259,5 +283,7 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendMail: true,
     },
     'mail',
+    // A message over a cap snoozes until the cap's hour ends (functions/mail/handlers.ts).
+    { create: true },
   ),
 };

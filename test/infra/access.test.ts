@@ -63,7 +63,7 @@ const EXPECTED: Record<string, string[]> = {
     ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
   ],
-  opsWorker: [...consumes('ops'), 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops'), ...createsSchedules, ...deletesSchedules],
+  opsWorker: [...consumes('ops'), 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops')],
   dialWorker: [
     ...consumes('dial'),
     ...['GetItem', 'BatchGetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
@@ -72,7 +72,6 @@ const EXPECTED: Record<string, string[]> = {
     ...publishes,
     ...sendsTo('dial', 'calls', 'deliveries', 'webhooks'),
     ...createsSchedules,
-    ...deletesSchedules,
   ],
   callsWorker: [
     ...consumes('calls'),
@@ -82,7 +81,6 @@ const EXPECTED: Record<string, string[]> = {
     ...publishes,
     ...sendsTo('dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
-    ...deletesSchedules,
   ],
   deliveriesWorker: [
     ...consumes('deliveries'),
@@ -112,9 +110,7 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:UpdateItem table:jobs',
     ...sendsTo('mail'),
     ...createsSchedules,
-    ...deletesSchedules,
     'ses:SendEmail ses:identity/mail.example.org',
-    'ses:SendRawEmail ses:identity/mail.example.org',
   ],
 };
 
