@@ -76,9 +76,10 @@ const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName, 
   return {
     ...access,
     // The executor (functions/jobs/executor.ts): claim, complete/retry/snooze/discard, cancelRequested,
-    // recordPeriodic — all UpdateItem on the job row; a retry or snooze wakes the job on its own queue, by
-    // SQS or, beyond 15 minutes, by a schedule (`schedules`).
-    tables: { ...access.tables, jobs: { actions: union(['UpdateItem'], jobs?.actions ?? []), ...(jobs?.indexes ? { indexes: jobs.indexes } : {}) } },
+    // recordPeriodic — all UpdateItem on the job row, and a GetItem of it when a discard's write got no
+    // answer (functions/jobs/discards.ts: was it written?); a retry or snooze wakes the job on its own
+    // queue, by SQS or, beyond 15 minutes, by a schedule (`schedules`).
+    tables: { ...access.tables, jobs: { actions: union(['GetItem', 'UpdateItem'], jobs?.actions ?? []), ...(jobs?.indexes ? { indexes: jobs.indexes } : {}) } },
     sendTo: union([ownQueue], access.sendTo),
     ...(schedules ? { schedules } : {}),
   };
@@ -166,13 +167,14 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
   /**
    * The rescuer (functions/jobs/rescuer.ts): its walk (Query of `byCheck`, BatchGetItem of the rows and of
    * its watermarks), `rescue`, `touchDispatch` and `recheck`, its watermarks and the counters
-   * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); it wakes jobs of every queue, and a
+   * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); a discard of a lost attempt whose write got
+   * no answer is read back (GetItem, functions/jobs/discards.ts); it wakes jobs of every queue, and a
    * rescued job's backoff may be longer than 15 minutes (a schedule). A last attempt it discards runs the
    * kind's discard hook: webhook.deliver's writes the endpoint's discard marker (PutItem on `ENDPOINT#…`,
    * functions/webhooks/delivery.ts `discarded`).
    */
   rescuer: {
-    tables: { jobs: { actions: ['BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
+    tables: { jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { create: true },
   },
@@ -208,7 +210,8 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   /**
    * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
    * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
-   * PutItem (the next round's list page); jobs put in the same transactions (finaliser, next dialer,
+   * PutItem (the next round's list page); a watchdog whose batch no longer names it open reads its
+   * successor's job (GetItem) to learn where its run stopped; jobs put in the same transactions (finaliser, next dialer,
    * the events' deliveries, owner.notify); publishing events (functions/webhooks/publish.ts); wakes dial,
    * calls, deliveries, webhooks and mail jobs.
    */

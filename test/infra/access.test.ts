@@ -55,6 +55,7 @@ const EXPECTED: Record<string, string[]> = {
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
   ],
   rescuer: [
+    'dynamodb:GetItem table:jobs',
     'dynamodb:BatchGetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
@@ -63,10 +64,11 @@ const EXPECTED: Record<string, string[]> = {
     ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
   ],
-  opsWorker: [...consumes('ops'), 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops')],
+  opsWorker: [...consumes('ops'), 'dynamodb:GetItem table:jobs', 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops')],
   dialWorker: [
     ...consumes('dial'),
     ...['GetItem', 'BatchGetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     ...publishes,
@@ -76,6 +78,7 @@ const EXPECTED: Record<string, string[]> = {
   callsWorker: [
     ...consumes('calls'),
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     ...publishes,
@@ -107,6 +110,7 @@ const EXPECTED: Record<string, string[]> = {
   mailWorker: [
     ...consumes('mail'),
     ...['GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
+    'dynamodb:GetItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     ...sendsTo('mail'),
     ...createsSchedules,
