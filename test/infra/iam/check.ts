@@ -47,3 +47,20 @@ export async function deniedRequests(sent: SentRequests | readonly SentRequests[
   const { decisions } = await decideSent(sent);
   return decisions.filter((d) => !cleanlyAllowed(d)).map(describeDecision);
 }
+
+// `node test/infra/iam/check.ts FILE…`: the check over logs written elsewhere (`npm run bench -- capacity
+// --sent-requests FILE`, a bundle run): each request its function's role would refuse, one a line; exit 1 if any.
+// Requests sent outside any function (a local host's start-up recovery, which AWS has no counterpart of) are
+// counted apart.
+if (import.meta.filename === process.argv[1]) {
+  const { readFileSync } = await import('node:fs');
+  const logs = process.argv.slice(2).map((file) => JSON.parse(readFileSync(file, 'utf8')) as SentRequests);
+  if (logs.length === 0) throw new Error('usage: node test/infra/iam/check.ts FILE…');
+  const attributed = logs.map((log) => ({ ...log, requests: log.requests.filter((r) => r.function !== 'unattributed') }));
+  const outside = logs.reduce((n, log) => n + log.requests.filter((r) => r.function === 'unattributed').length, 0);
+  const { requests, decisions } = await decideSent(attributed);
+  const denied = decisions.filter((d) => !cleanlyAllowed(d));
+  for (const d of denied) console.log(describeDecision(d));
+  console.log(`${requests.length} IAM requests (${decisions.length} distinct) from ${attributed.reduce((n, l) => n + l.requests.length, 0)} AWS requests: ${denied.length} not allowed; ${outside} sent outside any function, not checked`);
+  process.exitCode = denied.length > 0 ? 1 : 0;
+}
