@@ -19,8 +19,9 @@ import type { ReceivedMail } from '../../../sim/world/smtp.ts';
 const contacts = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${String(1000 + i)}`);
 
 /**
- * A tenant with an owner address (confirmed by the driver, then two access requests), six endpoints
- * (more than five: its events fan out) of which one answers 410 Gone (its deliveries are discarded), and
+ * A tenant with one call at a time (its dials wait for a slot), an owner address (confirmed by the driver,
+ * then two access requests), one endpoint for its call results and rounds and six for its batches' ends (more than five: those events fan out), of which one answers
+ * 410 Gone (its deliveries are discarded), and
  * three batches: one with a second round more than 15 minutes after the first (a schedule, which the
  * tour retries at once), one deleted while it runs, and one whose calling window opens 17 minutes after
  * the start (its first dial waits on a schedule; the tour cancels it). A second tenant has one endpoint
@@ -34,12 +35,12 @@ export const TOUR_PLAN: Plan = {
     tenants: [
       {
         id: 'acme',
-        concurrencyLimit: 2,
+        concurrencyLimit: 1,
         ownerEmail: 'owner@acme.sim.test',
         accessRequests: 2,
-        endpoints: [{ name: 'gone' }, { name: 'calls', eventTypes: ['call.completed'] }, ...['a', 'b', 'c', 'd'].map((name) => ({ name }))],
+        endpoints: [{ name: 'calls', eventTypes: ['call.completed', 'batch.round_scheduled'] }, ...['gone', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, eventTypes: ['batch.finalised'] }))],
         batches: [
-          { key: 'tour-1', contacts: contacts(3, '+1415555'), maxAttempts: 2, retry: { baseSeconds: 960, capSeconds: 3600 }, createAtMs: 0 },
+          { key: 'tour-1', contacts: contacts(2, '+1415555'), maxAttempts: 2, retry: { baseSeconds: 960, capSeconds: 3600 }, createAtMs: 0 },
           { key: 'tour-2', contacts: contacts(2, '+1416555'), maxAttempts: 1, retry: { baseSeconds: 60, capSeconds: 600 }, createAtMs: 60_000, deleteAtMs: 61_000 },
           {
             key: 'tour-3',
@@ -115,7 +116,9 @@ async function call(host: SimHost, method: string, path: string, body?: unknown,
  * delivery's decryption would fill the cache the API's replay reads first (on AWS each function has its own).
  */
 async function replayARegistration(host: SimHost): Promise<void> {
-  const body = { tenantId: 'acme', url: host.receivers.url('gone') };
+  const gone = TOUR_PLAN.campaign.tenants[0]!.endpoints.find((e) => e.name === 'gone')!;
+  // As the driver sent it (sim/driver.ts): the same body, the same key.
+  const body = { tenantId: 'acme', url: host.receivers.url(gone.name), ...(gone.eventTypes ? { eventTypes: gone.eventTypes } : {}) };
   const replay = await call(host, 'POST', '/v1/endpoints', body, [200], { 'idempotency-key': 'endpoint-gone' });
   if (typeof replay.body.secret !== 'string' || host.receivers.requests.length > 0) throw new Error(`the tour's replayed registration answered ${JSON.stringify(replay.body)} after ${host.receivers.requests.length} deliveries`);
 }
