@@ -1,8 +1,9 @@
 // npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
-// npm run bench -- <section> [--json FILE] [--records FILE] [--unlimited]: one section (jobs, calls, webhooks,
-// capacity); --json writes the capacity report (docs/capacity.md), --records every request it recorded,
-// --unlimited runs the capacity day with every request and record at once.
+// npm run bench -- <section> [--json FILE] [--records FILE] [--unlimited] [--sent-requests FILE]: one section
+// (jobs, calls, webhooks, capacity); --json writes the capacity report (docs/capacity.md), --records every
+// request it recorded, --unlimited runs the capacity day with every request and record at once,
+// --sent-requests every AWS request of the day by deployed function (`node test/infra/iam/check.ts FILE`).
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
@@ -14,7 +15,7 @@ import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
 const sections = ['jobs', 'calls', 'webhooks', 'capacity'];
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' }, unlimited: { type: 'boolean' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' }, unlimited: { type: 'boolean' }, 'sent-requests': { type: 'string' } } });
 const only = positionals[0];
 if (only !== undefined && !sections.includes(only)) {
   console.error(`unknown section "${only}"; one of: ${sections.join(', ')}`);
@@ -41,7 +42,7 @@ try {
   }
   if (!only || only === 'capacity') {
     console.log('\n## capacity and cost (docs/capacity.md)');
-    const result = await benchCapacity(dynamo.endpoint, { ...(values.json ? { json: values.json } : {}), ...(values.records ? { records: values.records } : {}), ...(values.unlimited ? { unlimited: true } : {}) });
+    const result = await benchCapacity(dynamo.endpoint, { ...(values.json ? { json: values.json } : {}), ...(values.records ? { records: values.records } : {}), ...(values.unlimited ? { unlimited: true } : {}), ...(values['sent-requests'] ? { sentRequests: values['sent-requests'] } : {}) });
     for (const line of result.lines) console.log(`  ${line}`);
   }
 } finally {

@@ -60,17 +60,28 @@ export interface FunctionAccess {
 /** The functions that serve HTTP, the rescuer, and one worker per job queue. */
 export type ServingFunction = 'intake' | 'publicLinks' | 'api' | 'rescuer';
 
+/**
+ * What a worker's kinds make the job layer do with schedules (functions/jobs/dispatch.ts, apply.ts):
+ * `create` where one of them can wait longer than SQS's 15-minute delay (a snooze, a retry's backoff),
+ * `delete` where one of them wakes or takes on a waiting job before its schedule fires (`wake`,
+ * `claimNext`: the webhooks context's parked deliveries). A worker's claim of its own job never finds a
+ * schedule still to come (a claim needs the job due, and its schedule is for the same time); a delete
+ * that is refused only leaves the schedule to fire into a stale wake-up, which is dropped.
+ */
+type WorkerSchedules = FunctionAccess['schedules'];
+
 /** A worker's access: the executor's own writes, plus what its handlers do. */
-const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName): FunctionAccess => {
+const worker = (access: Omit<FunctionAccess, 'schedules'>, ownQueue: QueueName, schedules: WorkerSchedules): FunctionAccess => {
   const jobs = access.tables.jobs as TableAccess | undefined;
   return {
     ...access,
     // The executor (functions/jobs/executor.ts): claim, complete/retry/snooze/discard, cancelRequested,
-    // recordPeriodic — all UpdateItem on the job row; a retry or snooze wakes the job on its own queue, by
-    // SQS or, beyond 15 minutes, by a schedule.
-    tables: { ...access.tables, jobs: { actions: union(['UpdateItem'], jobs?.actions ?? []), ...(jobs?.indexes ? { indexes: jobs.indexes } : {}) } },
+    // recordPeriodic — all UpdateItem on the job row, and a GetItem of it when a discard's write got no
+    // answer (functions/jobs/discards.ts: was it written?); a retry or snooze wakes the job on its own
+    // queue, by SQS or, beyond 15 minutes, by a schedule (`schedules`).
+    tables: { ...access.tables, jobs: { actions: union(['GetItem', 'UpdateItem'], jobs?.actions ?? []), ...(jobs?.indexes ? { indexes: jobs.indexes } : {}) } },
     sendTo: union([ownQueue], access.sendTo),
-    schedules: { create: true, delete: true },
+    ...(schedules ? { schedules } : {}),
   };
 };
 
@@ -132,7 +143,8 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    * - the owner address and access requests (functions/mail/owner.ts, access.ts, routes.ts): GetItem,
    *   UpdateItem (pending address), PutItem (request rows), Query (notices);
    * - endpoints (functions/webhooks/endpoints.ts): create (PutItem ×2 in a transaction), show (GetItem),
-   *   enable (UpdateItem), redeliver (Query of discard markers, conditional DeleteItem of each);
+   *   list (Query of the endpoint index, BatchGetItem of the rows), enable (UpdateItem), redeliver (Query
+   *   of discard markers, conditional DeleteItem of each);
    * - ops jobs (functions/ops/jobs-api.ts → functions/jobs/client.ts, listing.ts, counts.ts): get
    *   (GetItem), list and bulk retry/cancel (Query of `byCheck` then BatchGetItem of the rows, or Query of
    *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
@@ -146,7 +158,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
-      webhooks: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
+      webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { delete: true },
@@ -155,13 +167,14 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
   /**
    * The rescuer (functions/jobs/rescuer.ts): its walk (Query of `byCheck`, BatchGetItem of the rows and of
    * its watermarks), `rescue`, `touchDispatch` and `recheck`, its watermarks and the counters
-   * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); it wakes jobs of every queue, and a
+   * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); a discard of a lost attempt whose write got
+   * no answer is read back (GetItem, functions/jobs/discards.ts); it wakes jobs of every queue, and a
    * rescued job's backoff may be longer than 15 minutes (a schedule). A last attempt it discards runs the
    * kind's discard hook: webhook.deliver's writes the endpoint's discard marker (PutItem on `ENDPOINT#…`,
    * functions/webhooks/delivery.ts `discarded`).
    */
   rescuer: {
-    tables: { jobs: { actions: ['BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
+    tables: { jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { create: true },
   },
@@ -169,8 +182,11 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
 
 /** One worker per job queue (functions/<queue>/lambda/worker.ts), with what its handlers touch. */
 export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
-  /** ops.probe (functions/ops/probe.ts) touches nothing: the executor's writes only. */
-  ops: worker({ tables: {}, sendTo: [] }, 'ops'),
+  /**
+   * ops.probe (functions/ops/probe.ts) touches nothing: the executor's writes only. It never waits on a
+   * schedule: it does not snooze, and its policy's longest backoff (after its 9th attempt of 10) is 256 s.
+   */
+  ops: worker({ tables: {}, sendTo: [] }, 'ops', undefined),
   /**
    * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
    * completion), BatchGetItem (the tenant's slot shards, once a run), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
@@ -188,11 +204,14 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendTo: ['calls', 'deliveries', 'webhooks'],
     },
     'dial',
+    // A dial outside its batch's calling window snoozes until it opens (functions/calls/dialer.ts).
+    { create: true },
   ),
   /**
    * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
    * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
-   * PutItem (the next round's list page); jobs put in the same transactions (finaliser, next dialer,
+   * PutItem (the next round's list page); a watchdog whose batch no longer names it open reads its
+   * successor's job (GetItem) to learn where its run stopped; jobs put in the same transactions (finaliser, next dialer,
    * the events' deliveries, owner.notify); publishing events (functions/webhooks/publish.ts); wakes dial,
    * calls, deliveries, webhooks and mail jobs.
    */
@@ -206,6 +225,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendTo: ['dial', 'deliveries', 'webhooks', 'mail'],
     },
     'calls',
+    // A watchdog snoozes until its calls time out (CALL_TIMEOUT_SECONDS, up to a day); a finaliser
+    // schedules the next round after the batch's retry backoff.
+    { create: true },
   ),
   /**
    * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; a stored
@@ -226,6 +248,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       webhookSecretsKey: ['decrypt'],
     },
     'deliveries',
+    // Retries of 30 minutes to 10 hours, a Retry-After, a failing endpoint's next probe; it takes on a
+    // parked delivery (claimNext) or wakes one, whose own backoff may have a schedule to come.
+    { create: true, delete: true },
   ),
   /**
    * webhook.fanout, webhook.wake, webhook.restart, webhook.sweep (functions/webhooks/fanout.ts, context.ts,
@@ -245,6 +270,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendTo: ['deliveries'],
     },
     'webhooks',
+    // A delivery made a job with its failed attempt as its first waits out that attempt's backoff (up to
+    // 10 hours); webhook.wake wakes a waiting delivery whose own backoff may have a schedule to come.
+    { create: true, delete: true },
   ),
   /**
    * owner.notify, access_request.approval_mail, owner.email_confirmation (functions/mail/handlers.ts →
@@ -258,5 +286,7 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
       sendMail: true,
     },
     'mail',
+    // A message over a cap snoozes until the cap's hour ends (functions/mail/handlers.ts).
+    { create: true },
   ),
 };

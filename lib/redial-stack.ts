@@ -13,7 +13,6 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import * as ses from 'aws-cdk-lib/aws-ses';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ScheduleTargetBaseProps } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
@@ -484,9 +483,11 @@ export class RedialStack extends Stack {
       fn.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', this.webhookSecretsKey.keyArn);
     }
     if (access.sendMail) {
-      ses.EmailIdentity.fromEmailIdentityName(this, 'MailIdentity', this.mail.sesIdentity ?? this.mail.domain).grantSendEmail(fn);
+      // SES API v2's SendEmail (functions/mail/transport.ts), raw content included, is `ses:SendEmail`
+      // (`ses:SendRawEmail` is API v1's, which redial does not call; CDK's grantSendEmail grants both).
+      allow(['ses:SendEmail'], [this.formatArn({ service: 'ses', resource: 'identity', resourceName: this.mail.sesIdentity ?? this.mail.domain })]);
       if (this.mail.configurationSet) {
-        allow(['ses:SendEmail', 'ses:SendRawEmail'], [this.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.mail.configurationSet })]);
+        allow(['ses:SendEmail'], [this.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.mail.configurationSet })]);
       }
     }
   }

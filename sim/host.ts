@@ -4,7 +4,7 @@ import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { allKinds, tables } from '../functions/app/system.ts';
+import { allKinds, httpFunctionsByRoute, tables } from '../functions/app/system.ts';
 import type { TableNames } from '../functions/app/system.ts';
 import { callsDefaults } from '../functions/calls/config.ts';
 import type { CallsStore } from '../functions/calls/store.ts';
@@ -20,8 +20,10 @@ import { ensureTables, freePort } from '../functions/platform/local/dynamodb-loc
 import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
 import type { MetricsSink } from '../functions/platform/metrics.ts';
+import { SentRequestLog } from '../functions/platform/recorder.ts';
 import { seededRng } from '../functions/platform/rng.ts';
 import type { WebhookOptions } from '../functions/webhooks/context.ts';
+import { LocalSecretKey } from '../functions/platform/secret-key.ts';
 import type { WebhookHttp } from '../functions/webhooks/deps.ts';
 import type { WebhookStore } from '../functions/webhooks/store.ts';
 import { SWEEP_EVERY_SECONDS } from '../functions/webhooks/kinds.ts';
@@ -31,7 +33,7 @@ import { FaultInjector } from './faults.ts';
 import { SLOW_SEND_TIMEOUT_MS } from './plan.ts';
 import type { Plan } from './plan.ts';
 import { Activity, Scopes } from './scope.ts';
-import type { Invocation } from './scope.ts';
+import type { Invocation, RunScope } from './scope.ts';
 import { SimReceivers } from './world/endpoints.ts';
 import { CallLedger } from './world/ledger.ts';
 import { AppliedWrites } from './world/writes.ts';
@@ -41,6 +43,9 @@ import type { ReceivedMail } from './world/smtp.ts';
 
 /** The intake's signing secret in the simulation (the Standard Webhooks spec's example key). */
 export const SIM_WEBHOOK_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+/** The mail domain of the simulation's messages (their From and Message-IDs). */
+export const SIM_MAIL_DOMAIN = 'sim.redial.test';
 
 /** Monday 2026-01-05 09:00 UTC: where every seed's clock starts. */
 export const SIM_START = Date.parse('2026-01-05T09:00:00.000Z');
@@ -85,6 +90,8 @@ export interface SimHostOptions {
   alterations?: Alterations;
   /** Run every rescuer pass, even one that would find nothing to do (`--every-pass`). @default false */
   everyPass?: boolean;
+  /** Log every AWS request redial sends, with the deployed function that sends it (test/infra/iam). @default false */
+  logRequests?: boolean;
 }
 
 /** redial on one machine under a fault plan, and the world around it. */
@@ -111,6 +118,8 @@ export interface SimHost {
    * (which starts the sweep). docs/webhooks.md, "Races, crashes, nothing stranded".
    */
   strandedWithinMs: number;
+  /** Every AWS request redial sent, by deployed function (with `logRequests`). */
+  sentRequests: SentRequestLog | undefined;
   /** Called with each mail the SMTP server takes (the driver follows the owner's confirmation link). */
   onMail(listener: (mail: ReceivedMail) => void): void;
   /** Resolves when nothing is in flight: no batch, request, rescuer pass or result being sent. */
@@ -194,6 +203,25 @@ async function settledBeside(activity: Activity, beside: number, limitMs: number
   }
 }
 
+/**
+ * The deployed function a run is part of, as lib/redial-stack.ts names them: a queue's worker, the function
+ * serving the request's route (`functionOfRoute`), or the rescuer; undefined outside any run.
+ */
+function deployedFunction(scope: RunScope | undefined, functionOfRoute: (route: string) => string | undefined): string | undefined {
+  if (!scope) return undefined;
+  switch (scope.where) {
+    case 'job':
+      return `${scope.invocation.fn.replace(/^worker:/, '')}Worker`;
+    case 'api':
+      return functionOfRoute(scope.name) ?? 'api';
+    case 'rescuer':
+      return 'rescuer';
+  }
+}
+
+/** A key of the seed's own, KMS's place, so that every use of it can be logged. */
+const simSecretKey = (): LocalSecretKey => LocalSecretKey.generate();
+
 /** Races a run against its invocation's death: a dead invocation answers at once (its runs hang on). */
 async function untilDeath<T>(invocation: Invocation, run: Promise<T>, onDeath: () => T): Promise<T> {
   return Promise.race([run, invocation.died.then(onDeath)]);
@@ -240,7 +268,16 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
     const faultRng = seededRng(plan.seed * 7 + 3);
     const faults = new FaultInjector({ faults: plan.faults, scopes, clock, draw: () => faultRng.float() });
     const dynamoLocal = { region: 'local', endpoints: { dynamodb: options.dynamoEndpoint }, credentials: localCredentials };
-    const clients = createAwsClients({ ...dynamoLocal, interceptor: faults });
+    // Attributed through the run's scope: which worker's batch, which route's request, or the rescuer.
+    let routes: Record<string, string> | undefined;
+    const sent = options.logRequests
+      ? new SentRequestLog(() => deployedFunction(scopes.current(), (route) => (routes ??= httpFunctionsByRoute(local.system))[route]), {
+          ...Object.fromEntries(Object.entries(tableNames).map(([key, name]) => [name, `table:${key}`])),
+          [SIM_MAIL_DOMAIN]: 'identity:mail',
+        })
+      : undefined;
+    // The log first: it sees every request the code sends, those a fault then refuses included.
+    const clients = createAwsClients({ ...dynamoLocal, interceptor: sent ? { instrument: (client, service) => (sent.instrument(client, service), faults.instrument(client, service)) } : faults });
     const observer = createAwsClients(dynamoLocal);
     stops.push(() => {
       clients.dynamo.destroy();
@@ -294,9 +331,10 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const mail = parseMailConfig({ MAIL_DOMAIN: 'sim.redial.test', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtp.url });
+    const mail = parseMailConfig({ MAIL_DOMAIN: SIM_MAIL_DOMAIN, PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtp.url });
     const smtpTransport = transportFor(mail.transport, clients);
-    const local = await createLocalHost({
+    const injected = faults.mail(alterations.mailTransport ? alterations.mailTransport(smtpTransport) : smtpTransport);
+    const local: LocalHost = await createLocalHost({
       db: clients.dynamo,
       tableNames,
       clock,
@@ -304,13 +342,17 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       rng,
       logger,
       metrics,
-      wrapTransport: (inner, queues) =>
-        faults.transport({
+      wrapTransport: (inner, queues) => {
+        const transport = faults.transport({
           sendMessage: (queue, body, delaySeconds) => inner.sendMessage(queue, body, delaySeconds),
           createSchedule: (name, at, queue, body) => inner.createSchedule(name, at, queue, body),
           deleteSchedule: (name) => inner.deleteSchedule(name),
           deliverNow: (queue, body) => queues.find((q) => q.name === queue)?.send(body, 0),
-        }),
+        });
+        return sent ? sent.dispatch(transport) : transport;
+      },
+      // KMS's place: the process's key, its every use logged as the KMS request it is on AWS.
+      ...(sent ? { secretKey: sent.key(simSecretKey()) } : {}),
       contexts: {
         calls: {
           ...callsDefaults,
@@ -320,7 +362,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
           callTimeoutSeconds: SIM_CALL_TIMEOUT_SECONDS,
           placerTimeoutMs: PLACER_TIMEOUT_MS,
         },
-        mail: { config: mail, transport: faults.mail(alterations.mailTransport ? alterations.mailTransport(smtpTransport) : smtpTransport) },
+        mail: { config: mail, transport: sent ? sent.mail(injected) : injected },
         webhooks: {
           allowLoopback: true,
           requestTimeoutMs,
@@ -407,6 +449,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       activity,
       observer: { clients: observer, tableNames },
       strandedWithinMs: leaseTerms(requestTimeoutMs, clock.speed).leaseMs + SWEEP_EVERY_SECONDS * 1000 + RESCUER_PERIOD_MS,
+      sentRequests: sent,
       onMail: (listener) => mailListeners.push(listener),
       quiesce,
       advance: () => {

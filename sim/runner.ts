@@ -8,6 +8,7 @@ import { check, observe } from './invariants.ts';
 import type { Violation } from './invariants.ts';
 import { drawPlan, withFaults } from './plan.ts';
 import type { Fault, Plan } from './plan.ts';
+import type { SentRequests } from '../functions/platform/recorder.ts';
 
 /**
  * One seed, run: its plan on a fresh host, the clock moved from timer to timer until the system is at
@@ -24,6 +25,8 @@ export interface RunOptions {
   everyPass?: boolean;
   /** Real time the host may take to come to rest after a step before the run is abandoned. @default 60 s */
   stallLimitMs?: number;
+  /** Log every AWS request redial sends, by deployed function, into the result's `sentRequests` (test/infra/iam). @default false */
+  logRequests?: boolean;
 }
 
 export interface SeedResult {
@@ -47,6 +50,8 @@ export interface SeedResult {
   requests?: number;
   /** Real ms by phase: the host's start, the run (quiescing, the at-rest checks), the invariants, the stop. */
   phases?: Record<string, number>;
+  /** Every AWS request redial sent, by deployed function (with `logRequests`). */
+  sentRequests?: SentRequests;
 }
 
 const PERIODIC_KINDS = new Set(['webhook.sweep']);
@@ -58,7 +63,7 @@ const PERIODIC_KINDS = new Set(['webhook.sweep']);
  * wait: a schedule that outlived its job fires into a stale wake-up, which does nothing. Read only when the
  * next timer is a while away (a system at work takes small steps), to spare the queries.
  */
-async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'lists' | 'rest'> {
+export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'lists' | 'rest'> {
   if (!driver.idle || host.placer.pendingResults() > 0) return 'busy';
   const next = host.clock.nextTimerAt();
   if (next !== undefined && next - host.clock.now() < 30_000) return 'busy';
@@ -108,7 +113,13 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       phases[phase] = (phases[phase] ?? 0) + performance.now() - t;
     }
   };
-  const host = await timed('start', () => startSimHost({ dynamoEndpoint: options.dynamoEndpoint, plan, ...(options.everyPass ? { everyPass: true } : {}), ...(options.alterations ? { alterations: options.alterations } : {}) }));
+  const host = await timed('start', () => startSimHost({
+      dynamoEndpoint: options.dynamoEndpoint,
+      plan,
+      ...(options.everyPass ? { everyPass: true } : {}),
+      ...(options.alterations ? { alterations: options.alterations } : {}),
+      ...(options.logRequests ? { logRequests: true } : {}),
+    }));
   const violations: Violation[] = [];
   let settled = false;
   let steps = 0;
@@ -163,6 +174,7 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       stats,
       requests: host.faults.sent.requests,
       phases,
+      ...(host.sentRequests ? { sentRequests: host.sentRequests.toJSON() } : {}),
     };
   } finally {
     await timed('stop', () => host.stop());

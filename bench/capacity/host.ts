@@ -4,9 +4,10 @@ import { DEV_WEBHOOK_SECRET } from '../../functions/calls/local/config.ts';
 import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
 import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
+import type { LocalHost } from '../../functions/local/host.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
 import { transportFor } from '../../functions/mail/transport.ts';
-import { tables } from '../../functions/app/system.ts';
+import { allKinds, httpFunctionsByRoute, tables } from '../../functions/app/system.ts';
 import type { System, TableNames } from '../../functions/app/system.ts';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import type { AwsClients } from '../../functions/platform/aws.ts';
@@ -18,8 +19,9 @@ import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import type { SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
-import { RequestRecorder } from '../../functions/platform/recorder.ts';
+import { RequestRecorder, SentRequestLog } from '../../functions/platform/recorder.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
+import { LocalSecretKey } from '../../functions/platform/secret-key.ts';
 
 /** How the capacity run's host is set up. */
 export interface CapacityHostOptions {
@@ -34,6 +36,8 @@ export interface CapacityHostOptions {
   apiConcurrency?: number;
   /** Batches each queue's worker runs at once. @default the context's */
   queueConcurrency?: number;
+  /** Log every AWS request by the deployed function that sends it, for the IAM check (test/infra/iam). @default false */
+  logRequests?: boolean;
 }
 
 /** The local stack under the recorder, and what the run needs to drive and observe it. */
@@ -48,6 +52,8 @@ export interface CapacityHost {
   localQueues: LocalQueue[];
   /** Clients that are not recorded, for the run to watch progress without adding to what it measures. */
   observer: { clients: AwsClients; tableNames: TableNames };
+  /** Every AWS request sent, by deployed function (with `logRequests`). */
+  sentRequests: SentRequestLog | undefined;
   /** Rescuer passes run so far. */
   rescuerPasses(): number;
   /** Fires every schedule still waiting, now (see LocalTransport.firePending); returns how many. */
@@ -78,7 +84,16 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       complete: true,
     });
     const local = { region: 'local', endpoints: { dynamodb: options.dynamoEndpoint }, credentials: localCredentials };
-    const clients = createAwsClients({ ...local, recorder });
+    const mailDomain = 'capacity.redial.local';
+    // Attributed through the recorder's scope: a worker's batch or record, the request's route, the rescuer.
+    let routes: Record<string, string> | undefined;
+    const sent = options.logRequests
+      ? new SentRequestLog(() => functionOfSource(recorder.source(), (route) => (routes ??= httpFunctionsByRoute(host.system))[route]), {
+          ...Object.fromEntries(Object.entries(tableNames).map(([key, name]) => [name, `table:${key}`])),
+          [mailDomain]: 'identity:mail',
+        })
+      : undefined;
+    const clients = createAwsClients({ ...local, recorder, ...(sent ? { interceptor: sent } : {}) });
     // Clients that are not recorded, for the run to watch progress without adding to what it measures.
     const observer = createAwsClients(local);
     stops.push(() => {
@@ -93,9 +108,10 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
     const url = `http://127.0.0.1:${port}`;
     const simulator = await CallPlacerSimulator.start({ clock, signingClock: systemClock, rng: seededRng(options.seed + 1), secret: DEV_WEBHOOK_SECRET });
     stops.push(() => simulator.close());
-    const mail = parseMailConfig({ MAIL_DOMAIN: 'capacity.redial.local', PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtpSink.url });
+    const mail = parseMailConfig({ MAIL_DOMAIN: mailDomain, PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtpSink.url });
+    const mailTransport = transportFor(mail.transport, clients);
 
-    const host = await createLocalHost({
+    const host: LocalHost = await createLocalHost({
       db: clients.dynamo,
       tableNames,
       clock,
@@ -107,9 +123,10 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       contexts: {
         wallClock: systemClock,
         calls: { ...callsDefaults, placerUrl: simulator.url, callbackUrl: `${url}/v1/calls/webhook`, webhookSecret: DEV_WEBHOOK_SECRET, callTimeoutSeconds: DEFAULT_CALL_TIMEOUT_SECONDS },
-        mail: { config: mail, transport: transportFor(mail.transport, clients) },
+        mail: { config: mail, transport: sent ? sent.mail(mailTransport) : mailTransport },
         webhooks: { allowLoopback: true },
       },
+      ...(sent ? { wrapTransport: (inner) => sent.dispatch(inner), secretKey: sent.key(LocalSecretKey.generate()) } : {}),
       rescuer: { intervalMs: options.rescueIntervalMs, rescueAfterMs: 30_000 * clock.speed },
       serve: { port, ...(options.apiConcurrency ? { concurrency: options.apiConcurrency } : {}) },
       ...(options.queueConcurrency ? { queueConcurrency: options.queueConcurrency } : {}),
@@ -126,6 +143,7 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       smtpSink,
       localQueues: host.queues,
       observer: { clients: observer, tableNames },
+      sentRequests: sent,
       rescuerPasses: () => host.rescuerPasses(),
       firePendingSchedules: () => host.firePendingSchedules(),
       stop,
@@ -134,4 +152,19 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
     await stop();
     throw error;
   }
+}
+
+/**
+ * The deployed function a recorder scope (its source) is part of, as lib/redial-stack.ts names them: a job's
+ * kind or a batch is its queue's worker's, a request the function serving its route's
+ * (`functionOfRoute`), the rescuer's own; undefined for anything else (Scheduler firing a schedule).
+ */
+function functionOfSource(source: string, functionOfRoute: (route: string) => string | undefined): string | undefined {
+  if (source.startsWith('job:')) {
+    const kind = allKinds.find((k) => k.kind === source.slice('job:'.length));
+    return kind ? `${kind.queue}Worker` : undefined;
+  }
+  if (source.startsWith('worker:')) return `${source.slice('worker:'.length)}Worker`;
+  if (source.startsWith('api:')) return functionOfRoute(source.slice('api:'.length)) ?? 'api';
+  return source === 'rescuer' ? 'rescuer' : undefined;
 }

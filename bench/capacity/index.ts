@@ -52,6 +52,8 @@ export interface CapacityOptions {
   records?: string;
   /** Serve every request and record at once (the context's concurrency), not a few at a time. @default false */
   unlimited?: boolean;
+  /** Where to write every AWS request of the day by deployed function as JSON, for the IAM check (`node test/infra/iam/check.ts FILE`). */
+  sentRequests?: string;
 }
 
 export interface CapacityReport extends CapacityModel {
@@ -108,7 +110,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   const lines: string[] = [];
   const log = (line: string) => console.log(`  ${line}`);
   const admission = options.unlimited ? {} : { apiConcurrency: API_CONCURRENCY, queueConcurrency: QUEUE_CONCURRENCY };
-  const host = await startCapacityHost({ dynamoEndpoint, timeScale, seed: 12, rescueIntervalMs: 60_000 * timeScale, ...admission });
+  const host = await startCapacityHost({ dynamoEndpoint, timeScale, seed: 12, rescueIntervalMs: 60_000 * timeScale, ...admission, ...(options.sentRequests ? { logRequests: true } : {}) });
   let day: DayOutcome;
   let records: Recorded[];
   let passes: number;
@@ -116,6 +118,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     day = await runDay(host, contacts, { timeoutMs: 420_000, log });
     records = [...host.recorder.records];
     passes = host.rescuerPasses();
+    if (options.sentRequests && host.sentRequests) writeFileSync(options.sentRequests, JSON.stringify(host.sentRequests.toJSON()));
   } finally {
     await host.stop();
   }

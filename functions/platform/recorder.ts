@@ -551,3 +551,144 @@ function partitionValue(keyCondition: string, input: Record<string, unknown>, pa
   }
   return '';
 }
+
+// ─── requests as sent, per deployed function (the IAM check) ──────────────────────────────────────
+
+/**
+ * One AWS request as redial's code sent it, and the deployed function that sent it. test/infra/iam turns
+ * each into the IAM requests AWS would authorize (a transaction into its items' actions, a Query of an index
+ * into a request on the index's ARN) and evaluates them against that function's role in the synthesized
+ * template.
+ */
+export interface SentRequest {
+  /**
+   * The deployed function, as lib/redial-stack.ts names it (`intake`, `publicLinks`, `api`, `rescuer`,
+   * `<queue>Worker`); `unattributed` for a request sent while no function was running.
+   */
+  function: string;
+  /** `DynamoDB`, `SQS`, `Scheduler`, `SES`, `SecretsManager` or `KMS`. */
+  service: string;
+  /** The API operation: `TransactWriteItems`, `SendMessage`, `CreateSchedule`, … */
+  operation: string;
+  /**
+   * The command's input as the SDK sends it (DynamoDB values marshalled). A local stand-in that has no AWS
+   * address for a resource names it by what it is, `<kind>:<name>` (`queue:deliveries`,
+   * `scheduleGroup:jobs`, `role:scheduler`, `key:webhookSecrets`), where the AWS client would put an ARN or URL.
+   */
+  params: Record<string, unknown>;
+}
+
+/**
+ * What a {@link SentRequestLog} holds, as it is written to a file: the requests, and what the names they
+ * carry stand for. `names` maps a value a request carries (a table name, a queue URL, an ARN, a mail
+ * domain) to the resource it names: a CloudFormation logical id of the synthesized stack, or
+ * `<kind>:<name>` (`table:jobs`, `queue:deliveries`, `secret:callWebhook`, `key:webhookSecrets`,
+ * `identity:mail`, `scheduleGroup:jobs`, `role:scheduler`).
+ */
+export interface SentRequests {
+  names: Record<string, string>;
+  requests: SentRequest[];
+}
+
+/** The shape of the job layer's dispatch transport (functions/jobs/dispatch.ts), which platform does not import. */
+interface WakeUpTransport {
+  sendMessage(queue: string, body: string, delaySeconds: number): Promise<void>;
+  createSchedule(name: string, at: number, queue: string, body: string): Promise<void>;
+  deleteSchedule(name: string): Promise<void>;
+}
+
+/** The shape of a mail transport (functions/mail/transport.ts): what it sends, from whom. */
+interface SendingTransport<N extends string, M extends { from: string; to: string }, R> {
+  readonly name: N;
+  send(mail: M, signal: AbortSignal): Promise<R>;
+}
+
+/** The shape of the endpoint-secrets key (secret-key.ts), without importing it. */
+interface ContextKey {
+  encrypt(plaintext: string, context: Readonly<Record<string, string>>): Promise<string>;
+  decrypt(ciphertext: string, context: Readonly<Record<string, string>>): Promise<string>;
+}
+
+/**
+ * Every AWS request the code sends, as sent, with the deployed function that sent it (`functionNow`: the
+ * host knows which worker, route or rescuer pass is running). It is a request interceptor for
+ * createAwsClients (aws.ts), installed only when passed; the local stand-ins for SQS, Scheduler, SES and
+ * KMS report through {@link SentRequestLog.dispatch}, {@link SentRequestLog.mail} and
+ * {@link SentRequestLog.key}, each with the input the AWS client would have sent. It only looks: every
+ * request goes on unchanged, refused or not.
+ */
+export class SentRequestLog {
+  readonly requests: SentRequest[] = [];
+  /** What the names in the requests stand for (see {@link SentRequests.names}). */
+  readonly names: Record<string, string>;
+  private readonly functionNow: () => string | undefined;
+
+  constructor(functionNow: () => string | undefined, names: Record<string, string> = {}) {
+    this.functionNow = functionNow;
+    this.names = { ...names };
+  }
+
+  /** Records `operation` of `service`, as the current function's. */
+  add(service: string, operation: string, params: Record<string, unknown>): void {
+    this.requests.push({ function: this.functionNow() ?? 'unattributed', service, operation, params });
+  }
+
+  /** Installs the log on an AWS client (aws.ts `RequestInterceptor`); DynamoDB requests are seen marshalled. */
+  instrument(client: unknown, service: string): void {
+    (client as MiddlewareClient).middlewareStack.add(
+      (next, ctx) => async (args) => {
+        this.add(service, operationOf(ctx.commandName), args.input as Record<string, unknown>);
+        return next(args);
+      },
+      { step: 'build', name: 'redialSentRequestLog' },
+    );
+  }
+
+  /** The dispatch transport, with each send, schedule and deletion logged as the SQS or Scheduler request it is on AWS (jobs/dispatch.ts `AwsDispatchTransport`). */
+  dispatch<T extends WakeUpTransport>(transport: T): WakeUpTransport {
+    return {
+      sendMessage: (queue, body, delaySeconds) => {
+        this.add('SQS', 'SendMessage', { QueueUrl: `queue:${queue}`, MessageBody: body, DelaySeconds: delaySeconds });
+        return transport.sendMessage(queue, body, delaySeconds);
+      },
+      createSchedule: (name, at, queue, body) => {
+        this.add('Scheduler', 'CreateSchedule', { Name: name, GroupName: 'scheduleGroup:jobs', Target: { Arn: `queue:${queue}`, RoleArn: 'role:scheduler', Input: body } });
+        return transport.createSchedule(name, at, queue, body);
+      },
+      deleteSchedule: (name) => {
+        this.add('Scheduler', 'DeleteSchedule', { Name: name, GroupName: 'scheduleGroup:jobs' });
+        return transport.deleteSchedule(name);
+      },
+    };
+  }
+
+  /** A mail transport, with each message logged as the SES v2 SendEmail it is on AWS (mail/transport.ts `SesMailTransport`). */
+  mail<N extends string, M extends { from: string; to: string }, R>(transport: SendingTransport<N, M, R>, configurationSet?: string): SendingTransport<N, M, R> {
+    return {
+      name: transport.name,
+      send: (mail, signal) => {
+        this.add('SES', 'SendEmail', { FromEmailAddress: mail.from, Destination: { ToAddresses: [mail.to] }, ...(configurationSet ? { ConfigurationSetName: configurationSet } : {}) });
+        return transport.send(mail, signal);
+      },
+    };
+  }
+
+  /** The endpoint-secrets key, with each use logged as the KMS request it is on AWS (secret-key.ts `KmsSecretKey`). */
+  key<K extends ContextKey>(key: K): ContextKey {
+    return {
+      encrypt: (plaintext, context) => {
+        this.add('KMS', 'Encrypt', { KeyId: 'key:webhookSecrets', EncryptionContext: { ...context } });
+        return key.encrypt(plaintext, context);
+      },
+      decrypt: (ciphertext, context) => {
+        this.add('KMS', 'Decrypt', { KeyId: 'key:webhookSecrets', EncryptionContext: { ...context } });
+        return key.decrypt(ciphertext, context);
+      },
+    };
+  }
+
+  /** The requests and their names, to write to a file (JSON). */
+  toJSON(): SentRequests {
+    return { names: this.names, requests: this.requests };
+  }
+}

@@ -1,0 +1,223 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { SentRequests } from '../../../functions/platform/recorder.ts';
+import { Driver } from '../../../sim/driver.ts';
+import { startSimHost } from '../../../sim/host.ts';
+import type { SimHost } from '../../../sim/host.ts';
+import type { Plan } from '../../../sim/plan.ts';
+import { atRest } from '../../../sim/runner.ts';
+import type { ReceivedMail } from '../../../sim/world/smtp.ts';
+
+/**
+ * A recorded run for the IAM check: a small campaign on the fault simulation's host (its placer, webhook
+ * receivers and SMTP server; the host attributes every request to the deployed function that would make
+ * it), then, at rest, a tour of every route the campaign's customer does not use, then rest again. The
+ * seeds of the simulation (test/sim/seeds.test.ts) record the same way under faults; this run is the one
+ * that reaches every route, a discarded delivery redelivered, jobs waiting on schedules retried and
+ * cancelled, and the access-request links.
+ */
+
+const contacts = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${String(1000 + i)}`);
+
+/**
+ * A tenant with one call at a time (its dials wait for a slot), an owner address (confirmed by the driver,
+ * then two access requests), one endpoint for its call results and rounds and six for its batches' ends (more than five: those events fan out), of which one answers
+ * 410 Gone (its deliveries are discarded), and
+ * three batches: one with a second round more than 15 minutes after the first (a schedule, which the
+ * tour retries at once), one deleted while it runs, and one whose calling window opens 17 minutes after
+ * the start (its first dial waits on a schedule; the tour cancels it). A second tenant has one endpoint
+ * that asks for 90 seconds (429 Retry-After) twice: its delivery holds the endpoint's lease meanwhile, so
+ * the results that come in then wait in its list; and the placer refuses one call (its result is written
+ * by the dialer).
+ */
+export const TOUR_PLAN: Plan = {
+  seed: 424242,
+  campaign: {
+    tenants: [
+      {
+        id: 'acme',
+        concurrencyLimit: 1,
+        ownerEmail: 'owner@acme.sim.test',
+        accessRequests: 2,
+        endpoints: [{ name: 'calls', eventTypes: ['call.completed', 'batch.round_scheduled'] }, ...['gone', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, eventTypes: ['batch.finalised'] }))],
+        batches: [
+          { key: 'tour-1', contacts: contacts(2, '+1415555'), maxAttempts: 2, retry: { baseSeconds: 960, capSeconds: 3600 }, createAtMs: 0 },
+          { key: 'tour-2', contacts: contacts(2, '+1416555'), maxAttempts: 1, retry: { baseSeconds: 60, capSeconds: 600 }, createAtMs: 60_000, deleteAtMs: 61_000 },
+          {
+            key: 'tour-3',
+            contacts: contacts(1, '+1417555'),
+            maxAttempts: 1,
+            retry: { baseSeconds: 60, capSeconds: 600 },
+            createAtMs: 0,
+            callingWindow: { timezone: 'Europe/London', start: '09:17', end: '17:00', weekdays: [1, 2, 3, 4, 5] },
+          },
+        ],
+      },
+      {
+        id: 'solo',
+        concurrencyLimit: 3,
+        accessRequests: 0,
+        endpoints: [{ name: 'slow' }],
+        batches: [{ key: 'solo-1', contacts: contacts(3, '+1418555'), maxAttempts: 1, retry: { baseSeconds: 60, capSeconds: 600 }, createAtMs: 0 }],
+      },
+    ],
+  },
+  faults: [
+    { id: 1, kind: 'endpoint.gone', endpoint: 'gone', nth: 1, count: 1_000_000 },
+    { id: 2, kind: 'endpoint.throttle', endpoint: 'slow', nth: 1, count: 2, retryAfterSeconds: 90 },
+    { id: 3, kind: 'placer.refuse', nth: 2 },
+  ],
+};
+
+/** Moves the clock from timer to timer until the campaign is at rest (sim/runner.ts `atRest`). */
+async function toRest(host: SimHost, driver: Driver): Promise<void> {
+  const horizon = host.clock.now() + 3 * 86400_000;
+  for (;;) {
+    await host.quiesce();
+    if ((await atRest(host, driver)) === 'rest') return;
+    if (host.clock.now() >= horizon || !host.advance()) throw new Error(`the tour's campaign did not come to rest by ${new Date(host.clock.now()).toISOString()}`);
+  }
+}
+
+/** Runs the plan and the tour; returns every AWS request redial sent, by function. */
+export async function recordTour(dynamoEndpoint: string): Promise<SentRequests> {
+  const host = await startSimHost({ dynamoEndpoint, plan: TOUR_PLAN, logRequests: true });
+  try {
+    const mails: ReceivedMail[] = [];
+    host.onMail((mail) => mails.push(mail));
+    const driver = new Driver(host, TOUR_PLAN.campaign);
+    driver.start();
+    await host.quiesce();
+    await replayARegistration(host);
+    await handScheduledDials(host);
+    await toRest(host, driver);
+    await tour(host, driver, mails);
+    await toRest(host, driver);
+    return host.sentRequests!.toJSON();
+  } finally {
+    await host.stop();
+  }
+}
+
+type Answer = { status: number; body: any };
+
+/** Sends a request to the host's API, expecting one of `expected`, and waits for what it started. */
+async function call(host: SimHost, method: string, path: string, body?: unknown, expected: readonly number[] = [200], headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetch(`${host.url}${path}`, { method, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await response.text();
+  const parsed = text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+  if (!expected.includes(response.status)) throw new Error(`the tour's ${method} ${path} got ${response.status}, not ${expected.join(' or ')}: ${text.slice(0, 300)}`);
+  await host.quiesce();
+  return { status: response.status, body: parsed };
+}
+
+/**
+ * The registration of an endpoint sent again, as a client whose answer was lost sends it: the secret is
+ * shown again, decrypted. Before any delivery: the host runs every function in one process, and a
+ * delivery's decryption would fill the cache the API's replay reads first (on AWS each function has its own).
+ */
+async function replayARegistration(host: SimHost): Promise<void> {
+  const gone = TOUR_PLAN.campaign.tenants[0]!.endpoints.find((e) => e.name === 'gone')!;
+  // As the driver sent it (sim/driver.ts): the same body, the same key.
+  const body = { tenantId: 'acme', url: host.receivers.url(gone.name), ...(gone.eventTypes ? { eventTypes: gone.eventTypes } : {}) };
+  const replay = await call(host, 'POST', '/v1/endpoints', body, [200], { 'idempotency-key': 'endpoint-gone' });
+  if (typeof replay.body.secret !== 'string' || host.receivers.requests.length > 0) throw new Error(`the tour's replayed registration answered ${JSON.stringify(replay.body)} after ${host.receivers.requests.length} deliveries`);
+}
+
+/**
+ * Moves the clock until dials wait on schedules, and acts on them from the ops API as an operator would,
+ * which deletes each schedule the job no longer needs: the first round of the batch whose window opens
+ * later is cancelled, the second round of the first batch retried now (so the run need not wait for them).
+ */
+async function handScheduledDials(host: SimHost): Promise<void> {
+  const { clients, tableNames } = host.observer;
+  const done = new Set<string>();
+  for (let step = 0; step < 500 && done.size < 2; step++) {
+    await host.quiesce();
+    // Looked for on the observer's unrecorded client: the tour's own requests are only those a person would send.
+    const { Items = [] } = await clients.dynamo.send(
+      new ScanCommand({ TableName: tableNames.jobs, ConsistentRead: true, FilterExpression: '#kind = :dial', ExpressionAttributeNames: { '#kind': 'kind' }, ExpressionAttributeValues: { ':dial': 'calls.dial' } }),
+    );
+    for (const job of Items) {
+      const waitsOnSchedule = typeof job['scheduledAt'] === 'string' && Date.parse(job['scheduledAt']) - host.clock.now() > 15 * 60_000 && job['state'] !== 'running';
+      const id = String(job['id']);
+      if (!waitsOnSchedule || done.has(id)) continue;
+      const round = Number(job['args'] && (job['args'] as { round?: number }).round);
+      await call(host, 'POST', `/v1/ops/jobs/${encodeURIComponent(id)}/${round > 1 ? 'retry' : 'cancel'}`);
+      done.add(id);
+    }
+    if (done.size < 2 && !host.advance()) break;
+  }
+  if (done.size < 2) throw new Error(`the tour campaign's dials waited on ${done.size} schedules, not 2`);
+}
+
+/** Every route the driver does not call, each once, each answered as it should be (a tour that silently failed would record less). */
+async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[]): Promise<void> {
+  const request = (method: string, path: string, body?: unknown, expected?: readonly number[], headers?: Record<string, string>) => call(host, method, path, body, expected, headers);
+  const batch = driver.batches.get('tour-1');
+  if (!batch) throw new Error('the tour campaign created no batch');
+
+  // Public: the health check, the confirmation link's page (already used), the access-request links.
+  await request('GET', '/healthz');
+  const confirmation = linkIn(mails, 'owner.email_confirmation', /\/v1\/tenants\/[^/\s]+\/confirm-email\?token=[A-Za-z0-9_%.~-]+/);
+  await request('GET', confirmation, undefined, [200, 404, 409, 410]);
+  const approvals = mails.filter((m) => m.kind === 'access_request.approval_mail');
+  if (approvals.length < 2) throw new Error(`the tour expected two access-request mails, got ${approvals.length}`);
+  const [first, second] = approvals.map((m) => ({
+    approve: match(m.text, /\/v1\/tenants\/[^/\s]+\/access-requests\/[^/\s]+\/approve\?token=[A-Za-z0-9_%.~-]+/),
+    deny: match(m.text, /\/v1\/tenants\/[^/\s]+\/access-requests\/[^/\s]+\/deny\?token=[A-Za-z0-9_%.~-]+/),
+  })) as [{ approve: string; deny: string }, { approve: string; deny: string }];
+  await request('GET', first.approve);
+  await request('POST', first.approve);
+  await request('GET', second.deny);
+  await request('POST', second.deny);
+  await request('GET', first.approve.replace(/\/approve\?.*$/, ''));
+
+  // The tenant, its batches and what they came to.
+  await request('GET', '/v1/tenants/acme');
+  await request('GET', '/v1/tenants/acme/owner-email');
+  await request('GET', '/v1/tenants/acme/notices');
+  await request('GET', '/v1/batches?limit=10');
+  await request('GET', `/v1/batches/${batch.batchId}`);
+  await request('GET', `/v1/batches/${batch.batchId}/contacts`);
+  await request('GET', `/v1/batches/${batch.batchId}/rounds`);
+
+  // Endpoints: listed, shown, their deliveries; the gone one's discarded deliveries run again, and it is enabled again.
+  const endpoints = (await request('GET', '/v1/endpoints?limit=20')).body.endpoints as { endpointId: string; url: string; disabled?: boolean }[];
+  const gone = endpoints.find((e) => e.url.endsWith('/e/gone'));
+  if (!gone) throw new Error('the tour found no endpoint /e/gone');
+  await request('GET', `/v1/endpoints/${gone.endpointId}`);
+  await request('GET', `/v1/endpoints/${gone.endpointId}/deliveries`);
+  await request('POST', `/v1/endpoints/${gone.endpointId}/enable`, undefined, [200]);
+  const redelivered = await request('POST', `/v1/endpoints/${gone.endpointId}/redeliver`);
+  if (!(Number(redelivered.body.requeued) > 0)) throw new Error(`the tour's redeliver ran nothing: ${JSON.stringify(redelivered.body)}`);
+
+  // Ops: the tables a reader of the runbook uses, a discarded job retried, a probe retried and another cancelled.
+  await request('GET', '/v1/openapi.json');
+  await request('GET', '/v1/ops/policies');
+  await request('GET', '/v1/ops/periodic');
+  await request('GET', '/v1/ops/job-counts');
+  const discarded = (await request('GET', '/v1/ops/jobs?state=discarded&limit=10')).body.jobs as { id: string }[];
+  if (discarded.length === 0) throw new Error('the tour found no discarded job');
+  await request('GET', `/v1/ops/jobs/${encodeURIComponent(discarded[0]!.id)}`);
+  await request('POST', `/v1/ops/jobs/${encodeURIComponent(discarded[0]!.id)}/retry`);
+  await request('POST', '/v1/ops/jobs/retry', { state: 'discarded', dryRun: true });
+  const probe = (await request('POST', '/v1/ops/probes', { failTimes: 1, note: 'the IAM tour' }, [201])).body as { jobId: string };
+  // It failed once and waits for its second attempt: retried now.
+  await request('GET', '/v1/ops/jobs?state=retryable&limit=10');
+  await request('GET', `/v1/ops/jobs/${encodeURIComponent(probe.jobId)}`);
+  await request('POST', `/v1/ops/jobs/${encodeURIComponent(probe.jobId)}/retry`, undefined, [200, 409]);
+  const again = (await request('POST', '/v1/ops/probes', { failTimes: 0 }, [201])).body as { jobId: string };
+  await request('POST', `/v1/ops/jobs/${encodeURIComponent(again.jobId)}/cancel`, undefined, [200, 409]);
+}
+
+function match(text: string, pattern: RegExp): string {
+  const found = pattern.exec(text)?.[0];
+  if (!found) throw new Error(`no link ${pattern} in a mail`);
+  return found;
+}
+
+const linkIn = (mails: readonly ReceivedMail[], kind: string, pattern: RegExp): string => {
+  const mail = mails.find((m) => m.kind === kind);
+  if (!mail) throw new Error(`the tour expected a ${kind} mail`);
+  return match(mail.text, pattern);
+};
