@@ -76,6 +76,8 @@ describe('distinct zones: one per group of zones that keep the same clock', () =
     ['ES', 2, ['Africa/Ceuta', 'Atlantic/Canary']], // Ceuta keeps Madrid's clock
     ['US', 8, ['America/Adak', 'America/Anchorage', 'America/Chicago', 'America/Los_Angeles', 'America/Phoenix', 'Pacific/Honolulu']],
     ['RU', 11, ['Europe/Kaliningrad', 'Asia/Anadyr']],
+    ['CA', 11, ['America/St_Johns', 'America/Regina', 'America/Vancouver']],
+    ['AU', 8, ['Australia/Adelaide', 'Australia/Perth', 'Australia/Lord_Howe', 'Australia/Eucla']],
   ];
   it.each(regions)('region %s keeps %i clock(s)', (region, count, some) => {
     const zones = distinctZones(regionZones(region), NOW);
