@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { callIdFor } from '../../functions/calls/model.ts';
-import { endpointKey } from '../../functions/webhooks/endpoint.ts';
+import { endpointIds, endpointKey } from '../../functions/webhooks/endpoint.ts';
 import { FUNCTION_ACCESS } from '../../lib/access.ts';
 import type { ItemAction, TableAccess } from '../../lib/access.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
@@ -115,6 +115,9 @@ function recorder(fx: CallsFixture) {
   };
 }
 
+/** `dynamodb:LeadingKeys` StringLike `<prefix>*`, as IAM reads it: a `*` in the prefix matches any run of characters. */
+const leadingKey = (prefix: string): RegExp => new RegExp(`^${prefix.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}`);
+
 /** Whether a request is inside one of the intake's grants (lib/access.ts): action, key prefix, and the attributes it may read. */
 function allowed(request: Request): boolean {
   const [table, , index] = request.table.split('/');
@@ -122,7 +125,7 @@ function allowed(request: Request): boolean {
   return grants.some((grant) => {
     if (index !== undefined) return request.action === 'Query' && (grant.indexes ?? []).includes(index);
     if (!grant.actions.includes(request.action as ItemAction)) return false;
-    if (grant.partitionKeyPrefixes && !grant.partitionKeyPrefixes.some((prefix) => request.partitionKey?.startsWith(prefix))) return false;
+    if (grant.partitionKeyPrefixes && !grant.partitionKeyPrefixes.some((prefix) => leadingKey(prefix).test(request.partitionKey ?? ''))) return false;
     if (grant.returnValues && request.returnValues !== undefined && !(grant.returnValues as readonly string[]).includes(request.returnValues)) return false;
     return !grant.attributes || (request.attributes !== undefined && request.attributes.every((a) => grant.attributes!.includes(a)));
   });
@@ -141,7 +144,7 @@ const result = (batchId: string, contactNumber: string, overrides: Record<string
 
 /** Registers an endpoint of the tenant straight in the store (no URL vetting: nothing is sent here); `busy` holds its lease. */
 async function endpoint(fx: CallsFixture, tenantId: string, n: number, busy = false): Promise<string> {
-  const endpointId = `ep_${String(n).padStart(32, '0')}`;
+  const endpointId = endpointIds.make(tenantId, String(n).padStart(32, '0'));
   const store = fx.system.webhooks.deps.store;
   await store.createEndpoint({ ...endpointKey(endpointId), endpointId, tenantId, url: 'https://hooks.example.com/h', createdAt: new Date(fx.clock.now()).toISOString(), disabled: false, secretCiphertext: 'sealed' });
   if (busy) await store.acquire(endpointId, 'webhook.deliver:elsewhere', fx.clock.now(), fx.clock.now() + 3_600_000);
