@@ -208,7 +208,7 @@ export interface CapacityModel {
 
 const add = (map: Map<string, number>, key: string, n: number) => map.set(key, (map.get(key) ?? 0) + n);
 /** The functions API Gateway invokes (functions/app/system.ts, HttpFunction); the others are queue workers and the rescuer. */
-const isHttpFunction = (fn: string): boolean => fn === 'intake' || fn === 'publicLinks' || fn === 'api';
+const isHttpFunction = (fn: string): boolean => fn === 'intake' || fn === 'publicLinks' || fn === 'tenantApi' || fn === 'api';
 const tableLabel = (table: string, index: string | null) => (index ? `${table}.${index}` : table);
 
 /** Derives the per-result model from a run's records. */
