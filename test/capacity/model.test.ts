@@ -172,6 +172,29 @@ describe('the model of a run', () => {
     expect(model.perResult.mails).toBeCloseTo(0.1, 10);
   });
 
+  it('CountsTheTenantApisKeyCheckApart_ItsReadsAndItsLastUsedWrites', () => {
+    const keyed = buildModel({
+      records: [
+        ...records,
+        { service: 'Lambda', operation: 'Invoke', source: 'api:POST /v1/batches', at: 0, function: 'tenantApi', records: 1, durationMs: 20, bytes: 300 },
+        { service: 'Lambda', operation: 'Invoke', source: 'api:GET /v1/batches', at: 0, function: 'tenantApi', records: 1, durationMs: 20, bytes: 300 },
+        dynamo({ source: 'api:POST /v1/batches', operation: 'GetItem', reads: [{ table: 'calls', pk: 'TENANT#big#KEYS', bytes: 200, items: 1, consistent: true, shape: 'item' }] }),
+        dynamo({ source: 'api:POST /v1/batches', operation: 'UpdateItem', writes: [write({ table: 'calls', pk: 'TENANT#big#KEYS', oldBytes: 200, newBytes: 230 })] }),
+      ],
+      results: 2,
+      mails: 1,
+      mailsPerResult: 0.1,
+      categorize,
+      settings: { ...settings, memoryMb: { ...settings.memoryMb, tenantApi: 512 } },
+      prices,
+      rates: { average: 100, burst: 1000 },
+    });
+    // Over 2 results: one consistent read (1 unit) and one write (1 unit) of a key, for two tenant API requests.
+    expect(keyed.perResult.apiKeys).toEqual({ requests: 1, readUnits: 0.5, writeUnits: 0.5, tenantApiRequests: 1 });
+    expect(model.perResult.apiKeys).toEqual({ requests: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 });
+    expect(keyed.writeUnitsPerResult - model.writeUnitsPerResult).toBeCloseTo(0.5, 10);
+  });
+
   it('PricesAMillionResultsFromThePriceTableWithAndWithoutSes', () => {
     const expected =
       5.8 * 0.625 + 0.25 * 0.125 + 2.7 * 0.4 + 0.5 * 1 + 1.6 * 0.2 + 0.075 * 0.0000133334 * 1e6 + 1 * 1;
