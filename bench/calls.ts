@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../functions/calls/config.ts';
-import { batchKey, callIdFor, contactKey, LIST_PAGE_SIZE, slotKey, tenantKey } from '../functions/calls/model.ts';
+import { batchIds, batchKey, callIdFor, contactKey, LIST_PAGE_SIZE, slotKey, tenantKey } from '../functions/calls/model.ts';
 import type { BatchRow, CallPosition, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { signCallWebhook } from '../functions/calls/signature.ts';
-import { endpointKey, tenantEndpointKey, waitKey } from '../functions/webhooks/endpoint.ts';
+import { endpointIds, endpointKey, tenantEndpointKey, waitKey } from '../functions/webhooks/endpoint.ts';
 import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
 import type { JobClient } from '../functions/jobs/index.ts';
 import { parseMailConfig } from '../functions/mail/config.ts';
@@ -20,7 +20,7 @@ import { benchTables, fmt, percentile, pool } from './support.ts';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 /** The bench tenant's one webhook endpoint. */
-const BENCH_ENDPOINT = `ep_${'b'.repeat(32)}`;
+const BENCH_ENDPOINT = endpointIds.make('bench', 'b'.repeat(32));
 const CONCURRENCY = 16;
 
 export interface CallsBenchResult {
@@ -50,7 +50,7 @@ const callOf = (batchId: string, i: number) => callIdFor(batchId, numberOf(i), p
  * makes them Calling.
  */
 async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
-  const batchId = `b_bench${randomUUID().slice(0, 8)}`;
+  const batchId = batchIds.make('bench', randomUUID().replaceAll('-', ''));
   const now = systemClock.now();
   const at = new Date(now).toISOString();
   const tenant: TenantRow = { ...tenantKey('bench'), tenantId: 'bench', concurrencyLimit: 100_000, active: 0, createdAt: at, updatedAt: at };
@@ -70,7 +70,7 @@ async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
   // each result's call.completed waits in its list, written in the result's transaction.
   const endpoint: EndpointRow = { ...endpointKey(BENCH_ENDPOINT), endpointId: BENCH_ENDPOINT, tenantId: 'bench', url: 'https://hooks.example.com/bench', createdAt: at, disabled: false, secretCiphertext: 'unused', holder: 'webhook.deliver:elsewhere', busyUntil: new Date(now + 86_400_000).toISOString() };
   await put(deps.tableNames.webhooks, endpoint);
-  await put(deps.tableNames.webhooks, { ...tenantEndpointKey('bench', BENCH_ENDPOINT), endpointId: BENCH_ENDPOINT });
+  await put(deps.tableNames.webhooks, { ...tenantEndpointKey('bench', at, BENCH_ENDPOINT), endpointId: BENCH_ENDPOINT });
   return batchId;
 }
 

@@ -15,6 +15,7 @@ import { createLocalHost } from '../functions/local/host.ts';
 import { deliveryJobId } from '../functions/webhooks/endpoint.ts';
 import { webhookDeliverKind } from '../functions/webhooks/kinds.ts';
 import { COOLDOWN_MS, LEASE_MS } from '../functions/webhooks/lease.ts';
+import { operatorScope } from '../functions/platform/tenancy.ts';
 import { benchTables, fmt, percentile } from './support.ts';
 
 const minute = 60_000;
@@ -203,7 +204,7 @@ export async function benchDeadEndpoint(endpoint: string, n = 1000, outageMs = h
   const sys = await webhookSystem(endpoint, clock);
   let down = true;
   const hook = await receiver(() => (down ? 503 : 200), 0, clock);
-  const { endpointId } = await sys.webhooks.endpoints.register({ tenantId: 'bench', url: hook.url });
+  const { endpointId } = await sys.webhooks.endpoints.register(operatorScope('bench'), { url: hook.url });
   const started = clock.now();
   sys.start();
   const eventIds: string[] = [];
@@ -296,7 +297,7 @@ export async function benchBacklog(endpoint: string, n = 1000, answerMs = 50): P
   const clock = systemClock;
   const sys = await webhookSystem(endpoint, clock);
   const hook = await receiver(() => 200, answerMs, clock);
-  const { endpointId } = await sys.webhooks.endpoints.register({ tenantId: 'bench', url: hook.url });
+  const { endpointId } = await sys.webhooks.endpoints.register(operatorScope('bench'), { url: hook.url });
   // The backlog: n events published while a first delivery holds the endpoint's lease (as if in flight),
   // before any worker runs: the first is a job, the rest wait behind it in the list, as they do behind a
   // busy endpoint. The first delivery then sends its own and drains the list.

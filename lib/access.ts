@@ -25,8 +25,10 @@ export interface TableAccess {
   /** Secondary indexes it queries, by name (Query on each index's own ARN; never `index/*`). */
   readonly indexes?: readonly string[];
   /**
-   * Only items whose partition key starts with one of these prefixes (`dynamodb:LeadingKeys`): a function
-   * that only writes events to the webhooks table can never read or overwrite an endpoint (its secret).
+   * Only items whose partition key starts with one of these prefixes (`dynamodb:LeadingKeys`, StringLike:
+   * a `*` inside one matches any run of characters, as `TENANT#*#ENDPOINT#` matches every tenant's
+   * endpoints): a function that only writes events to the webhooks table can never read or overwrite an
+   * endpoint (its secret).
    */
   readonly partitionKeyPrefixes?: readonly string[];
   /**
@@ -58,7 +60,7 @@ export interface FunctionAccess {
 }
 
 /** The functions that serve HTTP, the rescuer, and one worker per job queue. */
-export type ServingFunction = 'intake' | 'publicLinks' | 'api' | 'rescuer';
+export type ServingFunction = 'intake' | 'publicLinks' | 'tenantApi' | 'api' | 'rescuer';
 
 /**
  * What a worker's kinds make the job layer do with schedules (functions/jobs/dispatch.ts, apply.ts):
@@ -95,10 +97,11 @@ const union = <T>(a: readonly T[], b: readonly T[]): T[] => [...new Set([...a, .
  * deliveries put behind a busy endpoint.
  */
 const publishing: readonly TableAccess[] = [
-  { actions: ['GetItem', 'BatchGetItem', 'Query'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINT#'], attributes: ['pk', 'sk', 'endpointId', 'tenantId', 'eventTypes', 'disabled', 'holder', 'busyUntil'] },
+  // A tenant's endpoint entries (`TENANT#<tenantId>`) and its endpoints' rows (`TENANT#<tenantId>#ENDPOINT#…`).
+  { actions: ['GetItem', 'BatchGetItem', 'Query'], partitionKeyPrefixes: ['TENANT#'], attributes: ['pk', 'sk', 'endpointId', 'tenantId', 'eventTypes', 'disabled', 'holder', 'busyUntil'] },
   // The lease of a free endpoint, taken for the delivery just committed to it (`LEASE_ATTRIBUTES`, `takeLeaseFor`).
-  { actions: ['UpdateItem'], partitionKeyPrefixes: ['ENDPOINT#'], attributes: ['pk', 'sk', 'disabled', 'holder', 'busyUntil', 'watch'], returnValues: ['NONE'] },
-  { actions: ['PutItem'], partitionKeyPrefixes: ['WAITLIST#'] },
+  { actions: ['UpdateItem'], partitionKeyPrefixes: ['TENANT#*#ENDPOINT#'], attributes: ['pk', 'sk', 'disabled', 'holder', 'busyUntil', 'watch'], returnValues: ['NONE'] },
+  { actions: ['PutItem'], partitionKeyPrefixes: ['TENANT#*#WAITLIST#'] },
 ];
 
 /**
@@ -136,15 +139,46 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     sendTo: [],
   },
   /**
-   * Every IAM route (functions/app/system.ts `routesServedBy(system, 'api')`, `auth: 'iam'`):
-   * - tenants and batches (functions/calls/api.ts): `getTenant`/`getBatch` (GetItem), the tenant upsert and
-   *   batch delete (UpdateItem), batch creation (PutItem of batch and list pages, ConditionCheckItem of the
-   *   tenant), contacts pages (Query of list pages, BatchGetItem of contact rows);
+   * The tenant routes (functions/app/system.ts `routesServedBy(system, 'tenantApi')`, `auth: 'tenant'`),
+   * every request acting for the tenant of the API key it presented:
+   * - the key check (functions/calls/keys.ts): GetItem of the key's item, UpdateItem of its lastUsedAt;
+   * - the tenant and its batches (functions/calls/api.ts): `getTenant` (BatchGetItem of the row and its slot
+   *   shards), `getBatch` (GetItem), batch creation (PutItem of batch, list pages and its two index entries,
+   *   ConditionCheckItem of the tenant), the tenant's listing (Query of its index, BatchGetItem of the rows),
+   *   rounds and contacts pages (Query of the batch's partition, BatchGetItem of contact rows), batch delete
+   *   (UpdateItem of the batch and its slot shards); the round-1 dialer (PutItem in the jobs table, woken on
+   *   the dial queue), the dialer's cancel request on delete (UpdateItem);
+   * - endpoints (functions/webhooks/endpoints.ts): register (PutItem of the row and its two index entries in
+   *   a transaction; the secret encrypted, and decrypted again for an idempotent replay), the tenant's
+   *   listing (Query of its partition, BatchGetItem of the rows), show (GetItem; Query counting its wait
+   *   list), deliveries (the jobs' listing: Query of `byCheck` and `byDeadLetter`, BatchGetItem of the rows),
+   *   enable (UpdateItem), redeliver (Query of discard markers, GetItem and UpdateItem of each job and the
+   *   counters, conditional DeleteItem of each marker; a retried job runs now on the deliveries queue, and
+   *   may leave a schedule to delete).
+   * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
+   * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
+   */
+  tenantApi: {
+    tables: {
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
+      jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
+      webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
+    },
+    sendTo: ['dial', 'deliveries'],
+    schedules: { delete: true },
+    webhookSecretsKey: ['encrypt', 'decrypt'],
+  },
+  /**
+   * Every IAM route (functions/app/system.ts `routesServedBy(system, 'api')`, `auth: 'iam'`): the operator
+   * copies of the tenant routes (`/v1/ops/tenants/{tenantId}/…`, the same handlers as `tenantApi`'s, with the
+   * same needs), and
+   * - tenants and their keys (functions/calls/api.ts, keys-api.ts): the tenant upsert (UpdateItem of the row
+   *   and its slot shards), keys issued (PutItem, ConditionCheckItem of the tenant), listed (Query) and
+   *   revoked (UpdateItem); every tenant's batches (Query of the operators' index, BatchGetItem of the rows);
    * - the owner address and access requests (functions/mail/owner.ts, access.ts, routes.ts): GetItem,
    *   UpdateItem (pending address), PutItem (request rows), Query (notices);
-   * - endpoints (functions/webhooks/endpoints.ts): create (PutItem ×2 in a transaction), show (GetItem),
-   *   list (Query of the endpoint index, BatchGetItem of the rows), enable (UpdateItem), redeliver (Query
-   *   of discard markers, conditional DeleteItem of each);
+   * - every tenant's endpoints (functions/webhooks/api.ts): Query of the operators' index, BatchGetItem of
+   *   the rows;
    * - ops jobs (functions/ops/jobs-api.ts → functions/jobs/client.ts, listing.ts, counts.ts): get
    *   (GetItem), list and bulk retry/cancel (Query of `byCheck` then BatchGetItem of the rows, or Query of
    *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
@@ -170,11 +204,11 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    * (UpdateItem), periodic jobs (`JobClient.enqueue`: PutItem); a discard of a lost attempt whose write got
    * no answer is read back (GetItem, functions/jobs/discards.ts); it wakes jobs of every queue, and a
    * rescued job's backoff may be longer than 15 minutes (a schedule). A last attempt it discards runs the
-   * kind's discard hook: webhook.deliver's writes the endpoint's discard marker (PutItem on `ENDPOINT#…`,
-   * functions/webhooks/delivery.ts `discarded`).
+   * kind's discard hook: webhook.deliver's writes the endpoint's discard marker (PutItem on
+   * `TENANT#<tenantId>#ENDPOINT#…`, functions/webhooks/delivery.ts `discarded`).
    */
   rescuer: {
-    tables: { jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['ENDPOINT#'] } },
+    tables: { jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['TENANT#*#ENDPOINT#'] } },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { create: true },
   },

@@ -28,6 +28,8 @@ export const CONTEXT_KEYS = {
   intakeBurstLimit: `optional: its burst (default ${DEFAULT_THROTTLING.intake.burstLimit})`,
   linksRateLimit: `optional: each mail-link route and /healthz, per second (default ${DEFAULT_THROTTLING.publicLinks.rateLimit})`,
   linksBurstLimit: `optional: their burst (default ${DEFAULT_THROTTLING.publicLinks.burstLimit})`,
+  tenantRateLimit: `optional: each tenant route (API key), per second (default ${DEFAULT_THROTTLING.tenantApi.rateLimit})`,
+  tenantBurstLimit: `optional: their burst (default ${DEFAULT_THROTTLING.tenantApi.burstLimit})`,
   apiRateLimit: `optional: each IAM route, per second (default ${DEFAULT_THROTTLING.api.rateLimit})`,
   apiBurstLimit: `optional: their burst (default ${DEFAULT_THROTTLING.api.burstLimit})`,
   intakeReservedConcurrency: `optional: concurrency reserved for the intake (default ${DEFAULT_INTAKE_RESERVED_CONCURRENCY})`,
@@ -102,6 +104,7 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
   const throttling = {
     intake: throttle('intakeRateLimit', 'intakeBurstLimit', DEFAULT_THROTTLING.intake),
     publicLinks: throttle('linksRateLimit', 'linksBurstLimit', DEFAULT_THROTTLING.publicLinks),
+    tenantApi: throttle('tenantRateLimit', 'tenantBurstLimit', DEFAULT_THROTTLING.tenantApi),
     api: throttle('apiRateLimit', 'apiBurstLimit', DEFAULT_THROTTLING.api),
   };
   const queues = Object.fromEntries(

@@ -23,7 +23,7 @@ import { mailEnv } from '../functions/mail/config.ts';
 import { SECRET_CONTEXT_KEYS } from '../functions/webhooks/secrets.ts';
 import { linkPaths } from '../functions/mail/links.ts';
 import { tableEnvName } from '../functions/app/aws.ts';
-import { queueNames, queues, tables } from '../functions/app/system.ts';
+import { queueNames, queues, System, tables } from '../functions/app/system.ts';
 import type { HttpFunction, QueueName, TableKey } from '../functions/app/system.ts';
 import { FUNCTION_ACCESS, WORKER_ACCESS } from './access.ts';
 import type { FunctionAccess, TableAccess } from './access.ts';
@@ -56,7 +56,7 @@ export interface PublicRoute {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   readonly path: string;
   /** The function that serves it (functions/app/system.ts `routesServedBy`). */
-  readonly servedBy: Exclude<HttpFunction, 'api'>;
+  readonly servedBy: Exclude<HttpFunction, 'api' | 'tenantApi'>;
   /** Why no IAM signature is asked for; shown to cdk-nag as the APIG4 acknowledgement. */
   readonly reason: string;
 }
@@ -69,6 +69,12 @@ export interface PublicRoute {
  */
 export const PUBLIC_ROUTES: readonly PublicRoute[] = [
   { method: 'GET', path: '/healthz', servedBy: 'publicLinks', reason: 'Liveness probe for load balancers and uptime checks; it reads and reveals nothing.' },
+  {
+    method: 'GET',
+    path: '/v1/openapi.json',
+    servedBy: 'publicLinks',
+    reason: 'The API described (OpenAPI 3.1, generated from the same schemas that validate requests), for tenants’ developers, who hold no AWS credentials; it reads and reveals no data.',
+  },
   {
     method: 'POST',
     path: '/v1/calls/webhook',
@@ -118,9 +124,23 @@ export const PUBLIC_ROUTES: readonly PublicRoute[] = [
 export const FUNCTION_ENTRIES: Readonly<Record<HttpFunction | 'rescuer', string>> = {
   intake: 'functions/app/lambda/intake.ts',
   publicLinks: 'functions/app/lambda/links.ts',
+  tenantApi: 'functions/app/lambda/tenant-api.ts',
   api: 'functions/app/lambda/api.ts',
   rescuer: 'functions/app/lambda/rescuer.ts',
 };
+
+/**
+ * The tenant routes (`auth: 'tenant'`, functions/): API Gateway asks for no IAM signature on them and hands
+ * them to the tenant API function, which refuses any request without a valid API key of a tenant (401)
+ * before anything else runs, and acts for that key's tenant alone. Read off the code, so a new tenant route
+ * cannot fall into the IAM catch-all by being forgotten here.
+ */
+export const TENANT_ROUTES: readonly { readonly method: PublicRoute['method']; readonly path: string }[] = new System(() => {
+  throw new Error('listing the routes builds nothing');
+})
+  .routes()
+  .filter((r) => r.auth === 'tenant')
+  .map((r) => ({ method: r.method, path: r.path }));
 
 /** The entry file of a queue's worker, relative to the repository root. */
 export const workerEntry = (queue: QueueName): string => `functions/app/lambda/${queue}-worker.ts`;
@@ -153,11 +173,14 @@ export type ApiThrottling = Readonly<Record<HttpFunction, Throttle>>;
  * - `intake`: the design carries bursts of 1,000 results a second; the steady rate allows them, the
  *   bucket holds two seconds' worth.
  * - `publicLinks`: people clicking links in mails (and an uptime probe on /healthz).
- * - `api`: the stage default, for every IAM route: operators and tenants' back ends.
+ * - `tenantApi`: each tenant route, for tenants' back ends (and what an unauthenticated flood may cost:
+ *   each refused request is one invocation, and a well-formed key one GetItem).
+ * - `api`: the stage default, for every IAM route: operators.
  */
 export const DEFAULT_THROTTLING: ApiThrottling = {
   intake: { rateLimit: 1000, burstLimit: 2000 },
   publicLinks: { rateLimit: 10, burstLimit: 20 },
+  tenantApi: { rateLimit: 100, burstLimit: 200 },
   api: { rateLimit: 100, burstLimit: 200 },
 };
 
@@ -251,6 +274,7 @@ export class RedialStack extends Stack {
   /** The job wake-up schedule group. Its name is CloudFormation's (`Ref`), never fixed. */
   readonly scheduleGroup: scheduler.CfnScheduleGroup;
   readonly apiFunction: NodejsFunction;
+  readonly tenantApiFunction: NodejsFunction;
   readonly intakeFunction: NodejsFunction;
   readonly publicLinksFunction: NodejsFunction;
   readonly rescuerFunction: NodejsFunction;
@@ -269,7 +293,7 @@ export class RedialStack extends Stack {
    * only decrypt (to sign); each only with an endpoint's encryption context. No other function may use it.
    */
   readonly webhookSecretsKey: kms.Key;
-  /** Every function by the name lib/access.ts grants it under: intake, publicLinks, api, rescuer, `<queue>Worker`. */
+  /** Every function by the name lib/access.ts grants it under: intake, publicLinks, tenantApi, api, rescuer, `<queue>Worker`. */
   readonly functions: Readonly<Record<string, NodejsFunction>>;
   /** Every function's entry file, relative to the repository root, by construct path. */
   readonly entries: Readonly<Record<string, string>>;
@@ -335,7 +359,8 @@ export class RedialStack extends Stack {
       props.intakeReservedConcurrency ?? DEFAULT_INTAKE_RESERVED_CONCURRENCY,
     ).function;
     this.publicLinksFunction = httpFunction('publicLinks', 'redial mail links and /healthz (public, token-authenticated)', Duration.seconds(10)).function;
-    this.apiFunction = httpFunction('api', 'redial ops and tenant API: every IAM route', Duration.seconds(15)).function;
+    this.apiFunction = httpFunction('api', 'redial operator API: every IAM route', Duration.seconds(15)).function;
+    this.tenantApiFunction = httpFunction('tenantApi', 'redial tenant API: the tenant routes, each request acting for its API key’s tenant', Duration.seconds(15)).function;
     const rescuer = httpFunction('rescuer', 'redial rescuer: re-wakes lost jobs and expired leases, enqueues periodic jobs', Duration.seconds(50));
     this.rescuerFunction = rescuer.function;
     new scheduler.Schedule(this, 'RescuerSchedule', {
@@ -349,6 +374,7 @@ export class RedialStack extends Stack {
     this.functions = {
       intake: this.intakeFunction,
       publicLinks: this.publicLinksFunction,
+      tenantApi: this.tenantApiFunction,
       api: this.apiFunction,
       rescuer: this.rescuerFunction,
       ...Object.fromEntries(queueNames.map((name) => [`${name}Worker`, this.jobQueues[name].worker])),
@@ -499,7 +525,8 @@ export class RedialStack extends Stack {
 
   /**
    * The HTTP API: every route behind IAM goes to the API function, each {@link PUBLIC_ROUTES} entry to its
-   * own function without auth. The stage limits requests per route (default: the API's limit; the public
+   * own function without auth, each {@link TENANT_ROUTES} entry to the tenant API function, which checks its
+   * API key. The stage limits requests per route (default: the API's limit; the public
    * routes: their function's), and logs every request.
    */
   private httpApi(logRetention: logs.RetentionDays, throttling: ApiThrottling): { api: apigw.HttpApi; stage: apigw.HttpStage } {
@@ -530,6 +557,7 @@ export class RedialStack extends Stack {
     });
     const integrations: Record<HttpFunction, HttpLambdaIntegration> = {
       api: new HttpLambdaIntegration('ApiIntegration', this.apiFunction),
+      tenantApi: new HttpLambdaIntegration('TenantApiIntegration', this.tenantApiFunction),
       intake: new HttpLambdaIntegration('IntakeIntegration', this.intakeFunction),
       publicLinks: new HttpLambdaIntegration('PublicLinksIntegration', this.publicLinksFunction),
     };
@@ -544,6 +572,17 @@ export class RedialStack extends Stack {
       }
       const limit = throttling[route.servedBy];
       routeSettings[`${route.method} ${route.path}`] = { ThrottlingRateLimit: limit.rateLimit, ThrottlingBurstLimit: limit.burstLimit };
+    }
+    for (const route of TENANT_ROUTES) {
+      const added = api.addRoutes({ path: route.path, methods: [apigw.HttpMethod[route.method]], integration: integrations.tenantApi, authorizer: new apigw.HttpNoneAuthorizer() });
+      for (const r of added) {
+        Validations.of(r).acknowledge({
+          id: 'AwsSolutions-APIG4',
+          reason: 'A tenant route: the tenant API function authenticates every request by its API key (Authorization: Bearer, checked against its stored hash before anything runs: 401 otherwise) and acts for that key’s tenant alone.',
+        });
+        stage.node.addDependency(r);
+      }
+      routeSettings[`${route.method} ${route.path}`] = { ThrottlingRateLimit: throttling.tenantApi.rateLimit, ThrottlingBurstLimit: throttling.tenantApi.burstLimit };
     }
     (stage.node.defaultChild as apigw.CfnStage).routeSettings = routeSettings;
     return { api, stage };

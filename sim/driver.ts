@@ -6,9 +6,10 @@ import type { ReceivedMail } from './world/smtp.ts';
 /**
  * The campaign's customer: it drives redial through its public API on the simulation clock, as a
  * well-behaved client would (an Idempotency-Key on every create, the same request sent again after a
- * 5xx or a dropped connection). It creates the tenants and endpoints, each batch at its time, deletes the
- * batches the plan deletes, follows the owner's confirmation link when that mail arrives, and then makes
- * the tenant's access requests.
+ * 5xx or a dropped connection). As the operator it creates the tenants and issues each an API key; as
+ * each tenant, with its key, it registers the endpoints, creates each batch at its time and deletes the
+ * batches the plan deletes; it follows the owner's confirmation link when that mail arrives, and then
+ * makes the tenant's access requests.
  */
 
 /** One API request the driver made, and what it finally got. */
@@ -28,6 +29,8 @@ export class Driver {
   readonly batches = new Map<string, { batchId: string; tenantId: string }>();
   /** Tenants whose owner followed the confirmation link. */
   readonly confirmed = new Set<string>();
+  /** Each tenant's API key (issued once its tenant exists), presented on every tenant route. */
+  private readonly keys = new Map<string, string>();
   private readonly host: SimHost;
   private readonly campaign: Campaign;
   private readonly clicked = new Set<string>();
@@ -73,13 +76,16 @@ export class Driver {
 
   private async setUp(tenant: Campaign['tenants'][number]): Promise<void> {
     await this.request(`tenant ${tenant.id}`, 'PUT', `/v1/tenants/${tenant.id}`, { concurrencyLimit: tenant.concurrencyLimit, ...(tenant.ownerEmail ? { ownerEmail: tenant.ownerEmail } : {}) });
+    const issued = await this.request(`key ${tenant.id}`, 'POST', `/v1/tenants/${tenant.id}/keys`);
+    const key = (issued.body as { key?: string } | undefined)?.key;
+    if (key) this.keys.set(tenant.id, key);
     for (const endpoint of tenant.endpoints) {
       const response = await this.request(
         `endpoint ${endpoint.name}`,
         'POST',
         '/v1/endpoints',
-        { tenantId: tenant.id, url: this.host.receivers.url(endpoint.name), ...(endpoint.eventTypes ? { eventTypes: endpoint.eventTypes } : {}) },
-        { 'idempotency-key': `endpoint-${endpoint.name}` },
+        { url: this.host.receivers.url(endpoint.name), ...(endpoint.eventTypes ? { eventTypes: endpoint.eventTypes } : {}) },
+        { 'idempotency-key': `endpoint-${endpoint.name}`, ...this.as(tenant.id) },
       );
       const registered = response.body as { endpointId?: string; secret?: string } | undefined;
       if (registered?.endpointId && registered.secret) this.host.receivers.register(endpoint.name, registered.endpointId, registered.secret);
@@ -91,8 +97,8 @@ export class Driver {
       `batch ${key}`,
       'POST',
       '/v1/batches',
-      { tenantId, contacts: batch.contacts.map((number) => ({ number })), maxAttempts: batch.maxAttempts, retry: batch.retry, ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}) },
-      { 'idempotency-key': key },
+      { contacts: batch.contacts.map((number) => ({ number })), maxAttempts: batch.maxAttempts, retry: batch.retry, ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}) },
+      { 'idempotency-key': key, ...this.as(tenantId) },
     );
     const batchId = (response.body as { batchId?: string } | undefined)?.batchId;
     if (batchId) this.batches.set(key, { batchId, tenantId });
@@ -101,7 +107,13 @@ export class Driver {
   private async deleteBatch(key: string): Promise<void> {
     const batch = this.batches.get(key);
     if (!batch) return;
-    await this.request(`delete ${key}`, 'DELETE', `/v1/batches/${batch.batchId}`);
+    await this.request(`delete ${key}`, 'DELETE', `/v1/batches/${batch.batchId}`, undefined, this.as(batch.tenantId));
+  }
+
+  /** The header that makes a request the tenant's: its API key. */
+  private as(tenantId: string): Record<string, string> {
+    const key = this.keys.get(tenantId);
+    return key ? { authorization: `Bearer ${key}` } : {};
   }
 
   /** The owner reads the confirmation mail and follows its link half a minute later (once per link). */

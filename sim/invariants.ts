@@ -1,6 +1,6 @@
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { baseCallId, callIdFor, ContactStatus, isDialled } from '../functions/calls/model.ts';
+import { baseCallId, batchIdOfPartition, batchPartition, callIdFor, ContactStatus, isDialled } from '../functions/calls/model.ts';
 import type { BatchRow, ContactRow, ListPage, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { CallCode } from '../functions/calls/codes.ts';
 import { DISCARD_METRIC } from '../functions/jobs/discards.ts';
@@ -9,7 +9,7 @@ import { isTerminal, JobState } from '../functions/jobs/states.ts';
 import { caps, recipientKey, windowOf } from '../functions/mail/caps.ts';
 import { MailMetric } from '../functions/mail/context.ts';
 import type { Notice } from '../functions/mail/store.ts';
-import { deliveryJobId, subscribes } from '../functions/webhooks/endpoint.ts';
+import { deliveryJobId, endpointIdOfPartition, subscribes } from '../functions/webhooks/endpoint.ts';
 import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
 import type { EventType } from '../functions/webhooks/events.ts';
 import type { AppliedCompletion } from './world/writes.ts';
@@ -65,11 +65,13 @@ type Check = (o: Observed, host: SimHost, driver: Driver) => Violation[];
 const byPk = (items: Record<string, unknown>[], prefix: string, sk?: string | ((sk: string) => boolean)) =>
   items.filter((i) => String(i['pk']).startsWith(prefix) && (sk === undefined || (typeof sk === 'string' ? i['sk'] === sk : sk(String(i['sk'])))));
 
-const batchesOf = (o: Observed) => byPk(o.calls, 'BATCH#', 'BATCH') as unknown as BatchRow[];
-const contactsOf = (o: Observed) => byPk(o.calls, 'BATCH#', (sk) => sk.startsWith('CONTACT#')) as unknown as ContactRow[];
-const listPagesOf = (o: Observed, batchId: string) => byPk(o.calls, `BATCH#${batchId}`, (sk) => sk.startsWith('LIST#')).filter((i) => i['pk'] === `BATCH#${batchId}`) as unknown as ListPage[];
+// A batch's items (its row, list pages, contacts) are under `TENANT#<tenantId>#BATCH#<hex>` (calls/model.ts).
+const ofBatches = (items: Record<string, unknown>[]) => items.filter((i) => batchIdOfPartition(String(i['pk'])) !== undefined);
+const batchesOf = (o: Observed) => byPk(ofBatches(o.calls), 'TENANT#', 'BATCH') as unknown as BatchRow[];
+const contactsOf = (o: Observed) => byPk(ofBatches(o.calls), 'TENANT#', (sk) => sk.startsWith('CONTACT#')) as unknown as ContactRow[];
+const listPagesOf = (o: Observed, batchId: string) => byPk(o.calls, batchPartition(batchId), (sk) => sk.startsWith('LIST#')).filter((i) => i['pk'] === batchPartition(batchId)) as unknown as ListPage[];
 const tenantsOf = (o: Observed) => byPk(o.calls, 'TENANT#', 'TENANT') as unknown as TenantRow[];
-const endpointsOf = (o: Observed) => byPk(o.webhooks, 'ENDPOINT#', 'ENDPOINT') as unknown as EndpointRow[];
+const endpointsOf = (o: Observed) => byPk(o.webhooks, 'TENANT#', 'ENDPOINT') as unknown as EndpointRow[];
 
 interface Dial {
   batchId: string;
@@ -301,8 +303,8 @@ const batchesEnd: Check = (o) => {
 const everyEventDelivered: Check = (o, host, driver) => {
   const out: Violation[] = [];
   const endpoints = endpointsOf(o);
-  const markers = new Set(byPk(o.webhooks, 'ENDPOINT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => `${String(m['pk']).slice('ENDPOINT#'.length)} ${String(m['jobId'])}`));
-  const waiting = new Set(byPk(o.webhooks, 'WAITLIST#', (sk) => sk.startsWith('WAIT#')).map((e) => String(e['jobId'])));
+  const markers = new Set(byPk(o.webhooks, 'TENANT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => `${endpointIdOfPartition(String(m['pk'])) ?? '?'} ${String(m['jobId'])}`));
+  const waiting = new Set(byPk(o.webhooks, 'TENANT#', (sk) => sk.startsWith('WAIT#')).map((e) => String(e['jobId'])));
   const jobs = new Map(o.jobs.map((j) => [j.id, j]));
   const delivered = new Set(host.receivers.requests.filter((r) => r.status >= 200 && r.status < 300).map((r) => `${r.endpoint} ${r.webhookId}`));
   const { events, targets, fanouts } = host.writes;

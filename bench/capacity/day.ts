@@ -91,13 +91,18 @@ async function startReceivers(): Promise<{ url: string; received: () => number; 
 export async function runDay(host: CapacityHost, contacts: number, options: { timeoutMs: number; log: (line: string) => void }): Promise<DayOutcome> {
   const api = new DemoApi(host.url);
   const receivers = await startReceivers();
+  // Each tenant's back end calls the tenant routes with an API key of its own (an operator issued it).
+  const tenants = new Map<string, DemoApi>();
   try {
     for (const tenant of representativeDay) {
       const owner = `owner@${tenant.tenantId}.capacity.local`;
       await api.put(`/v1/tenants/${tenant.tenantId}`, { concurrencyLimit: 1000, ownerEmail: owner });
       await api.post(await confirmationPath(host, owner));
+      const { key } = await api.post<{ key: string }>(`/v1/tenants/${tenant.tenantId}/keys`);
+      const as = api.as(key);
+      tenants.set(tenant.tenantId, as);
       for (let e = 0; e < tenant.endpoints; e++) {
-        await api.post('/v1/endpoints', { tenantId: tenant.tenantId, url: `${receivers.url}/hooks/${tenant.tenantId}/${e}` });
+        await as.post('/v1/endpoints', { url: `${receivers.url}/hooks/${tenant.tenantId}/${e}` });
       }
     }
     await Promise.all(host.localQueues.map((q) => q.idle()));
@@ -111,7 +116,7 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
         tenant.batches.map(async (share, b) => {
           const count = Math.round(share * contacts);
           const numbers = Array.from({ length: count }, (_, i) => ({ number: `+1${2 + t}${String(b).padStart(2, '0')}${String(i).padStart(7, '0')}` }));
-          const { batchId } = await api.post<{ batchId: string }>('/v1/batches', { tenantId: tenant.tenantId, contacts: numbers, maxAttempts: ROUNDS, retry: RETRY });
+          const { batchId } = await tenants.get(tenant.tenantId)!.post<{ batchId: string }>('/v1/batches', { contacts: numbers, maxAttempts: ROUNDS, retry: RETRY });
           return { batchId, tenantId: tenant.tenantId, contacts: count };
         }),
       ),

@@ -192,6 +192,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     `                    by source: ${top(report.perResult.writeUnitsBySource, 8)}`,
     `read units          ${fmt(report.readUnitsPerResult, 2)} per result: ${top(report.perResult.readUnitsByTable, 4)}`,
     `requests/result     SQS ${fmt(report.perResult.sqsRequests, 2)} (${fmt(report.perResult.sqsSends, 2)} sends), Lambda ${fmt(report.perResult.lambdaInvocations, 2)} invocations (${fmt(report.perResult.lambdaGbSeconds * 1000, 1)} GB-ms), API ${fmt(report.perResult.apiRequests, 2)}, Scheduler ${fmt(report.perResult.schedulerCreates, 3)} creates`,
+    `API keys/result     ${fmt(report.perResult.apiKeys.requests, 6)} DynamoDB requests (${fmt(report.perResult.apiKeys.readUnits, 6)} read, ${fmt(report.perResult.apiKeys.writeUnits, 6)} write units) for ${fmt(report.perResult.apiKeys.tenantApiRequests, 6)} tenant API requests`,
     `hottest partition   ${report.hottestPartitionWcuPerSecondAtBurst.table}${report.hottestPartitionWcuPerSecondAtBurst.index ? `.${report.hottestPartitionWcuPerSecondAtBurst.index}` : ''} "${report.hottestPartitionWcuPerSecondAtBurst.key}": ${fmt(report.hottestPartitionWcuPerSecondAtBurst.wcuPerSecondAtAverage)} WCU/s at ${fmt(RATES.average)} results/s, ${fmt(report.hottestPartitionWcuPerSecondAtBurst.wcuPerSecond)} WCU/s at ${fmt(RATES.burst)} (limit 1,000 per partition)`,
   );
   for (const p of report.partitions.slice(0, 8)) {

@@ -187,6 +187,12 @@ export interface CapacityModel {
     lambdaInvocations: number;
     lambdaGbSeconds: number;
     apiRequests: number;
+    /**
+     * The tenant API's key check (functions/calls/keys.ts): DynamoDB requests on `TENANT#<id>#KEYS` items
+     * (a GetItem per key per container per 30 s, lastUsedAt at most once a minute), their units, and the
+     * tenant API requests they authenticated.
+     */
+    apiKeys: { requests: number; readUnits: number; writeUnits: number; tenantApiRequests: number };
     mails: number;
   };
   hottestPartitionWcuPerSecondAtBurst: { table: string; index: string | null; key: string; wcuPerSecond: number; wcuPerSecondAtAverage: number };
@@ -208,7 +214,7 @@ export interface CapacityModel {
 
 const add = (map: Map<string, number>, key: string, n: number) => map.set(key, (map.get(key) ?? 0) + n);
 /** The functions API Gateway invokes (functions/app/system.ts, HttpFunction); the others are queue workers and the rescuer. */
-const isHttpFunction = (fn: string): boolean => fn === 'intake' || fn === 'publicLinks' || fn === 'api';
+const isHttpFunction = (fn: string): boolean => fn === 'intake' || fn === 'publicLinks' || fn === 'tenantApi' || fn === 'api';
 const tableLabel = (table: string, index: string | null) => (index ? `${table}.${index}` : table);
 
 /** Derives the per-result model from a run's records. */
@@ -232,6 +238,8 @@ export function buildModel(input: ModelInput): CapacityModel {
   let scheduleLive = 0;
   let apiRequests = 0;
   let mails = 0;
+  const apiKeys = { requests: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 };
+  const isKeyItem = (pk: string) => /^TENANT#[^#]+#KEYS$/.test(pk);
   const wcuByTable = new Map<string, number>();
   const wcuBySource = new Map<string, number>();
   const rcuByTable = new Map<string, number>();
@@ -258,6 +266,11 @@ export function buildModel(input: ModelInput): CapacityModel {
       }
       const units = readUnits(r);
       rcu += weight * units;
+      if ([...r.reads, ...r.writes].some((item) => isKeyItem(item.pk))) {
+        apiKeys.requests += weight;
+        apiKeys.readUnits += weight * units;
+        apiKeys.writeUnits += weight * partitionWrites(r).reduce((n, w) => n + w.units, 0);
+      }
       for (const read of r.reads) add(rcuByTable, tableLabel(read.table, read.index ?? null), weight * (r.transaction ? 2 : 1) * readUnitsFor(read.bytes, read.consistent));
     } else if (record.service === 'SQS' && record.operation === 'SendMessage') {
       sqs += weight * chunkedRequests((record as SqsRecord).bytes, prices.sqs.chunkBytes);
@@ -282,6 +295,7 @@ export function buildModel(input: ModelInput): CapacityModel {
       row.durationMs += inv.durationMs;
       row.count++;
       lambda.set(inv.function, row);
+      if (inv.function === 'tenantApi') apiKeys.tenantApiRequests += weight;
       if (isHttpFunction(inv.function)) {
         apiRequests += weight * chunkedRequests(inv.bytes, prices.apiGateway.chunkBytes);
         add(httpRequests, inv.function, weight);
@@ -394,6 +408,7 @@ export function buildModel(input: ModelInput): CapacityModel {
       lambdaInvocations,
       lambdaGbSeconds,
       apiRequests,
+      apiKeys,
       mails,
     },
     hottestPartitionWcuPerSecondAtBurst: {

@@ -10,7 +10,7 @@ import { DEFAULT_THROTTLING, RedialStack } from '../../lib/redial-stack.ts';
 
 /** What the deployed stack gives each function and each queue's event source: what capacity is priced and sized from. */
 export interface DeployedSettings {
-  /** Memory per function: `intake`, `publicLinks`, `api`, `rescuer`, `worker:<queue>`. */
+  /** Memory per function: `intake`, `publicLinks`, `tenantApi`, `api`, `rescuer`, `worker:<queue>`. */
   memoryMb: Record<string, number>;
   /** Concurrency reserved for (and capping) a function, where one is set. */
   reservedConcurrency: Record<string, number>;
@@ -45,6 +45,7 @@ export function deployedSettings(): DeployedSettings {
   const functions: Record<string, NodejsFunction> = {
     intake: stack.intakeFunction,
     publicLinks: stack.publicLinksFunction,
+    tenantApi: stack.tenantApiFunction,
     api: stack.apiFunction,
     rescuer: stack.rescuerFunction,
     ...Object.fromEntries(queueNames.map((name) => [`worker:${name}`, stack.jobQueues[name].worker])),

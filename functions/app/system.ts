@@ -1,13 +1,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
 import type { Clock } from '../platform/clock.ts';
-import { route } from '../platform/http.ts';
+import { route, withOperatorCopies } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import { openApiDocument } from '../platform/openapi.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { SecretKey } from '../platform/secret-key.ts';
+import type { ApiKeyVerifier } from '../platform/tenancy.ts';
 import type { TableDefinition } from '../platform/tables.ts';
 import type { JobHandler, JobKind, QueueSpec } from '../jobs/index.ts';
 import { jobsTable } from '../jobs/row.ts';
@@ -156,6 +157,11 @@ export class System {
     return this.webhooksContext;
   }
 
+  /** How tenant routes check a presented API key (the calls context's keys, with their per-container cache). */
+  get apiKeys(): ApiKeyVerifier {
+    return this.calls.keys;
+  }
+
   get ops(): OpsDeps {
     return (this.opsDeps ??= { jobs: this.host.jobs.client, kinds: allKinds, periodicStatus: (kind) => this.host.jobs.store.getPeriodic(kind) });
   }
@@ -172,7 +178,10 @@ export class System {
     return modules.flatMap((m) => [...this.handlersOf(m.name)]);
   }
 
-  /** Every route of the API (docs/openapi.json), the OpenAPI route itself included. Builds nothing. */
+  /**
+   * Every route of the API (docs/openapi.json), the OpenAPI route itself included, each tenant route
+   * followed by its operator copy (`/v1/ops/tenants/{tenantId}/…`). Builds nothing.
+   */
   routes(): ApiRoute[] {
     const healthz = route({
       method: 'GET',
@@ -181,18 +190,19 @@ export class System {
       summary: 'Liveness',
       handler: () => Promise.resolve({ status: 200, body: { status: 'ok', time: new Date(this.host.clock.now()).toISOString() } }),
     });
-    const list: ApiRoute[] = [
+    const list: ApiRoute[] = withOperatorCopies([
       healthz,
       ...opsModule.routes(() => this.ops),
       ...callsModule.routes(() => this.calls),
       ...mailModule.routes(() => this.mail),
       ...webhooksModule.routes(() => this.webhooks),
-    ];
+    ]);
     const all: ApiRoute[] = [];
     const openapi = route({
       method: 'GET',
       path: '/v1/openapi.json',
-      auth: 'iam',
+      // Public: it describes the API, which tenants' developers read without AWS credentials (it reveals no data).
+      auth: 'none',
       summary: 'This API as an OpenAPI 3.1 document, generated from the zod schemas that validate it',
       // The document lists every route, this one included (docs/openapi.json is the same document).
       handler: () => Promise.resolve({ status: 200, body: apiDocument(all) }),
@@ -261,16 +271,19 @@ export class System {
 /**
  * The deployed functions that serve HTTP on AWS, each with only the grants its routes need (lib/access.ts):
  * `intake` serves the calls context's public route (the signed call-result intake), `publicLinks` the other
- * public routes (the links sent by mail, and /healthz), `api` every route behind IAM.
+ * public routes (the links sent by mail, /healthz and the OpenAPI document), `tenantApi` the tenant routes
+ * (an API key, checked in the function), `api` every route behind IAM (the operators', the operator copies of
+ * the tenant routes among them).
  */
-export type HttpFunction = 'intake' | 'publicLinks' | 'api';
+export type HttpFunction = 'intake' | 'publicLinks' | 'tenantApi' | 'api';
 
 const routeKey = (r: Pick<ApiRoute, 'method' | 'path'>) => `${r.method} ${r.path}`;
 
 /** Which deployed function serves each route of the API, by `METHOD /path`. Builds nothing. */
 export function httpFunctionsByRoute(system: System): Record<string, HttpFunction> {
   const intake = new Set(callsModule.routes(() => system.calls).filter((r) => r.auth === 'none').map(routeKey));
-  return Object.fromEntries(system.routes().map((r) => [routeKey(r), r.auth === 'iam' ? 'api' : intake.has(routeKey(r)) ? 'intake' : 'publicLinks']));
+  const served = (r: ApiRoute): HttpFunction => (r.auth === 'iam' ? 'api' : r.auth === 'tenant' ? 'tenantApi' : intake.has(routeKey(r)) ? 'intake' : 'publicLinks');
+  return Object.fromEntries(system.routes().map((r) => [routeKey(r), served(r)]));
 }
 
 /** The routes one deployed function serves (its Lambda entry point routes these and nothing else). */
@@ -284,5 +297,8 @@ export const apiDocument = (routes: readonly ApiRoute[]) =>
   openApiDocument(routes, {
     title: 'redial',
     version: '1',
-    description: 'Outbound calling campaigns with one owner of retries. Every route uses IAM auth on AWS except the signed call-result intake, the links sent by mail and /healthz.',
+    description:
+      'Outbound calling campaigns with one owner of retries. Tenant routes take one of the tenant’s API keys (`Authorization: Bearer rdl_…`) and act for its tenant alone; ' +
+      'operator routes (every `/v1/ops/…` route, the operator copies of the tenant routes under `/v1/ops/tenants/{tenantId}` among them, and tenant administration) use IAM auth on AWS; ' +
+      'the signed call-result intake, the links sent by mail, /healthz and this document are public.',
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
-import { HttpError, notFound, queryInt, route, unavailable, withErrors } from '../platform/http.ts';
+import { HttpError, notFound, queryInt, route, tenantRoute, unavailable, withErrors } from '../platform/http.ts';
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
@@ -12,7 +12,7 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchKey, callsExpiry, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
+import { BatchStatus, batchIds, batchKey, callsExpiry, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
 import type { BatchRow, ListPage, TenantRow } from './model.ts';
 import { contactState, dialledInRound } from './status.ts';
 import type { ContactState } from './status.ts';
@@ -65,23 +65,26 @@ const contactView = (number: string, state: ContactState) => ({ contactNumber: n
 /** The most contacts one page of `GET /v1/batches/{id}/contacts` holds (also its default). */
 export const MAX_CONTACTS_PAGE = 1000;
 
-/** The contacts cursor: the position of the next contact in upload order, opaque to clients. */
-const encodeContactsCursor = (offset: number): string => Buffer.from(`contacts:${offset}`).toString('base64url');
+/**
+ * The contacts cursor: the batch and the position of the next contact in upload order, opaque to clients.
+ * It names its batch (and so its tenant): a cursor of another batch is refused (400), not read as an offset.
+ */
+const encodeContactsCursor = (batchId: string, offset: number): string => Buffer.from(`contacts:${batchId}:${offset}`).toString('base64url');
 
 const contactsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_CONTACTS_PAGE).optional().describe(`contacts per page, 1–${MAX_CONTACTS_PAGE} (default ${MAX_CONTACTS_PAGE})`),
   cursor: z
     .string()
-    .max(64)
+    .max(256)
     .optional()
     .transform((cursor, ctx) => {
       if (cursor === undefined) return undefined;
-      const match = /^contacts:(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+      const match = /^contacts:([A-Za-z0-9_.-]{1,120}):(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
       if (!match) {
         ctx.addIssue({ code: 'custom', message: 'not a cursor from this listing' });
         return z.NEVER;
       }
-      return Number(match[1]);
+      return { batchId: match[1]!, offset: Number(match[2]) };
     })
     .describe('the `cursor` of the previous page'),
 });
@@ -110,9 +113,18 @@ function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: stri
   throw idempotencyKeyReused('batch');
 }
 
+/** `GET /v1/batches` and `GET /v1/ops/batches`: a page of batches. */
+const batchListQuery = z.object({
+  limit: queryInt(1, 100).optional().describe('batches per page, 1–100 (default 25)'),
+  cursor: z.string().max(2000).optional().describe('the `cursor` of the previous page'),
+});
+
 /**
- * The calls routes (docs/openapi.json, docs/calls.md): tenants, batches and the call-result intake. Every route but the intake
- * is behind IAM on AWS; the intake's Standard Webhooks signature is its authentication.
+ * The calls routes (docs/openapi.json, docs/calls.md): tenants, batches and the call-result intake. The
+ * batch routes and `GET /v1/tenants/{tenantId}` are tenant routes (an API key; the tenant is the key's, and
+ * operators have copies of them under `/v1/ops/tenants/{tenantId}`); creating or changing a tenant and the
+ * operators' listing of every tenant's batches are IAM routes; the intake's Standard Webhooks signature is
+ * its authentication.
  */
 export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
   // Resolved on the first request, so listing the routes needs no configuration.
@@ -149,24 +161,23 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  const getTenant = route({
+  const getTenant = tenantRoute({
     method: 'GET',
     path: '/v1/tenants/{tenantId}',
-    auth: 'iam',
-    summary: 'A tenant, with its calls in progress',
+    opsPath: '/v1/ops/tenants/{tenantId}',
+    summary: 'Your tenant, with its calls in progress (another tenant’s id is a 404, as an unknown one)',
     params: tenantParams,
-    responses: { 200: { description: 'the tenant', schema: tenantResponse }, 404: { description: 'no such tenant' } },
-    handler: async ({ params }) => {
-      const tenant = await calls().store.getTenant(params.tenantId);
+    responses: { 200: { description: 'the tenant', schema: tenantResponse }, 404: { description: 'no such tenant (or not yours)' } },
+    handler: async ({ params, scope }) => {
+      const tenant = params.tenantId === scope.tenantId ? await calls().store.getTenantIn(scope) : undefined;
       if (!tenant) throw notFound(`tenant ${params.tenantId}`);
       return { status: 200, body: tenantView(tenant) };
     },
   });
 
-  const createBatch = route({
+  const createBatch = tenantRoute({
     method: 'POST',
     path: '/v1/batches',
-    auth: 'iam',
     summary: 'Create a batch of contacts to call; its first round starts at once (or when its calling window opens)',
     body: batchBody,
     headers: batchHeaders,
@@ -175,15 +186,18 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     responses: {
       201: { description: 'created', schema: batchResponse.pick({ batchId: true }) },
       200: { description: 'a retry with the same Idempotency-Key and body: the batch it created; nothing written', schema: batchResponse.pick({ batchId: true }) },
-      400: { description: 'invalid body or Idempotency-Key, or no such tenant; nothing written' },
+      400: { description: 'invalid body or Idempotency-Key; nothing written' },
+      404: { description: 'no such tenant (the operator copy only: a key’s tenant exists); nothing written' },
       422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
     },
-    handler: async ({ body, headers }) => {
+    handler: async ({ body: request, headers, scope }) => {
       const { store, jobs, clock, logger } = calls();
       const now = clock.now();
+      // The tenant is the scope's (a tenantId in the body, if any, is the same: http.ts refused it otherwise).
+      const body = { ...request, tenantId: scope.tenantId };
       const key = headers['idempotency-key'];
       const hash = key === undefined ? undefined : requestHash(body);
-      const batchId = key === undefined ? `b_${randomUUID().replaceAll('-', '')}` : batchIdForKey(body.tenantId, key);
+      const batchId = key === undefined ? batchIds.make(scope.tenantId, randomUUID().replaceAll('-', '')) : batchIdForKey(scope.tenantId, key);
       const numbers = body.contacts.map((c) => c.number);
       const pages: ListPage[] = [];
       for (let page = 0; page * LIST_PAGE_SIZE < numbers.length; page++) {
@@ -229,9 +243,8 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
           return keyedRetry(result.refused.batch.item as BatchRow | undefined, body.tenantId, hash);
         }
         if (result.contention) throw unavailable();
-        if (result.refused.tenant?.code === 'ConditionalCheckFailed') {
-          throw new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.tenantId', message: `no tenant ${body.tenantId}; create it with PUT /v1/tenants/${body.tenantId}` }] });
-        }
+        // Only an operator's copy can name a tenant that does not exist (a key's tenant does).
+        if (result.refused.tenant?.code === 'ConditionalCheckFailed') throw notFound(`tenant ${scope.tenantId}`);
         logger.error('batch creation cancelled', { refused: refusedCodes(result) });
         throw unavailable();
       }
@@ -240,73 +253,84 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  const getBatch = route({
+  const getBatch = tenantRoute({
     method: 'GET',
     path: '/v1/batches/{id}',
-    auth: 'iam',
     summary: 'A batch: status, round, and its contacts counted by status and by normalised code',
     params: batchParams,
     responses: { 200: { description: 'the batch', schema: batchResponse }, 404: { description: 'no such batch' } },
-    handler: async ({ params }) => {
-      const batch = await calls().store.getBatch(params.id);
+    handler: async ({ params, scope }) => {
+      const batch = await calls().store.getBatchIn(scope, params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       return { status: 200, body: batchView(batch) };
     },
   });
 
-  const listBatches = route({
+  const listBatches = tenantRoute({
     method: 'GET',
     path: '/v1/batches',
+    summary: 'Your batches, newest first, a page at a time (a Query of your own batch index, never a Scan)',
+    query: batchListQuery,
+    responses: {
+      200: { description: 'up to `limit` batches; `cursor`, when present, asks for the next page', schema: batchListResponse },
+      400: { description: 'a bad limit, or a cursor this listing did not give out (to this tenant)' },
+      503: { description: 'DynamoDB left part of the page unread; ask again' },
+    },
+    handler: async ({ query, scope }) => {
+      const page = await calls().store.listBatches(scope, query.limit ?? 25, query.cursor);
+      return { status: 200, body: { batches: page.batches.map(batchView), ...(page.cursor ? { cursor: page.cursor } : {}) } };
+    },
+  });
+
+  const listAllBatches = route({
+    method: 'GET',
+    path: '/v1/ops/batches',
     auth: 'iam',
-    summary: 'Batches, newest first, a page at a time (a Query of the batch index, never a Scan)',
-    query: z.object({
-      limit: queryInt(1, 100).optional().describe('batches per page, 1–100 (default 25)'),
-      cursor: z.string().max(2000).optional().describe('the `cursor` of the previous page'),
-    }),
+    summary: 'Every tenant’s batches, newest first, a page at a time (operators: the operators’ batch index)',
+    query: batchListQuery,
     responses: {
       200: { description: 'up to `limit` batches; `cursor`, when present, asks for the next page', schema: batchListResponse },
       400: { description: 'a bad limit, or a cursor this listing did not give out' },
       503: { description: 'DynamoDB left part of the page unread; ask again' },
     },
     handler: async ({ query }) => {
-      const page = await calls().store.listBatches(query.limit ?? 25, query.cursor);
+      const page = await calls().store.listAllBatches(query.limit ?? 25, query.cursor);
       return { status: 200, body: { batches: page.batches.map(batchView), ...(page.cursor ? { cursor: page.cursor } : {}) } };
     },
   });
 
-  const listRounds = route({
+  const listRounds = tenantRoute({
     method: 'GET',
     path: '/v1/batches/{id}/rounds',
-    auth: 'iam',
     summary: 'What each round of a batch came to: its size, its completed calls by normalised code, and what is still pending',
     params: batchParams,
     responses: { 200: { description: 'the rounds, first to current', schema: roundsResponse }, 404: { description: 'no such batch' } },
-    handler: async ({ params }) => {
+    handler: async ({ params, scope }) => {
       const { store } = calls();
-      const [batch, rows] = await Promise.all([store.getBatch(params.id), store.getRounds(params.id)]);
+      const batch = await store.getBatchIn(scope, params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
-      return { status: 200, body: { batchId: batch.batchId, rounds: roundOutcomes(batch, rows) } };
+      return { status: 200, body: { batchId: batch.batchId, rounds: roundOutcomes(batch, await store.getRounds(batch.batchId)) } };
     },
   });
 
-  const listContacts = route({
+  const listContacts = tenantRoute({
     method: 'GET',
     path: '/v1/batches/{id}/contacts',
-    auth: 'iam',
     summary: 'The contacts of a batch, in upload order, with status, latest normalised code and dials so far; a page at a time',
     params: batchParams,
     query: contactsQuery,
     responses: {
       200: { description: 'up to `limit` contacts; `cursor`, when present, asks for the next page', schema: contactsResponse },
-      400: { description: 'a bad limit or cursor' },
+      400: { description: 'a bad limit, or a cursor this listing did not give out for this batch' },
       404: { description: 'no such batch' },
       503: { description: 'DynamoDB left part of the page unread; ask again' },
     },
-    handler: async ({ params, query }) => {
+    handler: async ({ params, query, scope }) => {
       const { store } = calls();
-      const batch = await store.getBatch(params.id);
+      const batch = await store.getBatchIn(scope, params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
-      const offset = query.cursor ?? 0;
+      if (query.cursor && query.cursor.batchId !== batch.batchId) throw new InvalidCursorError();
+      const offset = query.cursor?.offset ?? 0;
       const limit = query.limit ?? MAX_CONTACTS_PAGE;
       const contacts = offset < batch.contactCount ? await store.contactsPage(params.id, offset, limit) : [];
       // Calling is derived from the dial cursor (status.ts): round 1's list is the upload order, a later
@@ -318,22 +342,21 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
         status: 200,
         body: {
           contacts: contacts.map((c, i) => contactView(c.number, contactState(batch, c.state, dialled(c.number, offset + i)))),
-          ...(next < batch.contactCount ? { cursor: encodeContactsCursor(next) } : {}),
+          ...(next < batch.contactCount ? { cursor: encodeContactsCursor(batch.batchId, next) } : {}),
         },
       };
     },
   });
 
-  const deleteBatch = route({
+  const deleteBatch = tenantRoute({
     method: 'DELETE',
     path: '/v1/batches/{id}',
-    auth: 'iam',
     summary: 'Delete a batch: it dials no more, later results are ignored, and its calls’ slots go back to the tenant',
     params: batchParams,
     responses: { 200: { description: 'the batch, Deleted', schema: batchResponse }, 404: { description: 'no such batch' } },
-    handler: async ({ params }) => {
+    handler: async ({ params, scope }) => {
       const { store, jobs, clock } = calls();
-      const batch = await store.getBatch(params.id);
+      const batch = await store.getBatchIn(scope, params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       if (batch.status === BatchStatus.Deleted) return { status: 200, body: batchView(batch) };
       const now = clock.now();
@@ -367,6 +390,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     handler: async ({ body }) => {
       const deps = calls();
       const { logger } = deps;
+      // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
       const batch = await deps.batches.get(body.batchId);
       if (!batch) return { status: 200, body: { outcome: 'ignored' } };
       const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
@@ -392,5 +416,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, getBatch, listRounds, listContacts, deleteBatch, intake]);
+  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, deleteBatch, intake]);
 }

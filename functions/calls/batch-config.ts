@@ -1,3 +1,4 @@
+import { batchIds } from './model.ts';
 import type { CallsStore } from './store.ts';
 
 /** What a completion needs to know about its batch, all immutable (a call's round is in its id). */
@@ -25,6 +26,8 @@ export class BatchConfigCache {
   async get(batchId: string): Promise<BatchConfig | undefined> {
     const hit = this.entries.get(batchId);
     if (hit) return hit;
+    // Not an id redial issued (b_<tenantId>.<hex>): no batch of any tenant has it.
+    if (!batchIds.parse(batchId)) return undefined;
     const row = await this.store.getBatch(batchId);
     if (!row || row.status === 'Deleted') return undefined;
     const config: BatchConfig = { batchId, tenantId: row.tenantId, minConversationDurationSeconds: row.minConversationDurationSeconds };

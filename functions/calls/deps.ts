@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { JobClient } from '../jobs/index.ts';
 import type { CallsConfig } from './config.ts';
 import { BatchConfigCache } from './batch-config.ts';
+import { ApiKeys } from './keys.ts';
 import type { CallsPorts } from './ports.ts';
 import type { CallsStore } from './store.ts';
 
@@ -25,9 +27,19 @@ export interface CallsDeps {
   config: CallsConfig;
   /** Per-container cache of each batch's immutable settings. */
   batches: BatchConfigCache;
+  /** Tenants' API keys: the tenant routes' key check, with its per-container cache (keys.ts). */
+  keys: ApiKeys;
+  /** Cryptographically random bytes (API keys). */
+  secureRandom: (bytes: number) => Buffer;
 }
 
-/** Builds the calls deps; one cache per container. */
-export function callsDeps(input: Omit<CallsDeps, 'batches' | 'wallClock'> & { wallClock?: Clock }): CallsDeps {
-  return { ...input, wallClock: input.wallClock ?? input.clock, batches: new BatchConfigCache(input.store) };
+/** Builds the calls deps; one cache of batch settings and one of API keys per container. */
+export function callsDeps(input: Omit<CallsDeps, 'batches' | 'wallClock' | 'keys' | 'secureRandom'> & { wallClock?: Clock; secureRandom?: (bytes: number) => Buffer }): CallsDeps {
+  return {
+    ...input,
+    wallClock: input.wallClock ?? input.clock,
+    batches: new BatchConfigCache(input.store),
+    keys: new ApiKeys({ store: input.store, clock: input.clock, logger: input.logger }),
+    secureRandom: input.secureRandom ?? randomBytes,
+  };
 }

@@ -1,22 +1,28 @@
 import { createHash } from 'node:crypto';
 import type { TableDefinition } from '../platform/tables.ts';
+import { ownedIds, tenantKeyPrefix } from '../platform/tenancy.ts';
 import type { RoundRetry } from './backoff.ts';
 import type { CallingWindow } from './window.ts';
 
 /**
- * The calls context's records and their keys. One table, `calls`, single-table (pk/sk):
+ * The calls context's records and their keys. One table, `calls`, single-table (pk/sk). Every item a
+ * tenant owns has a partition key that begins with `TENANT#<tenantId>` (functions/platform/tenancy.ts); a
+ * batch id names its tenant (`b_<tenantId>.<hex>`), and `<hex>` below is its own part:
  *
  * | item | pk | sk |
  * |---|---|---|
  * | tenant | `TENANT#<tenantId>` | `TENANT` |
- * | batch | `BATCH#<batchId>` | `BATCH` |
- * | a round's dial list, one page | `BATCH#<batchId>` | `LIST#<round:3>#<page:5>` |
- * | contact state | `BATCH#<batchId>#C<shard:2>` (16 shards by number) | `CONTACT#<E.164 number>` |
- * | a finished round's outcomes | `BATCH#<batchId>` | `ROUND#<round:3>` |
- * | the batch index, one entry per batch | `BATCHES` | `<createdAt>#<batchId>` |
+ * | a slot shard of its concurrency limit | `TENANT#<tenantId>#S<k>` | `SLOTS` |
+ * | an API key (its hash) | `TENANT#<tenantId>#KEYS` | `KEY#<keyId>` |
+ * | the tenant's batches, one entry per batch | `TENANT#<tenantId>#BATCHES` | `<createdAt>#<batchId>` |
+ * | batch | `TENANT#<tenantId>#BATCH#<hex>` | `BATCH` |
+ * | a round's dial list, one page | `TENANT#<tenantId>#BATCH#<hex>` | `LIST#<round:3>#<page:5>` |
+ * | contact state | `TENANT#<tenantId>#BATCH#<hex>#C<shard:2>` (16 shards by number) | `CONTACT#<E.164 number>` |
+ * | a finished round's outcomes | `TENANT#<tenantId>#BATCH#<hex>` | `ROUND#<round:3>` |
+ * | the operators' batch index, every tenant's | `BATCHES` | `<createdAt>#<batchId>` |
  *
- * A contact's key is derived from what the call-result webhook carries (batch and number), so the intake
- * writes without reading. The order to dial in lives in the immutable list pages: round 1's are written
+ * A contact's key is derived from what the call-result webhook carries (batch and number; the batch id
+ * names the tenant), so the intake writes without reading. The order to dial in lives in the immutable list pages: round 1's are written
  * with the batch; the finaliser writes the next round's (the contacts it promotes). A contact's item is
  * written once per round, when its call completes (the dial writes none): a contact is Calling because the
  * batch's dial cursor passed its list position in the round, and RetryEligible because its item holds a
@@ -180,6 +186,26 @@ export interface ListPage {
 export const tenantKey = (tenantId: string) => ({ pk: `TENANT#${tenantId}`, sk: 'TENANT' as const });
 
 /**
+ * Batch ids name their tenant: `b_<tenantId>.<32 hex>` (functions/platform/tenancy.ts `ownedIds`), so a
+ * worker or the intake, given a batch id, builds the batch's keys without a read, and a tenant route builds
+ * them from its scope (`inScope`): another tenant's batch id names nothing there.
+ */
+export const batchIds = ownedIds('b', 'a batch');
+
+/** The partition of a batch's row, list pages and rounds: `TENANT#<tenantId>#BATCH#<hex>`. */
+export function batchPartition(batchId: string): string {
+  const id = batchIds.parse(batchId);
+  if (!id) throw new RangeError(`not a batch id: ${batchId}`);
+  return `${tenantKeyPrefix(id.tenantId)}BATCH#${id.hex}`;
+}
+
+/** The batch id of a key of the calls table (a batch's own partition or one of its contact shards), if it is one. */
+export function batchIdOfPartition(pk: string): string | undefined {
+  const match = /^TENANT#([^#]+)#BATCH#([0-9a-f]{32})(?:#C\d{2})?$/.exec(pk);
+  return match ? batchIds.make(match[1]!, match[2]!) : undefined;
+}
+
+/**
  * A tenant's concurrency limit, split over slot shards so its dials and results spread over several
  * partitions (docs/capacity.md): shard k allows {@link slotLimit} calls at once, the shards' limits add up
  * to the tenant's, and each dial takes a slot from one shard with a conditional counter, so the tenant's
@@ -213,7 +239,7 @@ export const callWithSlot = (callId: string, shard: number): string => (shard > 
 export const slotOfCall = (callId: string): number => Number(/\.s(\d)$/.exec(callId)?.[1] ?? 0);
 /** The call id without its slot suffix: {@link callIdFor} of the contact, round and list position. */
 export const baseCallId = (callId: string): string => callId.replace(/\.s\d$/, '');
-export const batchKey = (batchId: string) => ({ pk: `BATCH#${batchId}`, sk: 'BATCH' as const });
+export const batchKey = (batchId: string) => ({ pk: batchPartition(batchId), sk: 'BATCH' as const });
 /**
  * A batch's contacts spread over {@link CONTACT_SHARDS} partitions of their own (a hash of the number picks
  * one), apart from the batch row: a large batch's dials and results write its contacts at hundreds a
@@ -222,17 +248,20 @@ export const batchKey = (batchId: string) => ({ pk: `BATCH#${batchId}`, sk: 'BAT
  */
 export const CONTACT_SHARDS = 16;
 export const contactShard = (number: string): number => createHash('sha256').update(number).digest().readUInt32BE(0) % CONTACT_SHARDS;
-export const contactPartition = (batchId: string, shard: number): string => `BATCH#${batchId}#C${String(shard).padStart(2, '0')}`;
+export const contactPartition = (batchId: string, shard: number): string => `${batchPartition(batchId)}#C${String(shard).padStart(2, '0')}`;
 export const contactKey = (batchId: string, number: string) => ({ pk: contactPartition(batchId, contactShard(number)), sk: `CONTACT#${number}` });
 export const listKey = (batchId: string, round: number, page: number) => ({
-  pk: `BATCH#${batchId}`,
+  pk: batchPartition(batchId),
   sk: `LIST#${String(round).padStart(3, '0')}#${String(page).padStart(5, '0')}`,
 });
 /**
- * The entry a batch leaves in the batch index when it is created (in the same transaction): the ops listing
- * reads the newest batches with a Query of this one partition instead of a Scan. It is written once per
- * batch and never updated, so the partition takes only the batch creation rate.
+ * The entries a batch leaves when it is created (in the same transaction): one in its tenant's batch
+ * index, which `GET /v1/batches` reads newest first with a Query of the tenant's own partition, and one in
+ * the operators' index of every tenant's batches (`GET /v1/ops/batches`, the panel). Each is written once
+ * per batch and never updated, so each partition takes only the batch creation rate (its tenant's, or all).
  */
+export const tenantBatchesPartition = (tenantId: string): string => `${tenantKeyPrefix(tenantId)}BATCHES`;
+export const tenantBatchIndexKey = (tenantId: string, createdAt: string, batchId: string) => ({ pk: tenantBatchesPartition(tenantId), sk: `${createdAt}#${batchId}` });
 export const BATCH_INDEX_PK = 'BATCHES';
 export const batchIndexKey = (createdAt: string, batchId: string) => ({ pk: BATCH_INDEX_PK, sk: `${createdAt}#${batchId}` });
 
@@ -250,7 +279,7 @@ export interface RoundRow {
   closedAt?: string;
   [retried: `retried:${string}`]: number;
 }
-export const roundKey = (batchId: string, round: number) => ({ pk: `BATCH#${batchId}`, sk: `ROUND#${String(round).padStart(3, '0')}` });
+export const roundKey = (batchId: string, round: number) => ({ pk: batchPartition(batchId), sk: `ROUND#${String(round).padStart(3, '0')}` });
 export const ROUND_PREFIX = 'ROUND#';
 export const RETRIED_PREFIX = 'retried:';
 

@@ -1,6 +1,8 @@
+import { withErrors } from '../platform/http.ts';
 import { defineModule } from '../jobs/index.ts';
 import type { JobHandler } from '../jobs/index.ts';
-import { callsRoutes } from './api.ts';
+import { callsHttpError, callsRoutes } from './api.ts';
+import { keyRoutes } from './keys-api.ts';
 import type { CallsDeps } from './deps.ts';
 import { dialHandler } from './dialer.ts';
 import { finaliseHandler } from './finaliser.ts';
@@ -12,7 +14,7 @@ export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
 
 /**
- * The calls context: tenants and batches, the signed call-result intake with its classification, the
+ * The calls context: tenants, their API keys and batches, the signed call-result intake with its classification, the
  * dialer, the watchdog and batch rounds. It announces events and asks for the owner's mail through the
  * ports it declares (ports.ts), which the composition root wires.
  */
@@ -30,5 +32,5 @@ export const callsModule = defineModule({
   },
   kinds: callsKinds,
   handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => callsRoutes(deps),
+  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, keyRoutes(deps))],
 });

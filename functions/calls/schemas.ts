@@ -1,5 +1,7 @@
 import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
+import { tenantIdSchema } from '../platform/tenancy.ts';
 import { z } from 'zod';
+import { batchIds } from './model.ts';
 import { callingWindowSchema } from './window.ts';
 
 /**
@@ -16,7 +18,7 @@ export const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–
 /** The most contacts one batch takes (its round-1 list is written in the batch's own transaction). */
 export const MAX_CONTACTS_PER_BATCH = 10_000;
 
-export const tenantParams = z.object({ tenantId: idSchema });
+export const tenantParams = z.object({ tenantId: tenantIdSchema });
 // Request bodies are strict: an unknown field (a typo such as `maxAtempts`) is a 400 naming it, never a
 // silent fallback to a default.
 export const tenantBody = z.strictObject({
@@ -32,11 +34,12 @@ export const tenantResponse = z.object({
   activeCalls: z.number(),
 });
 
-export const batchParams = z.object({ id: idSchema });
+/** A batch's id names its tenant: `b_<tenantId>.<32 hex>` (model.ts `batchIds`). */
+export const batchParams = z.object({ id: batchIds.schema });
 
 export const batchBody = z
   .strictObject({
-    tenantId: idSchema,
+    tenantId: tenantIdSchema.optional().describe('optional: the tenant is your API key’s (the path’s, on the operator copy); another tenant’s id is a 403'),
     contacts: z.array(z.strictObject({ number: e164 })).min(1).max(MAX_CONTACTS_PER_BATCH),
     /** Rounds: how many times a contact may be dialled. */
     maxAttempts: z.number().int().min(1).max(10),
@@ -119,7 +122,7 @@ export const contactsResponse = z.object({
  * upper-cased before classification; empty means FAILED. Codes are identifiers (letters, digits, `_`).
  */
 export const callResultBody = z.object({
-  batchId: idSchema,
+  batchId: z.string().regex(/^[A-Za-z0-9_.-]{1,140}$/, 'expected a batch id').describe('the batchId the placer was given for this call (`b_<tenantId>.<hex>`)'),
   contactNumber: e164,
   callId: z.string().min(1).max(200).describe('the callId the placer was given for this call'),
   code: z.string().regex(/^\s*[A-Za-z0-9_]{0,64}\s*$/, 'expected a code of letters, digits and _ (at most 64), or empty'),

@@ -1,10 +1,14 @@
-import { GetCommand, paginateQuery, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { batchGet, conditionCheck, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
+import { batchGet, conditionCheck, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
+import type { TenantScope } from '../platform/tenancy.ts';
+import { apiKeyKey, apiKeysPartition } from './keys.ts';
+import type { ApiKeyRow, ApiKeyStore } from './keys.ts';
 import {
   BATCH_INDEX_PK,
+  batchIds,
   batchIndexKey,
   BatchStatus,
   batchKey,
@@ -24,6 +28,8 @@ import {
   slotLimit,
   slotOfCall,
   slotShardsFor,
+  tenantBatchesPartition,
+  tenantBatchIndexKey,
   tenantKey,
 } from './model.ts';
 import type { BatchRow, CompletionSource, ContactRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
@@ -103,7 +109,7 @@ export interface DialWrite {
  * Items are named `contact`, `tenant` and `batch` (a finaliser step's: `next list page`, `round`); a
  * refused condition returns the item as stored, so a caller decides from the outcome without a read.
  */
-export class CallsStore {
+export class CallsStore implements ApiKeyStore {
   readonly tableName: string;
   private readonly db: DynamoDBDocumentClient;
 
@@ -146,18 +152,42 @@ export class CallsStore {
   }
 
   /**
-   * The newest batches first, a page of up to `limit`: a Query of the batch index (one entry per batch,
-   * written with it: `batchIndexKey` in model.ts), then a consistent BatchGet of their rows. Pass `cursor`
-   * on for the next page; a cursor this listing did not give out raises `InvalidCursorError`.
+   * A tenant route's batch: the row only when the id names the scope's tenant, read at the key the scope
+   * builds (`batchIds.inScope`); another tenant's batch id finds nothing, as an unknown id does.
    */
-  async listBatches(limit: number, cursor?: string): Promise<{ batches: BatchRow[]; cursor?: string }> {
-    const pages = keyCursor(['pk', 'sk'], { pk: BATCH_INDEX_PK });
+  async getBatchIn(scope: TenantScope, batchId: string): Promise<BatchRow | undefined> {
+    const id = batchIds.inScope(scope, batchId);
+    return id ? this.getBatch(batchIds.make(scope.tenantId, id.hex)) : undefined;
+  }
+
+  /** The scope's tenant row with its calls in progress. */
+  getTenantIn(scope: TenantScope): Promise<TenantRow | undefined> {
+    return this.getTenant(scope.tenantId);
+  }
+
+  /**
+   * A tenant's newest batches first, a page of up to `limit`: a Query of its own batch index
+   * (`TENANT#<tenantId>#BATCHES`, one entry per batch, written with it), then a consistent BatchGet of
+   * their rows. The cursor names the partition: one given to another tenant (or to the operators'
+   * listing) raises `InvalidCursorError`.
+   */
+  listBatches(scope: TenantScope, limit: number, cursor?: string): Promise<{ batches: BatchRow[]; cursor?: string }> {
+    return this.listIndex(tenantBatchesPartition(scope.tenantId), limit, cursor);
+  }
+
+  /** Every tenant's newest batches first (the operators' index, `GET /v1/ops/batches`), as {@link listBatches} reads its own. */
+  listAllBatches(limit: number, cursor?: string): Promise<{ batches: BatchRow[]; cursor?: string }> {
+    return this.listIndex(BATCH_INDEX_PK, limit, cursor);
+  }
+
+  private async listIndex(partition: string, limit: number, cursor?: string): Promise<{ batches: BatchRow[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: partition });
     const startKey = pages.decode(cursor);
     const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        ...e.forQuery(e.eq('pk', BATCH_INDEX_PK)),
+        ...e.forQuery(e.eq('pk', partition)),
         ScanIndexForward: false,
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -172,6 +202,56 @@ export class CallsStore {
     const batches = ids.flatMap((id) => byId.get(id) ?? []);
     const next = pages.encode(result.LastEvaluatedKey);
     return next ? { batches, cursor: next } : { batches };
+  }
+
+  // ─── API keys ───────────────────────────────────────────────────────────────────────────────────
+
+  /** A key's item (its hash, never the key), read consistently: what the tenant auth step checks a presented key against. */
+  async getApiKey(tenantId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: apiKeyKey(tenantId, keyId), ConsistentRead: true }));
+    return result.Item as ApiKeyRow | undefined;
+  }
+
+  /** Every key of a tenant, revoked ones too, in key-id order. */
+  async listApiKeys(tenantId: string): Promise<ApiKeyRow[]> {
+    const rows: ApiKeyRow[] = [];
+    const e = new Expression();
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...e.forQuery(e.and(e.eq('pk', apiKeysPartition(tenantId)), e.beginsWith('sk', 'KEY#'))), ConsistentRead: true });
+    for await (const page of pages) rows.push(...((page.Items ?? []) as ApiKeyRow[]));
+    return rows;
+  }
+
+  /** A new key (item `key`, only if its id is new) and a check that its tenant exists (`tenant`). */
+  createApiKeyItems(row: ApiKeyRow): TransactItem[] {
+    const absent = new Expression();
+    const tenant = new Expression();
+    return [putItem('key', this.tableName, row, absent.when(is.absent(absent))), conditionCheck('tenant', this.tableName, tenantKey(row.tenantId), tenant.when(is.exists(tenant)))];
+  }
+
+  /** revoke: the key stops working (every container refuses it within `KEY_CACHE_MS`). Idempotent; undefined if there is no such key. */
+  async revokeApiKey(tenantId: string, keyId: string, now: number): Promise<ApiKeyRow | undefined> {
+    const e = new Expression();
+    e.when(is.exists(e)).setIfNotExists('revokedAt', iso(now));
+    try {
+      const result = await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: apiKeyKey(tenantId, keyId), ...e.build(), ReturnValues: 'ALL_NEW' }));
+      return result.Attributes as ApiKeyRow;
+    } catch (error) {
+      if (conditionFailure(error).failed) return undefined;
+      throw error;
+    }
+  }
+
+  /** lastUsedAt: set to `now` only if the key exists and its lastUsedAt is older than `everyMs` (so at most once a minute, whoever writes). */
+  async touchApiKey(tenantId: string, keyId: string, now: number, everyMs: number): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.exists(e)).when(e.or(e.notExists('lastUsedAt'), e.lt('lastUsedAt', iso(now - everyMs)))).set('lastUsedAt', iso(now));
+    try {
+      await this.db.send(new UpdateCommand({ TableName: this.tableName, Key: apiKeyKey(tenantId, keyId), ...e.build(), ReturnValues: 'NONE' }));
+      return true;
+    } catch (error) {
+      if (conditionFailure(error).failed) return false;
+      throw error;
+    }
   }
 
   /** The outcomes of a batch's closed rounds (model.ts `RoundRow`), in round order. */
@@ -289,8 +369,9 @@ export class CallsStore {
   // ─── batches ────────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), its entry in the batch index
-   * (`batch index`), and a check that its tenant exists (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
+   * A new batch (item `batch`), its round-1 dial list (`list page <n>`), its entries in its tenant's batch
+   * index (`tenant batch index`) and in the operators' (`batch index`), and a check that its tenant exists
+   * (`tenant`). If a batch with its id exists (an idempotent retry), the refusal carries that row.
    */
   createBatchItems(batch: BatchRow, pages: readonly ListPage[]): TransactItem[] {
     const absent = new Expression();
@@ -299,6 +380,7 @@ export class CallsStore {
       putItem('batch', this.tableName, batch, absent.when(is.absent(absent)), { returnStored: true }),
       conditionCheck('tenant', this.tableName, tenantKey(batch.tenantId), tenant.when(is.exists(tenant))),
       ...pages.map((page) => putItem(`list page ${page.page}`, this.tableName, page)),
+      putItem('tenant batch index', this.tableName, { ...tenantBatchIndexKey(batch.tenantId, batch.createdAt, batch.batchId), batchId: batch.batchId }),
       putItem('batch index', this.tableName, { ...batchIndexKey(batch.createdAt, batch.batchId), batchId: batch.batchId, tenantId: batch.tenantId }),
     ];
   }

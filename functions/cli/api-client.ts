@@ -8,10 +8,16 @@ import type { OutboundRequest, OutboundResponse } from '../platform/outbound.ts'
 import { jobDetailSchema, jobSummarySchema, periodicListSchema } from '../ops/views.ts';
 import type { JobDetail } from '../ops/views.ts';
 import { batchListResponse, batchResponse, contactsResponse, roundsResponse } from '../calls/schemas.ts';
-import { endpointDetailSchema, endpointViewSchema } from '../webhooks/endpoint.ts';
+import { batchIds } from '../calls/model.ts';
+import { apiKeyViewSchema } from '../calls/keys.ts';
+import type { ApiKeyView } from '../calls/keys.ts';
+import { endpointDetailSchema, endpointIds, endpointViewSchema } from '../webhooks/endpoint.ts';
+import type { OwnedIds } from '../platform/tenancy.ts';
 
 /**
- * A typed client of the ops routes (docs/openapi.json), for the ops CLI. Every request goes out once through
+ * A typed client of the API (docs/openapi.json), for the CLI and the panel: the operator routes, and a
+ * tenant's batches and endpoints — through the tenant routes with one of its API keys, or, as an operator,
+ * through their operator copies (`/v1/ops/tenants/{tenantId}/…`). Every request goes out once through
  * {@link sendOnce}: a failure is reported to the caller, who decides; nothing here tries again.
  */
 
@@ -203,12 +209,17 @@ export type RequestSigner = (request: OutboundRequest) => Promise<OutboundReques
 /** Sends one request; {@link sendOnce} unless a test stands in for the network. */
 export type Send = (request: OutboundRequest) => Promise<OutboundResponse>;
 
-/** How to reach the ops API. */
+/** How to reach the API. */
 export interface OpsApiClientOptions {
   /** Base URL, e.g. `http://127.0.0.1:3000` or `https://abc123.execute-api.eu-west-1.amazonaws.com`. */
   baseUrl: string;
-  /** Signs each request (SigV4 against a deployed stack); none locally. */
+  /** Signs each request (SigV4 against a deployed stack); none locally. Not with `apiKey`. */
   signer?: RequestSigner;
+  /**
+   * A tenant's API key: batches and endpoints are read and changed through the tenant routes, as that
+   * tenant (`Authorization: Bearer`). Without one, through their operator copies.
+   */
+  apiKey?: string;
   /** @default sendOnce */
   send?: Send;
   /** @default 10 000 */
@@ -228,14 +239,20 @@ export class OpsApiClient {
   readonly baseUrl: string;
   /** Whether every request is signed (SigV4 for API Gateway's IAM auth). */
   readonly signed: boolean;
+  /** Whether it acts as a tenant (an API key) rather than as an operator. */
+  readonly asTenant: boolean;
   private readonly signer: RequestSigner | undefined;
+  private readonly apiKey: string | undefined;
   private readonly send: Send;
   private readonly timeoutMs: number;
 
   constructor(options: OpsApiClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    if (options.signer && options.apiKey) throw new OpsClientError('a client either signs as an operator or presents a tenant’s API key, not both');
     this.signer = options.signer;
     this.signed = options.signer !== undefined;
+    this.apiKey = options.apiKey;
+    this.asTenant = options.apiKey !== undefined;
     this.send = options.send ?? sendOnce;
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }
@@ -286,49 +303,81 @@ export class OpsApiClient {
     return Date.parse((await this.request('GET', '/healthz', healthSchema)).time);
   }
 
-  /** `GET /v1/batches`: the newest batches first. */
-  listBatches(query: { limit?: number; cursor?: string } = {}): Promise<BatchPage> {
-    return this.request('GET', '/v1/batches', batchListResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  /**
+   * Where a tenant resource lives for this client: the tenant route (`/v1/…`) with an API key, else its
+   * operator copy for the tenant the id names (`/v1/ops/tenants/{tenantId}/…`).
+   */
+  private tenantPath(ids: OwnedIds, id: string, rest: string): string {
+    if (this.apiKey) return `/v1${rest}`;
+    const owner = ids.parse(id);
+    if (!owner) throw new OpsClientError(`not an id redial issued: ${id}`);
+    return `/v1/ops/tenants/${encodePathSegment(owner.tenantId)}${rest}`;
   }
 
-  /** `GET /v1/batches/{id}`. */
+  /** A listing: the key's tenant's (the tenant route), one tenant's (its operator copy), or every tenant's (the operators' listing). */
+  private listingPath(what: 'batches' | 'endpoints', tenantId: string | undefined): string {
+    if (this.apiKey) return `/v1/${what}`;
+    return tenantId === undefined ? `/v1/ops/${what}` : `/v1/ops/tenants/${encodePathSegment(tenantId)}/${what}`;
+  }
+
+  /** The newest batches first: the key's tenant's; as an operator, one tenant's (`tenantId`) or every tenant's. */
+  listBatches(query: { limit?: number; cursor?: string; tenantId?: string } = {}): Promise<BatchPage> {
+    return this.request('GET', this.listingPath('batches', query.tenantId), batchListResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  }
+
+  /** One batch. */
   getBatch(id: string): Promise<BatchView> {
-    return this.request('GET', `/v1/batches/${encodePathSegment(id)}`, batchResponse);
+    return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}`), batchResponse);
   }
 
-  /** `GET /v1/batches/{id}/rounds`: what each round came to. */
+  /** What each round of a batch came to. */
   batchRounds(id: string): Promise<BatchRounds> {
-    return this.request('GET', `/v1/batches/${encodePathSegment(id)}/rounds`, roundsResponse);
+    return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/rounds`), roundsResponse);
   }
 
-  /** `GET /v1/batches/{id}/contacts`: a page of contacts in upload order. */
+  /** A page of a batch's contacts in upload order. */
   batchContacts(id: string, query: { limit?: number; cursor?: string } = {}): Promise<ContactsPage> {
-    return this.request('GET', `/v1/batches/${encodePathSegment(id)}/contacts`, contactsResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+    return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/contacts`), contactsResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
   }
 
-  /** `GET /v1/endpoints`: the newest endpoints first. */
-  listEndpoints(query: { limit?: number; cursor?: string } = {}): Promise<EndpointPage> {
-    return this.request('GET', '/v1/endpoints', endpointPageSchema, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  /** The newest endpoints first: the key's tenant's; as an operator, one tenant's (`tenantId`) or every tenant's. */
+  listEndpoints(query: { limit?: number; cursor?: string; tenantId?: string } = {}): Promise<EndpointPage> {
+    return this.request('GET', this.listingPath('endpoints', query.tenantId), endpointPageSchema, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
   }
 
-  /** `GET /v1/endpoints/{id}`. */
+  /** One endpoint, with what waits in its list. */
   getEndpoint(id: string): Promise<EndpointView & { waiting: number }> {
-    return this.request('GET', `/v1/endpoints/${encodePathSegment(id)}`, endpointDetailSchema);
+    return this.request('GET', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}`), endpointDetailSchema);
   }
 
-  /** `GET /v1/endpoints/{id}/deliveries`. */
+  /** An endpoint's deliveries. */
   endpointDeliveries(id: string): Promise<EndpointDeliveries> {
-    return this.request('GET', `/v1/endpoints/${encodePathSegment(id)}/deliveries`, endpointDeliveriesSchema);
+    return this.request('GET', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/deliveries`), endpointDeliveriesSchema);
   }
 
-  /** `POST /v1/endpoints/{id}/enable`. */
+  /** Enables an endpoint again. */
   enableEndpoint(id: string): Promise<EndpointView> {
-    return this.request('POST', `/v1/endpoints/${encodePathSegment(id)}/enable`, endpointViewSchema);
+    return this.request('POST', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/enable`), endpointViewSchema);
   }
 
-  /** `POST /v1/endpoints/{id}/redeliver`: requeues every discarded delivery (409 while the endpoint is disabled). */
+  /** Requeues every discarded delivery of an endpoint (409 while it is disabled). */
   redeliverEndpoint(id: string): Promise<{ requeued: number }> {
-    return this.request('POST', `/v1/endpoints/${encodePathSegment(id)}/redeliver`, z.object({ requeued: z.number().int() }));
+    return this.request('POST', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/redeliver`), z.object({ requeued: z.number().int() }));
+  }
+
+  /** `POST /v1/tenants/{tenantId}/keys` (operators): a new API key for a tenant, shown in this answer only. */
+  createKey(tenantId: string): Promise<{ keyId: string; key: string }> {
+    return this.request('POST', `/v1/tenants/${encodePathSegment(tenantId)}/keys`, z.object({ keyId: z.string(), key: z.string() }));
+  }
+
+  /** `GET /v1/tenants/{tenantId}/keys` (operators): a tenant's keys, never a key itself. */
+  async listKeys(tenantId: string): Promise<ApiKeyView[]> {
+    return (await this.request('GET', `/v1/tenants/${encodePathSegment(tenantId)}/keys`, z.object({ keys: z.array(apiKeyViewSchema) }))).keys;
+  }
+
+  /** `DELETE /v1/tenants/{tenantId}/keys/{keyId}` (operators): revokes a key. */
+  revokeKey(tenantId: string, keyId: string): Promise<ApiKeyView> {
+    return this.request('DELETE', `/v1/tenants/${encodePathSegment(tenantId)}/keys/${encodePathSegment(keyId)}`, apiKeyViewSchema);
   }
 
   /** `GET /v1/ops/mail`: what the local runtime's SMTP sink caught; undefined where the API keeps no mail (404: a deployed stack). */
@@ -382,7 +431,7 @@ export class OpsApiClient {
   }
 
   private async request<T>(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'DELETE',
     path: string,
     schema: z.ZodType<T>,
     options: { query?: Record<string, string | undefined>; body?: unknown } = {},
@@ -400,7 +449,7 @@ export class OpsApiClient {
 
   /** Signs (when a signer is set) and sends one request, once; 4xx and 5xx become an {@link OpsApiError}. */
   private async exchange(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'DELETE',
     path: string,
     options: { query?: Record<string, string | undefined>; body?: unknown },
   ): Promise<{ response: OutboundResponse; url: string; text: string }> {
@@ -408,7 +457,11 @@ export class OpsApiClient {
     let request: OutboundRequest = {
       url,
       method,
-      headers: { accept: 'application/json', ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        accept: 'application/json',
+        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
+      },
       ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       timeoutMs: this.timeoutMs,
     };

@@ -13,8 +13,11 @@ import type { JobDetail, JobSummary } from '../ops/views.ts';
 
 /**
  * The ops CLI (`npm run ops -- …`): list, show, retry and cancel jobs, enqueue a probe, print the retry
- * policies, and serve the ops panel in front of an API (`panel`). bin/ops.ts only wires it to the process; everything here takes its streams, environment,
- * clock and credentials as arguments, so tests run it in-process.
+ * policies, serve the ops panel in front of an API (`panel`), issue, list and revoke tenants' API keys
+ * (`keys`), and read and act on a tenant's batches and endpoints (`batches`, `endpoints`) — as that tenant
+ * with one of its API keys (`--api-key`, or REDIAL_API_KEY), or as an operator through the operator copies
+ * of the tenant routes. bin/ops.ts only wires it to the process; everything here takes its streams,
+ * environment, clock and credentials as arguments, so tests run it in-process.
  */
 
 /** Where the CLI writes: `process.stdout` fits, and so does a test's collector. */
@@ -30,7 +33,7 @@ export interface CliIo {
 
 /** What the CLI takes from its surroundings. */
 export interface CliDeps {
-  /** Read for REDIAL_API_URL, AWS_REGION and AWS_DEFAULT_REGION. */
+  /** Read for REDIAL_API_URL, REDIAL_API_KEY, AWS_REGION and AWS_DEFAULT_REGION. */
   env: Record<string, string | undefined>;
   /** AWS credentials, asked for only when a request is signed. */
   credentials: CredentialProvider;
@@ -58,6 +61,7 @@ export class CliUsageError extends Error {
 
 interface GlobalOptions {
   api?: string;
+  apiKey?: string;
   iam?: boolean;
   region?: string;
   json?: boolean;
@@ -89,8 +93,9 @@ export async function runCli(argv: readonly string[], io: CliIo, deps: CliDeps):
 }
 
 function describeFailure(error: unknown): string {
+  if (error instanceof OpsApiError && error.status === 401) return `${error.message} (check the API key: --api-key or REDIAL_API_KEY)`;
   // API Gateway's IAM refusal says only "Forbidden": say what to check.
-  if (error instanceof OpsApiError && error.status === 403) return `${error.message} (check the AWS credentials, the region, and execute-api:Invoke)`;
+  if (error instanceof OpsApiError && error.status === 403 && error.body.error !== 'forbidden') return `${error.message} (check the AWS credentials, the region, and execute-api:Invoke)`;
   if (error instanceof OpsClientError) return error.message;
   return `error: ${error instanceof Error ? error.message : String(error)}`;
 }
@@ -104,6 +109,7 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
     .option('--api <url>', `the redial API (env REDIAL_API_URL; default ${DEFAULT_API_URL})`)
     .option('--iam', 'sign requests with SigV4 (automatic for *.amazonaws.com)')
     .option('--region <region>', 'AWS region to sign for (default: from the host, then AWS_REGION)')
+    .option('--api-key <key>', "batches and endpoints as the tenant of this API key (env REDIAL_API_KEY); without one, as an operator")
     .option('--json', 'machine-readable output');
 
   const out = (text: string) => void io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -111,6 +117,14 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
   const clientOf = (command: Command): { api: OpsApiClient; options: GlobalOptions } => {
     const options = command.optsWithGlobals<GlobalOptions>();
     return { api: apiClient(options, deps), options };
+  };
+  /** The client of a tenant command: the key's tenant with --api-key (or REDIAL_API_KEY), else the operator. */
+  const tenantClientOf = (command: Command, tenant?: string): { api: OpsApiClient; options: GlobalOptions } => {
+    const options = command.optsWithGlobals<GlobalOptions>();
+    const apiKey = options.apiKey ?? deps.env['REDIAL_API_KEY'];
+    if (apiKey === undefined || apiKey === '') return { api: apiClient(options, deps), options };
+    if (tenant !== undefined) throw new CliUsageError('--tenant is for operators: with an API key, the tenant is the key’s');
+    return { api: new OpsApiClient({ baseUrl: baseUrlOf(options, deps).href, apiKey, ...(deps.send ? { send: deps.send } : {}) }), options };
   };
 
   const jobs = program.command('jobs').description('list, show, retry and cancel jobs');
@@ -191,6 +205,135 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       io.stderr.write(`enqueued ops.probe (fails ${flags.fail} time${flags.fail === 1 ? '' : 's'}, then completes); follow it: npm run ops -- jobs show ${jobId}\n`);
     });
 
+  const keys = program.command('keys').description("operators: issue, list and revoke a tenant's API keys");
+  keys
+    .command('create')
+    .description('issue an API key for a tenant; the key is printed once, here (stored only as its hash)')
+    .argument('<tenantId>', 'the tenant')
+    .action(async (tenantId: string, _flags: unknown, command: Command) => {
+      const { api, options } = clientOf(command);
+      const created = await api.createKey(tenantId);
+      if (options.json) return json(created);
+      out(created.key);
+      io.stderr.write(`issued ${created.keyId} for tenant ${tenantId}: shown once; the tenant sends it as Authorization: Bearer <key> (or REDIAL_API_KEY for this CLI)\n`);
+    });
+  keys
+    .command('list')
+    .description("a tenant's keys: issued, last used (to the minute), revoked; never a key itself")
+    .argument('<tenantId>', 'the tenant')
+    .action(async (tenantId: string, _flags: unknown, command: Command) => {
+      const { api, options } = clientOf(command);
+      const list = await api.listKeys(tenantId);
+      if (options.json) return json({ keys: list });
+      out(list.length === 0 ? 'no keys' : table(['KEY', 'CREATED', 'LAST USED', 'REVOKED'], list.map((k) => [k.keyId, k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-'])));
+    });
+  keys
+    .command('revoke')
+    .description('revoke a key: every request with it is refused within 30 s')
+    .argument('<tenantId>', 'the tenant')
+    .argument('<keyId>', 'the key id (k_…)')
+    .action(async (tenantId: string, keyId: string, _flags: unknown, command: Command) => {
+      const { api, options } = clientOf(command);
+      const key = await api.revokeKey(tenantId, keyId);
+      if (options.json) return json(key);
+      out(`revoked ${key.keyId} of tenant ${tenantId} at ${key.revokedAt ?? '?'}`);
+    });
+
+  const batches = program.command('batches').description("a tenant's batches (--api-key: the key's tenant; else as an operator)");
+  batches
+    .command('list')
+    .description('batches, newest first')
+    .option('--tenant <tenantId>', "operators: one tenant's batches (default: every tenant's)")
+    .option('--limit <n>', 'at most this many (1–100, default 25)', intInRange(1, 100))
+    .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+    .action(async (flags: { tenant?: string; limit?: number; cursor?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const page = await api.listBatches({ ...(flags.tenant ? { tenantId: flags.tenant } : {}), ...(flags.limit ? { limit: flags.limit } : {}), ...(flags.cursor ? { cursor: flags.cursor } : {}) });
+      if (options.json) return json(page);
+      if (page.batches.length === 0) return out('no batches');
+      const text = table(
+        ['BATCH', 'TENANT', 'STATUS', 'ROUND', 'CONTACTS', 'CREATED'],
+        page.batches.map((b) => [b.batchId, b.tenantId, b.status, `${b.round}/${b.maxAttempts}`, String(b.contactCount), b.createdAt]),
+      );
+      out(page.cursor ? `${text}\nmore: --cursor ${page.cursor}` : text);
+    });
+  batches
+    .command('show')
+    .description('one batch: status, round, contacts by status and by code')
+    .argument('<id>', 'batch id (b_<tenantId>.…)')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const batch = await api.getBatch(id);
+      if (options.json) return json(batch);
+      const counts = (record: Record<string, number>) => Object.entries(record).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+      out(
+        [
+          `batch      ${batch.batchId} (tenant ${batch.tenantId})`,
+          `status     ${batch.status}, round ${batch.round}/${batch.maxAttempts}`,
+          `contacts   ${batch.contactCount}: ${counts(batch.counts.byStatus)}`,
+          `by code    ${counts(batch.counts.byCode)}`,
+          `created    ${batch.createdAt}${batch.finalisedAt ? `; finalised ${batch.finalisedAt}` : ''}`,
+        ].join('\n'),
+      );
+    });
+
+  const endpoints = program.command('endpoints').description("a tenant's webhook endpoints (--api-key: the key's tenant; else as an operator)");
+  endpoints
+    .command('list')
+    .description('endpoints, newest first')
+    .option('--tenant <tenantId>', "operators: one tenant's endpoints (default: every tenant's)")
+    .option('--limit <n>', 'at most this many (1–100, default 25)', intInRange(1, 100))
+    .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+    .action(async (flags: { tenant?: string; limit?: number; cursor?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const page = await api.listEndpoints({ ...(flags.tenant ? { tenantId: flags.tenant } : {}), ...(flags.limit ? { limit: flags.limit } : {}), ...(flags.cursor ? { cursor: flags.cursor } : {}) });
+      if (options.json) return json(page);
+      if (page.endpoints.length === 0) return out('no endpoints');
+      const text = table(
+        ['ENDPOINT', 'TENANT', 'STATE', 'DELIVERED', 'URL'],
+        page.endpoints.map((e) => [e.endpointId, e.tenantId, e.disabled ? `disabled (${e.disabledReason ?? '?'})` : e.failingSince ? `failing since ${e.failingSince}` : 'enabled', String(e.delivered), e.url]),
+      );
+      out(page.cursor ? `${text}\nmore: --cursor ${page.cursor}` : text);
+    });
+  endpoints
+    .command('show')
+    .description('one endpoint: URL, health, what waits in its list')
+    .argument('<id>', 'endpoint id (ep_<tenantId>.…)')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const e = await api.getEndpoint(id);
+      if (options.json) return json(e);
+      out(
+        [
+          `endpoint   ${e.endpointId} (tenant ${e.tenantId})`,
+          `url        ${e.url}`,
+          `events     ${e.eventTypes?.join(', ') ?? 'every type'}`,
+          `state      ${e.disabled ? `disabled (${e.disabledReason ?? '?'}) at ${e.disabledAt ?? '?'}` : 'enabled'}${e.failingSince ? `; failing since ${e.failingSince}` : ''}`,
+          `delivered  ${e.delivered}; waiting ${e.waiting}`,
+        ].join('\n'),
+      );
+    });
+  endpoints
+    .command('enable')
+    .description('enable an endpoint again (clears failingSince and the disable reason)')
+    .argument('<id>', 'endpoint id')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const e = await api.enableEndpoint(id);
+      if (options.json) return json(e);
+      out(`enabled ${e.endpointId}`);
+    });
+  endpoints
+    .command('redeliver')
+    .description('run every discarded delivery of an endpoint again (enable it first if it is disabled)')
+    .argument('<id>', 'endpoint id')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const result = await api.redeliverEndpoint(id);
+      if (options.json) return json(result);
+      out(`requeued ${result.requeued} deliver${result.requeued === 1 ? 'y' : 'ies'} of ${id}`);
+    });
+
   program
     .command('panel')
     .description('serve the ops panel on 127.0.0.1 in front of --api: every page reads and acts through that API (signed with SigV4 for AWS)')
@@ -222,8 +365,8 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
   return program;
 }
 
-/** Builds the API client the options ask for: plain locally, SigV4-signed against AWS. */
-function apiClient(options: GlobalOptions, deps: CliDeps): OpsApiClient {
+/** The API's URL: --api, else REDIAL_API_URL, else the local runtime's. */
+function baseUrlOf(options: GlobalOptions, deps: CliDeps): URL {
   const raw = options.api ?? deps.env['REDIAL_API_URL'] ?? DEFAULT_API_URL;
   let url: URL;
   try {
@@ -232,6 +375,13 @@ function apiClient(options: GlobalOptions, deps: CliDeps): OpsApiClient {
     throw new CliUsageError(`--api: not a URL: ${raw}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliUsageError(`--api: not an http(s) URL: ${raw}`);
+  return url;
+}
+
+/** Builds the operator's API client the options ask for: plain locally, SigV4-signed against AWS. */
+function apiClient(options: GlobalOptions, deps: CliDeps): OpsApiClient {
+  const raw = options.api ?? deps.env['REDIAL_API_URL'] ?? DEFAULT_API_URL;
+  const url = baseUrlOf(options, deps);
   const send = deps.send ? { send: deps.send } : {};
   if (!needsSigning(url, options.iam ?? false)) return new OpsApiClient({ baseUrl: raw, ...send });
   // An explicit --region wins; then the host's own (it is the one API Gateway checks); then the environment.

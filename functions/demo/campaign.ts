@@ -55,6 +55,8 @@ const demoStart = z.object({
   startedAt: z.string(),
   /** The runtime's URL when the endpoints were registered: they point at it. */
   baseUrl: z.string().optional(),
+  /** The demo tenant's API key (issued through the operator route, shown once): every tenant route the demo calls presents it. */
+  apiKey: z.string().optional(),
   endpoints: z.array(z.object({ name: z.string(), endpointId: z.string(), secret: z.string() })),
 });
 type DemoStart = z.infer<typeof demoStart>;
@@ -125,7 +127,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     print(`demo: ran before (batch ${saved.batchId}, finished ${saved.finishedAt}); its data is kept in ${dirname(options.stateFile ?? '.data/demo.json')}/. Delete that directory to run it again.`);
     restoreSecrets(options.receivers, saved);
     // The receivers' and the sink's counts lived in the last process; the summary kept them.
-    const summary = (saved.summary as DemoSummary | undefined) ?? (await summarise(api, options.receivers, saved));
+    const summary = (saved.summary as DemoSummary | undefined) ?? (await summarise(api, options.receivers, await withKey(options, saved)));
     printSummary(print, summary, `as it ended at ${saved.finishedAt}`);
     return summary;
   }
@@ -138,11 +140,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   else if ('batchId' in saved) {
     print(`demo: resuming batch ${saved.batchId} from .data/`);
     restoreSecrets(options.receivers, saved);
-    state = saved;
+    state = await withKey(options, saved);
   } else {
     print('demo: resuming: the batch request was sent, its answer not saved; sending it again with the same Idempotency-Key');
     restoreSecrets(options.receivers, saved);
-    state = await createBatch(options, saved);
+    state = await createBatch(options, await withKey(options, saved));
   }
   await follow(options, state);
   const summary = await summarise(api, options.receivers, state);
@@ -169,11 +171,13 @@ async function start(options: DemoOptions): Promise<DemoState> {
     print('demo: the owner confirmed the address from the mail (a link with a single-use token)');
   }
 
+  const apiKey = await issueKey(options);
+  const tenant = api.as(apiKey);
   const endpoints: DemoState['endpoints'] = [];
   for (const receiver of demoReceivers) {
-    const created = await api.post<{ endpointId: string; secret: string }>(
+    const created = await tenant.post<{ endpointId: string; secret: string }>(
       '/v1/endpoints',
-      { tenantId: DEMO_TENANT, url: `${api.baseUrl}${DemoReceivers.path(receiver.name)}` },
+      { url: `${api.baseUrl}${DemoReceivers.path(receiver.name)}` },
       { 'idempotency-key': `demo-endpoint-${receiver.name}` },
     );
     options.receivers.setSecret(receiver.name, created.secret);
@@ -181,17 +185,43 @@ async function start(options: DemoOptions): Promise<DemoState> {
     print(`demo: POST /v1/endpoints → ${created.endpointId} (${receiver.name}: ${receiver.description})`);
   }
 
-  const begun: DemoStart = { idempotencyKey: `demo-${randomUUID()}`, startedAt: new Date().toISOString(), baseUrl: api.baseUrl, endpoints };
+  const begun: DemoStart = { idempotencyKey: `demo-${randomUUID()}`, startedAt: new Date().toISOString(), baseUrl: api.baseUrl, apiKey, endpoints };
   save(options.stateFile, begun);
   return createBatch(options, begun);
 }
 
+/**
+ * The demo tenant's API key, issued the way an operator issues one to a customer (`POST
+ * /v1/tenants/{tenantId}/keys`, an operator route), and printed: the key is shown once, here.
+ */
+async function issueKey(options: DemoOptions): Promise<string> {
+  const { keyId, key } = await options.api.post<{ keyId: string; key: string }>(`/v1/tenants/${DEMO_TENANT}/keys`);
+  options.print(`demo: POST /v1/tenants/${DEMO_TENANT}/keys → ${keyId}: the demo tenant's API key (shown once; the demo keeps it in .data/demo.json)`);
+  options.print(`demo:   ${key}`);
+  options.print(`demo:   try it: curl -H 'Authorization: Bearer ${key}' ${options.api.baseUrl}/v1/batches`);
+  return key;
+}
+
+/** A state saved before the demo kept a key: one is issued now. */
+async function withKey<S extends DemoStart | DemoState>(options: DemoOptions, state: S): Promise<S & { apiKey: string }> {
+  if (state.apiKey) return state as S & { apiKey: string };
+  const keyed = { ...state, apiKey: await issueKey(options) };
+  save(options.stateFile, keyed);
+  return keyed;
+}
+
+/** The API as the demo tenant: its key on every request. */
+const tenantApi = (options: DemoOptions, state: { apiKey?: string | undefined }): DemoApi => {
+  if (!state.apiKey) throw new Error('the demo has no API key for its tenant');
+  return options.api.as(state.apiKey);
+};
+
 /** POST /v1/batches with the saved Idempotency-Key: sent again after a crash, it answers with the batch the first one created. */
 async function createBatch(options: DemoOptions, begun: DemoStart): Promise<DemoState> {
   const contacts = Array.from({ length: DEMO_CONTACTS }, (_, i) => ({ number: `+1555010${String(i).padStart(4, '0')}` }));
-  const batch = await options.api.post<{ batchId: string }>(
+  const batch = await tenantApi(options, begun).post<{ batchId: string }>(
     '/v1/batches',
-    { tenantId: DEMO_TENANT, contacts, maxAttempts: 3, retry: { baseSeconds: 60, capSeconds: 600 } },
+    { contacts, maxAttempts: 3, retry: { baseSeconds: 60, capSeconds: 600 } },
     { 'idempotency-key': begun.idempotencyKey },
   );
   options.print(`demo: POST /v1/batches → ${batch.batchId} (${DEMO_CONTACTS} contacts, 3 rounds at most)`);
@@ -239,10 +269,11 @@ async function follow(options: DemoOptions, state: DemoState): Promise<void> {
 /** One look at the demo through the API: what the progress shows, and whether everything has settled. */
 async function readProgress(options: DemoOptions, state: DemoState, started: number): Promise<{ progress: DemoProgress; settled: boolean }> {
   const { api } = options;
-  const batch = await api.get<Batch>(`/v1/batches/${state.batchId}`);
-  const contacts = await pages(api, `/v1/batches/${state.batchId}/contacts`, (p: Contacts) => p.contacts);
+  const tenant = tenantApi(options, state);
+  const batch = await tenant.get<Batch>(`/v1/batches/${state.batchId}`);
+  const contacts = await pages(tenant, `/v1/batches/${state.batchId}/contacts`, (p: Contacts) => p.contacts);
   const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
-  const endpoints = await deliveriesByEndpoint(api, state.endpoints, deliveries.counts);
+  const endpoints = await deliveriesByEndpoint(api, tenant, state.endpoints, deliveries.counts);
   const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
   const mailJobs = await Promise.all(MAIL_KINDS.map((kind) => api.get<JobCounts>(`/v1/ops/job-counts?kind=${kind}`)));
   const notify = mailJobs[MAIL_KINDS.indexOf(ownerNotifyKind.kind)]!;
@@ -288,6 +319,7 @@ async function readProgress(options: DemoOptions, state: DemoState, started: num
  */
 async function deliveriesByEndpoint(
   api: DemoApi,
+  tenant: DemoApi,
   endpoints: DemoState['endpoints'],
   counts: Record<string, number>,
 ): Promise<{ name: string; byState: Record<string, number>; waiting: number }[]> {
@@ -300,7 +332,7 @@ async function deliveriesByEndpoint(
   }
   await Promise.all(
     byEndpoint.map(async (e) => {
-      const shown = await api.get<{ delivered: number; waiting: number }>(`/v1/endpoints/${e.endpointId}`);
+      const shown = await tenant.get<{ delivered: number; waiting: number }>(`/v1/endpoints/${e.endpointId}`);
       e.byState['completed'] = shown.delivered;
       // A parked job is listed among the jobs already; what waits with no job is the rest of the list.
       const parked = (e.byState['snoozed'] ?? 0) + (e.byState['scheduled'] ?? 0) + (e.byState['available'] ?? 0);
@@ -325,7 +357,8 @@ async function pages<P extends { cursor?: string }, T>(api: DemoApi, path: strin
 }
 
 async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoState): Promise<DemoSummary> {
-  const batch = await api.get<Batch>(`/v1/batches/${state.batchId}`);
+  const tenant = api.as(state.apiKey ?? '(no key)');
+  const batch = await tenant.get<Batch>(`/v1/batches/${state.batchId}`);
   const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
   const discardedDeliveries = await api.get<JobList>('/v1/ops/jobs?state=discarded&kind=webhook.deliver&limit=200');
   const allDiscarded = await api.get<JobList>('/v1/ops/jobs?state=discarded&limit=200');
@@ -333,7 +366,7 @@ async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoStat
   const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
   const endpoints = await Promise.all(
     state.endpoints.map(async (e) => {
-      const shown = await api.get<{ disabled: boolean; disabledReason: string | null; failingSince: string | null; delivered: number }>(`/v1/endpoints/${e.endpointId}`);
+      const shown = await tenant.get<{ disabled: boolean; disabledReason: string | null; failingSince: string | null; delivered: number }>(`/v1/endpoints/${e.endpointId}`);
       return { name: e.name, endpointId: e.endpointId, disabled: shown.disabled, disabledReason: shown.disabledReason, failingSince: shown.failingSince, delivered: shown.delivered };
     }),
   );

@@ -12,19 +12,27 @@ export class DemoApiError extends Error {
 
 /**
  * The demo's client of redial's public API: JSON over HTTP, each request sent once, as any client of the
- * API would (the local runtime has no IAM, so nothing is signed).
+ * API would. As the operator (the local runtime has no IAM: operator routes answer 127.0.0.1, unsigned), or,
+ * {@link as} a tenant, with one of its API keys (`Authorization: Bearer`), as a tenant's back end would.
  */
 export class DemoApi {
   readonly baseUrl: string;
-  constructor(baseUrl: string) {
+  private readonly apiKey: string | undefined;
+  constructor(baseUrl: string, apiKey?: string) {
     this.baseUrl = baseUrl;
+    this.apiKey = apiKey;
   }
 
-  async call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  /** The same API, as the tenant whose key this is. */
+  as(apiKey: string): DemoApi {
+    return new DemoApi(this.baseUrl, apiKey);
+  }
+
+  async call<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const response = await sendOnce({
       url: `${this.baseUrl}${path}`,
       method,
-      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}), ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       timeoutMs: 30_000,
     });

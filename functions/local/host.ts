@@ -261,7 +261,7 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
   let server: LocalHttpServer | undefined;
   if (options.serve) {
     const routes = [...system.routes(), ...(options.serve.extraRoutes?.({ jobs, system }) ?? [])];
-    const routed = createApiHandler(routes, logger);
+    const routed = createApiHandler(routes, logger, { keys: () => system.apiKeys });
     const plain: ApiHandler = (event, context) => routed(event, context);
     const timed = recorder ? recordedApi(plain, system, recorder) : plain;
     const recorded = options.serve.concurrency === undefined ? timed : admitted(timed, options.serve.concurrency);
@@ -351,7 +351,7 @@ function recordedRecord(fn: string, recorder: RequestRecorder): RecordHook {
 
 /**
  * The API as API Gateway and the function that serves each route (httpFunctionsByRoute: the intake, the
- * mail links, or the IAM API), recorded: one invocation per request.
+ * mail links, the tenant API or the IAM API), recorded: one invocation per request.
  */
 function recordedApi(api: ApiHandler, system: System, recorder: RequestRecorder): ApiHandler {
   const routes = Object.entries(httpFunctionsByRoute(system)).map(([key, fn]) => {

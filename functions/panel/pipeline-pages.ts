@@ -3,6 +3,8 @@ import { route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { OpsApiError } from '../cli/api-client.ts';
 import type { JobDetail } from '../ops/views.ts';
+import { batchIds } from '../calls/model.ts';
+import { endpointIds } from '../webhooks/endpoint.ts';
 import { deliveriesFigure, roundsFigure } from './figures.ts';
 import { html } from './html.ts';
 import type { Html } from './html.ts';
@@ -27,7 +29,7 @@ const counts = (record: Record<string, number>): Html =>
 
 const nextLink = (path: string, cursor: string | undefined, label = 'Next page') => (cursor ? html`<p><a href="${path}?cursor=${encodeURIComponent(cursor)}">${label}</a></p>` : '');
 
-const endpointId = z.string().regex(/^ep_[a-f0-9]{32}$/);
+const endpointId = endpointIds.schema;
 const cursorQuery = z.object({ cursor: z.string().max(2000).optional().catch(undefined) });
 
 /** A job that may not exist yet (a round's finaliser before its round ends): undefined on the API's 404. */
@@ -73,7 +75,7 @@ export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
     path: '/panel/batches/{id}',
     auth: 'none',
     summary: 'Panel: one batch, its rounds and contacts',
-    params: z.object({ id: z.string().min(1).max(100) }),
+    params: z.object({ id: batchIds.schema }),
     query: cursorQuery,
     handler: ({ params, query }) =>
       renderErrors(sections, async () => {

@@ -9,6 +9,8 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { z } from 'zod';
 import { isTransientAwsError } from './aws.ts';
 import type { Logger } from './logger.ts';
+import { operatorScope, scopeOfKey, tenantIdSchema } from './tenancy.ts';
+import type { ApiKeyVerifier, TenantScope } from './tenancy.ts';
 
 /**
  * An error a route throws (or a context's error map returns) to answer with a given status, a short fixed
@@ -45,7 +47,15 @@ export interface ApiRequest<P, Q, B, H = unknown> {
   /** The body exactly as received (signature checks need it). */
   rawBody: string;
   event: APIGatewayProxyEventV2;
+  /**
+   * The tenant the request acts for: on a tenant route, the tenant of the API key it presented; on an
+   * operator copy of one, the tenant its path names. Undefined on every other route.
+   */
+  scope: TenantScope | undefined;
 }
+
+/** A tenant route's validated request: its scope is always there. */
+export type TenantRequest<P, Q, B, H = unknown> = ApiRequest<P, Q, B, H> & { scope: TenantScope };
 
 /** A route's answer: JSON by default, or `text` with its own content type (the panel's HTML). */
 export interface ApiResponse {
@@ -61,8 +71,20 @@ type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
 export interface Route<P = unknown, Q = unknown, B = unknown, H = unknown> {
   method: Method;
   path: string;
-  /** `iam` on AWS (API Gateway checks SigV4); `none` for the signed intake and the tokens sent by mail. */
-  auth: 'iam' | 'none';
+  /**
+   * Who may call it (docs/operations.md, "Who may call what"): `tenant`, a tenant with one of its API keys
+   * (`Authorization: Bearer rdl_…`, checked here before anything is parsed; the handler gets its
+   * {@link TenantScope}); `iam`, an operator (API Gateway checks SigV4 on AWS; locally, whoever reaches
+   * 127.0.0.1); `none`, the signed intake and the tokens sent by mail, which authenticate themselves.
+   */
+  auth: 'iam' | 'none' | 'tenant';
+  /**
+   * An operator copy of a tenant route (made by {@link withOperatorCopies}): `auth: 'iam'`, and the scope is
+   * the tenant its path names (`params.tenantId`).
+   */
+  scopeFromPath?: boolean;
+  /** A tenant route's operator copy's path. @default `/v1/ops/tenants/{tenantId}` and the route's path after `/v1` */
+  opsPath?: string;
   summary: string;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
@@ -93,6 +115,38 @@ export type ApiRoute = Route<never, never, never, never>;
 /** Declares a route; the types of params, query, body and declared headers follow from their schemas. */
 export const route = <P = Record<string, never>, Q = Record<string, never>, B = undefined, H = unknown>(definition: Route<P, Q, B, H>): ApiRoute =>
   definition as unknown as ApiRoute;
+
+/** A tenant route as declared: its handler is given the request's {@link TenantScope}. */
+export interface TenantRoute<P, Q, B, H> extends Omit<Route<P, Q, B, H>, 'auth' | 'handler' | 'scopeFromPath'> {
+  handler: (request: TenantRequest<P, Q, B, H>) => Promise<ApiResponse>;
+}
+
+/**
+ * Declares a tenant route (`auth: 'tenant'`): callable with one of a tenant's API keys, for that tenant
+ * alone; {@link withOperatorCopies} gives operators a copy of it under `/v1/ops/tenants/{tenantId}`. A
+ * `tenantId` in its body or query is optional, and refused (403) when it is not the scope's.
+ */
+export const tenantRoute = <P = Record<string, never>, Q = Record<string, never>, B = undefined, H = unknown>(definition: TenantRoute<P, Q, B, H>): ApiRoute =>
+  ({ ...definition, auth: 'tenant' }) as unknown as ApiRoute;
+
+/** The path of a tenant route's operator copy. */
+export const operatorPathOf = (r: Pick<Route, 'path' | 'opsPath'>): string => r.opsPath ?? `/v1/ops/tenants/{tenantId}${r.path.replace(/^\/v1(?=\/)/, '')}`;
+
+/**
+ * A tenant route's operator copy: the same handler, at {@link operatorPathOf}, behind IAM, acting for the
+ * tenant its path names. The panel and the CLI's operator commands reach tenants' data through these.
+ */
+export function operatorCopy(r: ApiRoute): ApiRoute {
+  if (r.auth !== 'tenant') throw new Error(`${r.method} ${r.path} is not a tenant route`);
+  const tenant = { tenantId: tenantIdSchema };
+  const params = r.params === undefined ? z.object(tenant) : r.params instanceof z.ZodObject ? r.params.extend(tenant) : undefined;
+  if (!params) throw new Error(`${r.method} ${r.path}: an operator copy needs its path parameters as a z.object`);
+  const { opsPath: _, ...rest } = r;
+  return { ...rest, path: operatorPathOf(r), auth: 'iam', scopeFromPath: true, params: params as unknown as ApiRoute['params'], summary: `${r.summary} (operator copy: for the tenant in the path)` };
+}
+
+/** The routes, each tenant route followed by its operator copy. */
+export const withOperatorCopies = (routes: readonly ApiRoute[]): ApiRoute[] => routes.flatMap((r) => (r.auth === 'tenant' ? [r, operatorCopy(r)] : [r]));
 
 /** The same routes, each answering its context's domain errors through `errors` (one map per context). */
 export const withErrors = (errors: ErrorMap, routes: readonly ApiRoute[]): ApiRoute[] => routes.map((r) => ({ ...r, errors }));
@@ -129,6 +183,7 @@ interface RouteState {
   params: unknown;
   query: unknown;
   headers: Record<string, string>;
+  scope: TenantScope | undefined;
 }
 
 type RouteContext = Context & { route: RouteState };
@@ -156,11 +211,17 @@ const jsonOnly = (): HttpMiddleware => ({
   },
 });
 
+/** Where the middlewares leave what they found for the handler, empty at first. */
+const routeState = (): HttpMiddleware => ({
+  before: (request: HttpRequest) => {
+    request.context.route = { rawBody: '', params: {}, query: {}, headers: {}, scope: undefined };
+  },
+});
+
 /** Keeps the body as received (signature checks read it), decoded from base64 if API Gateway encoded it. */
 const rawBody = (): HttpMiddleware => ({
   before: (request: HttpRequest) => {
     const { body, isBase64Encoded } = request.event;
-    request.context.route = { rawBody: '', params: {}, query: {}, headers: {} };
     request.context.route.rawBody = isBase64Encoded ? Buffer.from(body ?? '', 'base64').toString('utf8') : (body ?? '');
   },
 });
@@ -169,6 +230,56 @@ const rawBody = (): HttpMiddleware => ({
 const guard = (check: NonNullable<Route['guard']>): HttpMiddleware => ({
   before: async (request: HttpRequest) => {
     await check({ headers: request.event.headers as Record<string, string>, rawBody: request.context.route.rawBody });
+  },
+});
+
+/** RFC 6750's challenge: `WWW-Authenticate: Bearer`, with `error="invalid_token"` for a key presented and refused. */
+function challenge(presented: boolean): HttpError {
+  const header = presented ? 'Bearer realm="redial", error="invalid_token"' : 'Bearer realm="redial"';
+  const message = presented
+    ? 'the API key is not valid: malformed, unknown or revoked'
+    : 'this route needs one of the tenant’s API keys: Authorization: Bearer rdl_…';
+  return new HttpError(401, 'unauthorized', message, undefined, { headers: { 'www-authenticate': header } });
+}
+
+/**
+ * The tenant auth step, before anything is parsed: `Authorization: Bearer <key>`, verified (a cached
+ * lookup and a constant-time hash comparison: functions/calls/keys.ts); the request acts for the key's
+ * tenant. No key, a malformed, unknown or revoked one: 401 with `WWW-Authenticate: Bearer`, nothing read
+ * of the body and nothing written.
+ */
+const bearerKey = (keys: () => ApiKeyVerifier): HttpMiddleware => ({
+  before: async (request: HttpRequest) => {
+    const header = request.event.headers?.['authorization'];
+    if (header === undefined || header.trim() === '') throw challenge(false);
+    const match = /^Bearer +(\S{1,512})\s*$/i.exec(header);
+    if (!match) throw challenge(true);
+    const found = await keys().verify(match[1]!);
+    if (!found) throw challenge(true);
+    request.context.route.scope = scopeOfKey(found.tenantId, found.keyId);
+  },
+});
+
+/**
+ * After the validator: an operator copy acts for the tenant its path names; and on any tenant-scoped route,
+ * a `tenantId` in the body or the query that is not the scope's is refused (403), nothing written.
+ */
+const tenantScoped = (fromPath: boolean): HttpMiddleware => ({
+  before: (request: HttpRequest) => {
+    const state = request.context.route;
+    if (fromPath) state.scope = operatorScope((state.params as { tenantId: string }).tenantId);
+    const scope = state.scope;
+    if (!scope) throw new Error('a tenant-scoped route ran without a scope');
+    const named: [string, unknown][] = [
+      ['body.tenantId', (request.event.body as { tenantId?: unknown } | undefined)?.tenantId],
+      ['query.tenantId', request.event.queryStringParameters?.['tenantId']],
+    ];
+    for (const [path, tenantId] of named) {
+      if (tenantId !== undefined && tenantId !== scope.tenantId) {
+        const who = fromPath ? 'the tenant in the path' : 'the API key’s tenant';
+        throw new HttpError(403, 'forbidden', `${path} names another tenant than ${who}; leave it out, or name ${scope.tenantId}`, { issues: [{ path, message: `not ${scope.tenantId}` }] });
+      }
+    }
   },
 });
 
@@ -276,10 +387,10 @@ function respond(response: ApiResponse): APIGatewayProxyStructuredResultV2 {
 
 /**
  * One route as a middy chain, read top to bottom: security headers, errors rendered, header names lower
- * case, the body cap, JSON only, the raw body kept, the guard, the JSON body parsed, the zod validator, then
- * the handler.
+ * case, the body cap, a tenant route's API key, JSON only, the raw body kept, the guard, the JSON body
+ * parsed, the zod validator, the tenant scope's checks, then the handler.
  */
-function routeHandler(r: ApiRoute, logger: Logger) {
+function routeHandler(r: ApiRoute, logger: Logger, keys: (() => ApiKeyVerifier) | undefined) {
   const definition = r as unknown as Route<unknown, unknown, unknown, unknown>;
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RouteContext>()
     // Referrer-Policy same-origin, not middy's no-referrer: under no-referrer a browser sends `Origin: null`
@@ -289,25 +400,37 @@ function routeHandler(r: ApiRoute, logger: Logger) {
     .use(httpErrorHandler({ logger: false }))
     .use(errorAnswers(definition, logger))
     .use(httpHeaderNormalizer())
+    .use(routeState())
     .use(bodyLimit(definition.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
+  if (definition.auth === 'tenant') {
+    if (!keys) throw new Error(`${definition.method} ${definition.path} is a tenant route: the API handler needs an API key verifier`);
+    chain.use(bearerKey(keys));
+  }
   if (definition.body) chain.use(jsonOnly());
   chain.use(rawBody());
   if (definition.guard) chain.use(guard(definition.guard));
   if (definition.body) chain.use(jsonBody());
   chain.use(validator(definition));
+  if (definition.auth === 'tenant' || definition.scopeFromPath) chain.use(tenantScoped(definition.scopeFromPath === true));
   return chain.handler(async (event, context) => {
-    const { rawBody: raw, params, query, headers } = context.route;
-    return respond(await definition.handler({ params, query, body: event.body, headers, rawBody: raw, event }));
+    const { rawBody: raw, params, query, headers, scope } = context.route;
+    return respond(await definition.handler({ params, query, body: event.body, headers, rawBody: raw, event, scope }));
   });
+}
+
+/** What an API handler needs besides its routes. */
+export interface ApiHandlerOptions {
+  /** How tenant routes verify a presented API key; required when any route is a tenant route. Called on the first such request. */
+  keys?: () => ApiKeyVerifier;
 }
 
 /**
  * The API Gateway (HTTP API, payload 2.0) handler for a set of routes: middy's HTTP router over one middy
  * chain per route. The same handler serves API Gateway on AWS and the local host's HTTP server.
  */
-export function createApiHandler(routes: readonly ApiRoute[], logger: Logger) {
+export function createApiHandler(routes: readonly ApiRoute[], logger: Logger, options: ApiHandlerOptions = {}) {
   const router = httpRouterHandler({
-    routes: routes.map((r) => ({ method: r.method, path: r.path, handler: routeHandler(r, logger) as never })),
+    routes: routes.map((r) => ({ method: r.method, path: r.path, handler: routeHandler(r, logger, options.keys) as never })),
     notFoundResponse: ({ method, path }: { method: string; path: string }) => json(404, { error: 'not_found', message: `no route for ${method} ${path}` }) as never,
   });
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>().handler(router as never);

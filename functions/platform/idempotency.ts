@@ -16,8 +16,11 @@ import { HttpError } from './http.ts';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
-/** The id a tenant's key names: `<prefix>_` and 32 hex characters, like a random one; tenant-scoped, so keys never collide across tenants. */
-export const idForKey = (prefix: string, tenantId: string, key: string): string => `${prefix}_${sha256(`${tenantId}\n${key}`).slice(0, 32)}`;
+/** The 32 hex characters a tenant's key names: tenant-scoped, so keys never collide across tenants. */
+export const keyHash = (tenantId: string, key: string): string => sha256(`${tenantId}\n${key}`).slice(0, 32);
+
+/** The id a tenant's key names: `<prefix>_` and {@link keyHash}, like a random one. */
+export const idForKey = (prefix: string, tenantId: string, key: string): string => `${prefix}_${keyHash(tenantId, key)}`;
 
 /** JSON with every object's keys sorted, so two equal bodies serialise alike whatever order their fields came in. */
 export function canonicalJson(value: unknown): string {

@@ -43,7 +43,8 @@ function parameters(route: Route<unknown, unknown, unknown>): unknown[] {
 
 /**
  * The OpenAPI document of a set of routes, generated from the same zod schemas that validate requests,
- * so it cannot drift from what the API accepts. Routes with `auth: 'iam'` carry the SigV4 security scheme.
+ * so it cannot drift from what the API accepts. Routes with `auth: 'iam'` carry the SigV4 security scheme,
+ * tenant routes the bearer API key.
  */
 export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocument['info']): OpenApiDocument & Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -57,10 +58,16 @@ export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocume
     if (r.body) responses['400'] ??= { description: 'Invalid request: `{error, message, issues: [{path, message}]}`' };
     if (r.body) responses['413'] ??= { description: `Body over ${r.maxBodyBytes ?? 256 * 1024} bytes` };
     if (r.body) responses['415'] ??= { description: 'The body was not sent as `application/json`' };
+    if (r.auth === 'tenant') {
+      responses['401'] ??= { description: 'No API key, or one that is malformed, unknown or revoked (`WWW-Authenticate: Bearer`); nothing read or written' };
+    }
+    if (r.auth === 'tenant' || r.scopeFromPath) {
+      responses['403'] ??= { description: 'A `tenantId` in the body or query that is not the tenant the request acts for; nothing written' };
+    }
     paths[r.path] ??= {};
     paths[r.path]![r.method.toLowerCase()] = {
       summary: r.summary,
-      ...(r.auth === 'iam' ? { security: [{ sigv4: [] }] } : { security: [] }),
+      security: r.auth === 'iam' ? [{ sigv4: [] }] : r.auth === 'tenant' ? [{ apiKey: [] }] : [],
       ...(parameters(r).length ? { parameters: parameters(r) } : {}),
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body, 'input') } } } } : {}),
       responses,
@@ -72,7 +79,13 @@ export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocume
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     components: {
       securitySchemes: {
-        sigv4: { type: 'apiKey', name: 'Authorization', in: 'header', description: 'AWS Signature Version 4 for execute-api (API Gateway IAM authorization)' },
+        sigv4: { type: 'apiKey', name: 'Authorization', in: 'header', description: 'Operators: AWS Signature Version 4 for execute-api (API Gateway IAM authorization)' },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'rdl_<tenantId>.<keyId>.<secret>',
+          description: 'Tenants: `Authorization: Bearer <key>`, one of the tenant’s API keys (an operator issues it: `POST /v1/tenants/{tenantId}/keys`); the request acts for the key’s tenant',
+        },
       },
     },
   };

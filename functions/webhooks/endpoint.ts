@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ownedIds, tenantKeyPrefix } from '../platform/tenancy.ts';
 import { eventTypes } from './events.ts';
 import type { EventType } from './events.ts';
 
@@ -13,7 +14,7 @@ export const DisabledReason = {
 export type DisabledReason = (typeof DisabledReason)[keyof typeof DisabledReason];
 
 /**
- * An endpoint as stored (`pk = ENDPOINT#<id>, sk = ENDPOINT`). Times are ISO-8601 UTC strings.
+ * An endpoint as stored (`pk = TENANT#<tenantId>#ENDPOINT#<hex>, sk = ENDPOINT`: {@link endpointKey}). Times are ISO-8601 UTC strings.
  *
  * The lease fields: `holder` is the webhook.deliver job allowed to talk to the endpoint, until
  * `busyUntil`. While the endpoint is failing, the holder is the probe; `nextProbeAt` is when the
@@ -94,13 +95,41 @@ export const endpointView = (row: EndpointRow): EndpointView => ({
 export const subscribes = (row: Pick<EndpointRow, 'eventTypes'>, type: EventType): boolean =>
   !row.eventTypes || row.eventTypes.length === 0 || row.eventTypes.includes(type);
 
-export const endpointKey = (id: string) => ({ pk: `ENDPOINT#${id}`, sk: 'ENDPOINT' as const });
-export const tenantEndpointKey = (tenantId: string, endpointId: string) => ({ pk: `TENANT#${tenantId}`, sk: `ENDPOINT#${endpointId}` });
+/**
+ * Endpoint ids name their tenant: `ep_<tenantId>.<32 hex>` (functions/platform/tenancy.ts `ownedIds`), so a
+ * delivery, given its endpoint's id, builds the endpoint's keys without a read, and a tenant route builds
+ * them from its scope (`inScope`): another tenant's endpoint id names nothing there.
+ */
+export const endpointIds = ownedIds('ep', 'an endpoint');
+
+/** The partition of an endpoint's row and its discard markers: `TENANT#<tenantId>#ENDPOINT#<hex>`. */
+export function endpointPartition(endpointId: string): string {
+  const id = endpointIds.parse(endpointId);
+  if (!id) throw new RangeError(`not an endpoint id: ${endpointId}`);
+  return `${tenantKeyPrefix(id.tenantId)}ENDPOINT#${id.hex}`;
+}
+
+/** The endpoint id of an endpoint's partition key, if it is one. */
+export function endpointIdOfPartition(pk: string): string | undefined {
+  const match = /^TENANT#([^#]+)#ENDPOINT#([0-9a-f]{32})$/.exec(pk);
+  return match ? endpointIds.make(match[1]!, match[2]!) : undefined;
+}
+
+export const endpointKey = (id: string) => ({ pk: endpointPartition(id), sk: 'ENDPOINT' as const });
 
 /**
- * The entry an endpoint leaves in the endpoint index when it is registered (in the same transaction): the
- * ops listing reads the newest endpoints with a Query of this one partition instead of a Scan. Written
- * once per endpoint and never updated, so the partition takes only the registration rate.
+ * The entry an endpoint leaves in its tenant's partition when it is registered (in the same transaction):
+ * publishing reads the tenant's endpoints from these, and `GET /v1/endpoints` lists them newest first (the
+ * sort key starts with the registration time), each a Query of the tenant's own partition.
+ */
+export const tenantEndpointsPartition = (tenantId: string): string => `TENANT#${tenantId}`;
+export const tenantEndpointKey = (tenantId: string, createdAt: string, endpointId: string) => ({ pk: tenantEndpointsPartition(tenantId), sk: `ENDPOINT#${createdAt}#${endpointId}` });
+
+/**
+ * The entry an endpoint leaves in the operators' index of every tenant's endpoints when it is registered
+ * (in the same transaction): `GET /v1/ops/endpoints` (the panel) reads the newest with a Query of this one
+ * partition instead of a Scan. Written once per endpoint and never updated, so the partition takes only
+ * the registration rate.
  */
 export const ENDPOINT_INDEX_PK = 'ENDPOINTS';
 export const endpointIndexKey = (createdAt: string, endpointId: string) => ({ pk: ENDPOINT_INDEX_PK, sk: `${createdAt}#${endpointId}` });
@@ -113,8 +142,18 @@ export const endpointIndexKey = (createdAt: string, endpointId: string) => ({ pk
  * list reads every shard and merges them by sort key.
  */
 export const WAIT_SHARDS = 2;
-/** The partition of shard `n` of an endpoint's wait list. */
-export const waitListPartition = (endpointId: string, shard: number): string => `WAITLIST#${endpointId}#${shard}`;
+/** The partition of shard `n` of an endpoint's wait list: `TENANT#<tenantId>#WAITLIST#<hex>#<n>`. */
+export function waitListPartition(endpointId: string, shard: number): string {
+  const id = endpointIds.parse(endpointId);
+  if (!id) throw new RangeError(`not an endpoint id: ${endpointId}`);
+  return `${tenantKeyPrefix(id.tenantId)}WAITLIST#${id.hex}#${shard}`;
+}
+/** The endpoint id of a wait-list shard's partition key, if it is one. */
+export function endpointIdOfWaitList(pk: string): string | undefined {
+  const match = /^TENANT#([^#]+)#WAITLIST#([0-9a-f]{32})#\d+$/.exec(pk);
+  return match ? endpointIds.make(match[1]!, match[2]!) : undefined;
+}
+
 /** Every partition of an endpoint's wait list. */
 export const waitListPartitions = (endpointId: string): string[] => Array.from({ length: WAIT_SHARDS }, (_, n) => waitListPartition(endpointId, n));
 
@@ -122,8 +161,7 @@ export const waitListPartitions = (endpointId: string): string[] => Array.from({
  * A delivery's place in its endpoint's wait list: `WAIT#<event timestamp>#<job id>` in the shard its id
  * hashes to, so the list is in the order the events happened (oldest first), and the delivery (or whoever
  * publishes it again) finds its entry from its event and ids alone. A delivery enqueued before deliveries
- * carried their event uses its job's creation time instead (entries parked before the shards, under
- * `WAITLIST#<endpoint id>`, are read by nobody: their dormant jobs' six-hour backstop wakes them).
+ * carried their event uses its job's creation time instead.
  */
 export const waitKey = (endpointId: string, eventTimestamp: string, jobId: string) => ({
   pk: waitListPartition(endpointId, createHash('sha256').update(jobId).digest().readUInt32BE(0) % WAIT_SHARDS),
@@ -131,7 +169,7 @@ export const waitKey = (endpointId: string, eventTimestamp: string, jobId: strin
 });
 
 /** A record that a delivery was discarded (or may be: its last attempt started), for redeliver. */
-export const discardMarkerKey = (endpointId: string, jobId: string) => ({ pk: `ENDPOINT#${endpointId}`, sk: `DISCARDED#${jobId}` });
+export const discardMarkerKey = (endpointId: string, jobId: string) => ({ pk: endpointPartition(endpointId), sk: `DISCARDED#${jobId}` });
 
 /** The deterministic id of the delivery of one event to one endpoint: a retried fanout creates no duplicate. */
 export const deliveryJobId = (eventId: string, endpointId: string): string => `webhook.deliver:${eventId}:${endpointId}`;

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { iso } from '../platform/clock.ts';
-import { idForKey, requestHashOf } from '../platform/idempotency.ts';
+import { keyHash, requestHashOf } from '../platform/idempotency.ts';
+import type { TenantScope } from '../platform/tenancy.ts';
 import { AddressRefusedError, HostResolutionError } from '../platform/vetted-http.ts';
 import { TransitionRefusedError } from '../jobs/index.ts';
 import type { JobRow } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
-import { endpointKey, endpointView } from './endpoint.ts';
+import { endpointIds, endpointKey, endpointView } from './endpoint.ts';
 import type { EndpointDetail, EndpointRow, EndpointView } from './endpoint.ts';
 import { EndpointDisabledError, EndpointExistsError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import type { EventType } from './events.ts';
@@ -19,7 +20,8 @@ const REDELIVER_CONCURRENCY = 8;
 
 /**
  * Endpoint registration and the owner's actions on it: register (URL through the SSRF guard, a secret
- * shown once), show, enable, and redeliver every discarded delivery.
+ * shown once), show, enable, and redeliver every discarded delivery. Each takes the request's
+ * {@link TenantScope}: an endpoint of another tenant is not found, as an unknown one is.
  */
 export class Endpoints {
   private readonly deps: WebhookDeps;
@@ -37,9 +39,11 @@ export class Endpoints {
    * writes nothing; a different body under that key is an {@link IdempotencyKeyReusedError}.
    */
   async register(
-    input: { tenantId: string; url: string; eventTypes?: EventType[] | undefined },
+    scope: TenantScope,
+    request: { url: string; eventTypes?: EventType[] | undefined },
     idempotencyKey?: string,
   ): Promise<{ endpointId: string; secret: string; replayed: boolean }> {
+    const input = { tenantId: scope.tenantId, url: request.url, ...(request.eventTypes ? { eventTypes: request.eventTypes } : {}) };
     const { store, http, guard, clock, secrets } = this.deps;
     const shape = checkUrlShape(input.url, guard);
     if (!shape.ok) throw new UrlRefusedError(shape.reason);
@@ -51,7 +55,7 @@ export class Endpoints {
       throw error;
     }
     const requestHash = idempotencyKey === undefined ? undefined : requestHashOf(input);
-    const endpointId = idempotencyKey === undefined ? `ep_${randomUUID().replaceAll('-', '')}` : idForKey('ep', input.tenantId, idempotencyKey);
+    const endpointId = endpointIds.make(scope.tenantId, idempotencyKey === undefined ? randomUUID().replaceAll('-', '') : keyHash(scope.tenantId, idempotencyKey));
     const secret = newSecret();
     const eventTypes = input.eventTypes && input.eventTypes.length > 0 ? [...new Set(input.eventTypes)] : undefined;
     const row: EndpointRow = {
@@ -79,10 +83,23 @@ export class Endpoints {
     return { endpointId, secret, replayed: false };
   }
 
-  /** The newest endpoints first, a page at a time (the endpoint index: store.ts `listEndpoints`). */
-  async list(limit: number, cursor?: string): Promise<{ endpoints: EndpointView[]; cursor?: string }> {
-    const page = await this.deps.store.listEndpoints(limit, cursor);
+  /** The scope's newest endpoints first, a page at a time (its own partition: store.ts `listEndpoints`). */
+  async list(scope: TenantScope, limit: number, cursor?: string): Promise<{ endpoints: EndpointView[]; cursor?: string }> {
+    const page = await this.deps.store.listEndpoints(scope, limit, cursor);
     return { endpoints: page.endpoints.map(endpointView), ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+
+  /** Every tenant's newest endpoints first (the operators' listing: store.ts `listAllEndpoints`). */
+  async listAll(limit: number, cursor?: string): Promise<{ endpoints: EndpointView[]; cursor?: string }> {
+    const page = await this.deps.store.listAllEndpoints(limit, cursor);
+    return { endpoints: page.endpoints.map(endpointView), ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+
+  /** The scope's endpoint, or {@link EndpointNotFoundError}. */
+  private async own(scope: TenantScope, endpointId: string): Promise<EndpointRow> {
+    const row = await this.deps.store.getEndpointIn(scope, endpointId);
+    if (!row) throw new EndpointNotFoundError(endpointId);
+    return row;
   }
 
   /**
@@ -91,9 +108,8 @@ export class Endpoints {
    * endpoint's whole history: on a busy stack the window is the last few minutes of every endpoint's
    * deliveries.
    */
-  async deliveries(endpointId: string, perState: number): Promise<DeliveryView[]> {
-    const row = await this.deps.store.getEndpoint(endpointId);
-    if (!row) throw new EndpointNotFoundError(endpointId);
+  async deliveries(scope: TenantScope, id: string, perState: number): Promise<DeliveryView[]> {
+    const { endpointId } = await this.own(scope, id);
     const kind = webhookDeliverKind.kind;
     // Discarded and cancelled ones from the dead letters (a busy endpoint's completed deliveries cannot crowd
     // them out), and the latest of every state.
@@ -110,14 +126,14 @@ export class Endpoints {
   }
 
   /** The endpoint, and how many deliveries wait in its list now. */
-  async get(endpointId: string): Promise<EndpointDetail> {
-    const row = await this.deps.store.getEndpoint(endpointId);
-    if (!row) throw new EndpointNotFoundError(endpointId);
-    return { ...endpointView(row), waiting: await this.deps.store.countWaiting(endpointId) };
+  async get(scope: TenantScope, id: string): Promise<EndpointDetail> {
+    const row = await this.own(scope, id);
+    return { ...endpointView(row), waiting: await this.deps.store.countWaiting(row.endpointId) };
   }
 
   /** Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. */
-  async enable(endpointId: string): Promise<EndpointView> {
+  async enable(scope: TenantScope, id: string): Promise<EndpointView> {
+    const { endpointId } = await this.own(scope, id);
     return endpointView(await this.deps.store.enable(endpointId));
   }
 
@@ -125,10 +141,10 @@ export class Endpoints {
    * Runs every discarded delivery of an endpoint again (`jobs.client.retry`, history kept). Deliveries
    * still pending keep their marker; finished ones lose it. Returns how many were requeued.
    */
-  async redeliver(endpointId: string): Promise<{ requeued: number }> {
+  async redeliver(scope: TenantScope, id: string): Promise<{ requeued: number }> {
     const { store } = this.deps;
-    const row = await store.getEndpoint(endpointId);
-    if (!row) throw new EndpointNotFoundError(endpointId);
+    const row = await this.own(scope, id);
+    const endpointId = row.endpointId;
     if (row.disabled) throw new EndpointDisabledError(endpointId);
     let requeued = 0;
     let cursor: string | undefined;

@@ -47,14 +47,17 @@ export const newEvent = (input: { tenantId: string; type: EventType; data: Recor
 });
 
 /**
- * The webhooks table: endpoints and their delivery state, single-table (pk/sk).
+ * The webhooks table: endpoints and their delivery state, single-table (pk/sk). Every item a tenant owns
+ * has a partition key that begins with `TENANT#<tenantId>` (functions/platform/tenancy.ts); an endpoint id
+ * names its tenant (`ep_<tenantId>.<hex>`), and `<hex>` below is its own part:
  *
  * | item | pk | sk |
  * |---|---|---|
- * | endpoint (config, health, lease, deliveries made) | `ENDPOINT#<id>` | `ENDPOINT` |
- * | a delivery waiting for its endpoint (the wait list, `WAIT_SHARDS` = 2 shards) | `WAITLIST#<endpoint id>#<0–1>` | `WAIT#<event timestamp>#<job id>` |
- * | a discarded delivery, for redeliver | `ENDPOINT#<id>` | `DISCARDED#<job id>` |
- * | a tenant's endpoint (publishing reads these) | `TENANT#<tenantId>` | `ENDPOINT#<id>` |
+ * | endpoint (config, health, lease, deliveries made) | `TENANT#<tenantId>#ENDPOINT#<hex>` | `ENDPOINT` |
+ * | a delivery waiting for its endpoint (the wait list, `WAIT_SHARDS` = 2 shards) | `TENANT#<tenantId>#WAITLIST#<hex>#<0–1>` | `WAIT#<event timestamp>#<job id>` |
+ * | a discarded delivery, for redeliver | `TENANT#<tenantId>#ENDPOINT#<hex>` | `DISCARDED#<job id>` |
+ * | a tenant's endpoint (publishing and `GET /v1/endpoints` read these) | `TENANT#<tenantId>` | `ENDPOINT#<createdAt>#<endpoint id>` |
+ * | the operators' index of every tenant's endpoints | `ENDPOINTS` | `<createdAt>#<endpoint id>` |
  * | an event, as written before deliveries carried theirs (read, never written) | `EVENT#<id>` | `EVENT` |
  *
  * An event travels with what delivers it: in its webhook.deliver job's arguments, or in its wait-list entry

@@ -30,8 +30,8 @@ export const DeliveryDiscardReason = {
 
 export type DeliveryDiscardReason = (typeof DeliveryDiscardReason)[keyof typeof DeliveryDiscardReason];
 
-/** Event and endpoint ids, in the characters a job id may hold (they become part of one). */
-const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,64}$/);
+/** Event and endpoint ids (`ep_<tenantId>.<hex>`: up to 100 characters), in the characters a job id may hold (they become part of one). */
+const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,128}$/);
 
 /**
  * webhook.deliver: one event to one endpoint, signed, once per attempt; 18 attempts over ≈ 5.3 days. The

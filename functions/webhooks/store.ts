@@ -6,7 +6,19 @@ import { iso } from '../platform/clock.ts';
 import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, projection, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
-import { discardMarkerKey, ENDPOINT_INDEX_PK, endpointIndexKey, endpointKey, tenantEndpointKey, waitListPartitions } from './endpoint.ts';
+import type { TenantScope } from '../platform/tenancy.ts';
+import {
+  discardMarkerKey,
+  ENDPOINT_INDEX_PK,
+  endpointIdOfPartition,
+  endpointIds,
+  endpointIndexKey,
+  endpointKey,
+  endpointPartition,
+  tenantEndpointKey,
+  tenantEndpointsPartition,
+  waitListPartitions,
+} from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
 import type { WebhookEvent } from './events.ts';
@@ -106,7 +118,7 @@ export class WebhookStore {
     const absent = new Expression();
     const result = await this.transact([
       putItem('endpoint', this.tableName, row, absent.when(is.absent(absent)), { returnStored: true }),
-      putItem('tenant index', this.tableName, { ...tenantEndpointKey(row.tenantId, row.endpointId), endpointId: row.endpointId }),
+      putItem('tenant index', this.tableName, { ...tenantEndpointKey(row.tenantId, row.createdAt, row.endpointId), endpointId: row.endpointId }),
       putItem('endpoint index', this.tableName, { ...endpointIndexKey(row.createdAt, row.endpointId), endpointId: row.endpointId }),
     ]);
     if (result.committed) return;
@@ -121,18 +133,37 @@ export class WebhookStore {
   }
 
   /**
-   * The newest endpoints first, a page of up to `limit`: a Query of the endpoint index (one entry per
-   * endpoint, written with it: `endpointIndexKey` in endpoint.ts), then a consistent BatchGet of their rows.
-   * A cursor this listing did not give out raises `InvalidCursorError`.
+   * A tenant route's endpoint: the row only when the id names the scope's tenant, read at the key the
+   * scope builds (`endpointIds.inScope`); another tenant's endpoint id finds nothing, as an unknown id does.
    */
-  async listEndpoints(limit: number, cursor?: string): Promise<{ endpoints: EndpointRow[]; cursor?: string }> {
-    const pages = keyCursor(['pk', 'sk'], { pk: ENDPOINT_INDEX_PK });
+  async getEndpointIn(scope: TenantScope, id: string): Promise<EndpointRow | undefined> {
+    const own = endpointIds.inScope(scope, id);
+    return own ? this.getEndpoint(endpointIds.make(scope.tenantId, own.hex)) : undefined;
+  }
+
+  /**
+   * A tenant's newest endpoints first, a page of up to `limit`: a Query of its own partition's endpoint
+   * entries (`TENANT#<tenantId>`, `ENDPOINT#<createdAt>#<id>`, written with each), then a consistent BatchGet
+   * of their rows. The cursor names the partition: one given to another tenant (or by the operators'
+   * listing) raises `InvalidCursorError`.
+   */
+  listEndpoints(scope: TenantScope, limit: number, cursor?: string): Promise<{ endpoints: EndpointRow[]; cursor?: string }> {
+    return this.listIndex(tenantEndpointsPartition(scope.tenantId), 'ENDPOINT#', limit, cursor);
+  }
+
+  /** Every tenant's newest endpoints first (the operators' index, `GET /v1/ops/endpoints`). */
+  listAllEndpoints(limit: number, cursor?: string): Promise<{ endpoints: EndpointRow[]; cursor?: string }> {
+    return this.listIndex(ENDPOINT_INDEX_PK, undefined, limit, cursor);
+  }
+
+  private async listIndex(partition: string, prefix: string | undefined, limit: number, cursor?: string): Promise<{ endpoints: EndpointRow[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: partition });
     const startKey = pages.decode(cursor);
     const e = new Expression();
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        ...e.forQuery(e.eq('pk', ENDPOINT_INDEX_PK)),
+        ...e.forQuery(prefix === undefined ? e.eq('pk', partition) : e.and(e.eq('pk', partition), e.beginsWith('sk', prefix))),
         ScanIndexForward: false,
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -152,7 +183,7 @@ export class WebhookStore {
   /** Every endpoint of a tenant, read consistently. */
   async tenantEndpoints(tenantId: string): Promise<EndpointRow[]> {
     const ids: string[] = [];
-    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...under(new Expression(), `TENANT#${tenantId}`, 'ENDPOINT#'), ConsistentRead: true });
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ...under(new Expression(), tenantEndpointsPartition(tenantId), 'ENDPOINT#'), ConsistentRead: true });
     for await (const page of pages) for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
     const rows: EndpointRow[] = [];
     for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
@@ -408,7 +439,7 @@ export class WebhookStore {
     const ids: string[] = [];
     const e = new Expression();
     const ProjectionExpression = e.projection(['pk', 'sk', 'endpointId']);
-    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ProjectionExpression, ...under(e, `TENANT#${tenantId}`, 'ENDPOINT#') });
+    const pages = paginateQuery({ client: this.db }, { TableName: this.tableName, ProjectionExpression, ...under(e, tenantEndpointsPartition(tenantId), 'ENDPOINT#') });
     for await (const page of pages) for (const item of page.Items ?? []) ids.push(item['endpointId'] as string);
     const rows: RoutingRow[] = [];
     for (let i = 0; i < ids.length; i += MAX_BATCH_GET_KEYS) {
@@ -462,12 +493,12 @@ export class WebhookStore {
   }
 
   async discardMarkers(endpointId: string, cursor?: string, limit = 100): Promise<{ markers: DiscardMarker[]; cursor?: string }> {
-    const pages = keyCursor(queryKeyAttributes(webhooksTable), { pk: `ENDPOINT#${endpointId}` });
+    const pages = keyCursor(queryKeyAttributes(webhooksTable), { pk: endpointPartition(endpointId) });
     const startKey = pages.decode(cursor);
     const result = await this.db.send(
       new QueryCommand({
         TableName: this.tableName,
-        ...under(new Expression(), `ENDPOINT#${endpointId}`, 'DISCARDED#'),
+        ...under(new Expression(), endpointPartition(endpointId), 'DISCARDED#'),
         ConsistentRead: true,
         Limit: limit,
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
@@ -525,8 +556,8 @@ export class WebhookStore {
       }),
     );
     const next = pages.encode(result.LastEvaluatedKey);
-    const endpointIds = (result.Items ?? []).map((i) => (i['pk'] as string).slice('ENDPOINT#'.length));
-    return { endpointIds, ...(next ? { cursor: next } : {}) };
+    const ids = (result.Items ?? []).flatMap((i) => endpointIdOfPartition(i['pk'] as string) ?? []);
+    return { endpointIds: ids, ...(next ? { cursor: next } : {}) };
   }
 
   // ─── Plumbing ───────────────────────────────────────────────────────────────────────────────────────

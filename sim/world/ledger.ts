@@ -1,5 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { completionsIn } from './writes.ts';
+import { batchIdOfPartition } from '../../functions/calls/model.ts';
 
 /**
  * The calls in progress, as the world sees them: a call is out from the moment the placer accepted it
@@ -27,7 +28,7 @@ export class CallLedger {
     for (const item of items) {
       const update = item['Update'];
       if (update?.Key?.['sk']?.S === 'BATCH' && Object.values(update.ExpressionAttributeValues ?? {}).some((v) => v.S === 'Deleted')) {
-        const batchId = update.Key['pk']?.S?.slice('BATCH#'.length);
+        const batchId = batchIdOfPartition(update.Key['pk']?.S ?? '');
         if (batchId && !this.deleted.has(batchId)) this.deleted.set(batchId, ++this.seq);
       }
     }

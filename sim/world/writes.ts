@@ -1,6 +1,8 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { WebhookEvent } from '../../functions/webhooks/events.ts';
+import { batchIdOfPartition } from '../../functions/calls/model.ts';
+import { endpointIdOfWaitList } from '../../functions/webhooks/endpoint.ts';
 
 /**
  * What the writes DynamoDB applied say, as the world sees them at the client (the fault injector's
@@ -55,7 +57,7 @@ export function assigned(write: WriteItem): Record<string, unknown> {
 export function completionOf(pk: unknown, sk: unknown, values: Record<string, unknown>, at: number): AppliedCompletion | undefined {
   if (typeof pk !== 'string' || typeof sk !== 'string' || !sk.startsWith('CONTACT#') || values['status'] !== 'Completed') return undefined;
   return {
-    batchId: pk.slice('BATCH#'.length).replace(/#C\d+$/, ''),
+    batchId: batchIdOfPartition(pk) ?? pk,
     contactNumber: sk.slice('CONTACT#'.length),
     round: Number(values['round']),
     callId: typeof values['callId'] === 'string' ? values['callId'] : undefined,
@@ -119,8 +121,8 @@ export class AppliedWrites {
     if (type === 'Put' && body.Item) {
       const item = unmarshall(body.Item);
       if (body.TableName === this.tables.jobs) this.job(item);
-      else if (body.TableName === this.tables.webhooks && typeof item['pk'] === 'string' && item['pk'].startsWith('WAITLIST#') && item['event']) {
-        const endpointId = item['pk'].split('#')[1]!;
+      else if (body.TableName === this.tables.webhooks && typeof item['pk'] === 'string' && endpointIdOfWaitList(item['pk']) && item['event']) {
+        const endpointId = endpointIdOfWaitList(item['pk'])!;
         const event = item['event'] as WebhookEvent;
         const key = `${endpointId} ${event.id}`;
         if (!this.targets.has(key)) this.entries.set(key, this.now());
@@ -157,7 +159,7 @@ export class AppliedWrites {
       if (type !== 'Update' || body.TableName !== this.tables.calls || !body.Key) continue;
       const key = unmarshall(body.Key);
       if (key['sk'] !== 'BATCH' || assigned(body)['status'] !== 'Finalised') continue;
-      this.finalisations.push({ batchId: String(key['pk']).slice('BATCH#'.length), at: this.now() });
+      this.finalisations.push({ batchId: batchIdOfPartition(String(key['pk'])) ?? String(key['pk']), at: this.now() });
     }
   }
 }

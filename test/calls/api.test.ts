@@ -62,15 +62,25 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
       [{ ...ok, callingWindow: { timezone: 'Europe/Berlin', start: '9am', end: '17:00' } }, ['body.callingWindow.start']],
       [{ ...ok, retry: { baseSeconds: 60, capSeconds: 30 } }, ['body.retry.capSeconds']],
       [{ ...ok, minConversationDurationSeconds: -1 }, ['body.minConversationDurationSeconds']],
-      [{ ...ok, tenantId: 'nobody' }, ['body.tenantId']],
+      [{ ...ok, tenantId: 'no body' }, ['body.tenantId']],
       [{ ...ok, contacts: numbers(MAX_CONTACTS_PER_BATCH + 1).map((number) => ({ number })) }, ['body.contacts']],
     ];
+    const asAcme = { authorization: `Bearer ${await fx.keyOf('acme')}` };
     for (const [body, expected] of cases) {
-      const response = await fx.api('POST', '/v1/batches', body);
+      const response = await fx.api('POST', '/v1/batches', body, asAcme);
       expect(response.status, JSON.stringify(expected)).toBe(400);
       expect(paths(response.body)).toEqual(expected);
     }
-    expect(await fx.callsItems()).toEqual(tenantOnly);
+    // Another tenant's id in the body: refused (the tenant is the key's), whether that tenant exists or not.
+    await fx.api('PUT', '/v1/tenants/other', { concurrencyLimit: 3 });
+    const withOther = await fx.callsItems();
+    for (const tenantId of ['other', 'nobody']) {
+      const response = await fx.api('POST', '/v1/batches', { ...ok, tenantId }, asAcme);
+      expect(response.status, tenantId).toBe(403);
+      expect(paths(response.body)).toEqual(['body.tenantId']);
+    }
+    expect(await fx.callsItems()).toEqual(withOther);
+    expect(withOther.filter((i) => !tenantOnly.some((t) => t['pk'] === i['pk'] && t['sk'] === i['sk'])).every((i) => String(i['pk']).startsWith('TENANT#other'))).toBe(true);
     expect(await fx.allJobs()).toEqual([]);
   });
 
@@ -120,9 +130,12 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
     expect((await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body).toEqual({ contacts: unordered.map((contactNumber) => ({ contactNumber, status: 'Queued', code: null, attempts: 0 })) });
     const jobs = await fx.allJobs();
     expect(jobs.map((j) => [j.id, j.kind, j.state])).toEqual([[`calls.dial:${batchId}:1`, dialKind.kind, 'available']]);
-    expect((await fx.api('GET', '/v1/batches/b_nope')).status).toBe(404);
-    expect((await fx.api('GET', '/v1/batches/b_nope/contacts')).status).toBe(404);
-    expect((await fx.api('DELETE', '/v1/batches/b_nope')).status).toBe(404);
+    const unknown = `b_acme.${'0'.repeat(32)}`;
+    expect((await fx.api('GET', `/v1/batches/${unknown}`)).status).toBe(404);
+    expect((await fx.api('GET', `/v1/batches/${unknown}/contacts`)).status).toBe(404);
+    expect((await fx.api('DELETE', `/v1/batches/${unknown}`)).status).toBe(404);
+    // Not a batch id redial issues: a 400 naming the path parameter.
+    expect(paths((await fx.api('GET', '/v1/batches/b_nope')).body)).toEqual(['path.id']);
   });
 
   it('TheLargestBatchFitsItsOneTransaction', async () => {
@@ -220,7 +233,11 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
     await fx.clients.dynamo.send(new PutCommand({ TableName: fx.tableNames.calls, Item: { ...(await fx.store.getTenant('acme'))!, active: 2 } }));
     expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 5 })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 5, ownerEmail: null, activeCalls: 2 });
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(2);
-    expect((await fx.api('GET', '/v1/tenants/nobody')).status).toBe(404);
+    // Another tenant's id, existing or not, is a 404 to acme's key, as an unknown one is.
+    await fx.api('PUT', '/v1/tenants/other', { concurrencyLimit: 3 });
+    const asAcme = { authorization: `Bearer ${await fx.keyOf('acme')}` };
+    expect((await fx.api('GET', '/v1/tenants/nobody', undefined, asAcme)).status).toBe(404);
+    expect(await fx.api('GET', '/v1/tenants/other', undefined, asAcme)).toEqual({ status: 404, body: { error: 'not_found', message: 'tenant other not found' } });
   });
 });
 
@@ -236,7 +253,7 @@ describe('tenant PUT: the owner-mail port adds to the same transaction', () => {
       logger: createLogger('test'),
       config: { ...callsDefaults, placerUrl: undefined, callbackUrl: undefined, webhookSecret: undefined, callTimeoutSeconds: 600 },
     });
-    const server = await startHttpServer({ port: 0, handler: createApiHandler(callsRoutes(() => deps), createLogger('test')) });
+    const server = await startHttpServer({ port: 0, handler: createApiHandler(callsRoutes(() => deps), createLogger('test'), { keys: () => deps.keys }) });
     servers.push(server);
     return async (tenantId: string, body: unknown) => {
       const response = await fetch(`${server.url}/v1/tenants/${tenantId}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -1,6 +1,6 @@
 import { UpdateCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callIdFor, jobIds } from '../../functions/calls/model.ts';
+import { batchKey, callIdFor, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 
@@ -88,7 +88,7 @@ describe('DELETE a batch: it stops, its results are ignored, its slots go back',
       if (command instanceof TransactWriteCommand && !raced && JSON.stringify(command.input).includes('"Deleted"')) {
         raced = true;
         // Between DELETE's read and its write, a call's count changes (as a dial or a result would).
-        await send(new UpdateCommand({ TableName: fx.tableNames.calls, Key: { pk: `BATCH#${batchId}`, sk: 'BATCH' }, UpdateExpression: 'SET nCalling = nCalling + :one', ExpressionAttributeValues: { ':one': 1 } }));
+        await send(new UpdateCommand({ TableName: fx.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET nCalling = nCalling + :one', ExpressionAttributeValues: { ':one': 1 } }));
       }
       return (send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
     };

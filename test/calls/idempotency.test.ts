@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { batchIdForKey } from '../../functions/calls/idempotency.ts';
+import { batchPartition } from '../../functions/calls/model.ts';
 import { canonicalJson } from '../../functions/platform/idempotency.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
@@ -30,7 +31,8 @@ describe('POST /v1/batches with an Idempotency-Key: a retry creates nothing new'
     const fx = await fixture();
     const created = await fx.api('POST', '/v1/batches', body(), keyed('order-1'));
     expect(created).toEqual({ status: 201, body: { batchId: batchIdForKey('acme', 'order-1') } });
-    expect(created.body.batchId).toMatch(/^b_[0-9a-f]{32}$/);
+    // Like a random one, it names its tenant: b_<tenantId>.<32 hex>.
+    expect(created.body.batchId).toMatch(/^b_acme\.[0-9a-f]{32}$/);
     const row = await fx.store.getBatch(created.body.batchId);
     expect(row).toMatchObject({ tenantId: 'acme', idempotencyKey: 'order-1', requestHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
   });
@@ -109,8 +111,8 @@ describe('POST /v1/batches with an Idempotency-Key: a retry creates nothing new'
     const items = await fx.callsItems();
     expect(items.filter((i) => i['sk'] === 'BATCH').map((i) => i['batchId'])).toEqual([batchId]);
     expect(items.filter((i) => String(i['sk']).startsWith('LIST#')).map((i) => [i['pk'], i['sk']])).toEqual([
-      [`BATCH#${batchId}`, 'LIST#001#00000'],
-      [`BATCH#${batchId}`, 'LIST#001#00001'],
+      [batchPartition(batchId), 'LIST#001#00000'],
+      [batchPartition(batchId), 'LIST#001#00001'],
     ]);
     expect((await fx.allJobs()).map((j) => j.id)).toEqual([`calls.dial:${batchId}:1`]);
     expect(fx.transport.counts.sendMessage).toBe(1);

@@ -3,11 +3,14 @@ import { batchKey, roundKey } from '../../functions/calls/model.ts';
 import type { BatchRow, RoundRow } from '../../functions/calls/model.ts';
 import { roundOutcomes } from '../../functions/calls/rounds.ts';
 
+/** A batch id as redial makes them (it names its tenant). */
+const B1 = `b_t.${'1'.repeat(32)}`;
+
 /** A batch row with the fields roundOutcomes reads; the rest as a fresh batch has them. */
 function batch(fields: Pick<BatchRow, 'round' | 'roundSize' | 'contactCount' | 'byCode'>): BatchRow {
   return {
-    ...batchKey('b_1'),
-    batchId: 'b_1',
+    ...batchKey(B1),
+    batchId: B1,
     tenantId: 't',
     status: 'InProgress',
     maxAttempts: 3,
@@ -31,7 +34,7 @@ function batch(fields: Pick<BatchRow, 'round' | 'roundSize' | 'contactCount' | '
   };
 }
 
-const row = (round: number, fields: Partial<RoundRow>): RoundRow => ({ ...roundKey('b_1', round), round, ...fields });
+const row = (round: number, fields: Partial<RoundRow>): RoundRow => ({ ...roundKey(B1, round), round, ...fields });
 
 describe('roundOutcomes: each round from the batch and the rows its finalisers wrote', () => {
   it('ARoundInProgressCountsWhatCompletedSoFarAndTheRestAsPending', () => {

@@ -3,7 +3,7 @@ import { batchKey, callIdFor, callWithSlot, contactKey, parseCallId } from '../.
 import type { BatchRow, ContactRow } from '../../functions/calls/model.ts';
 import { contactState } from '../../functions/calls/status.ts';
 
-const batchId = 'b_status';
+const batchId = `b_acme.${'5'.repeat(32)}`;
 const number = '+14155550100';
 
 /** A batch in round `round`, its dial cursor at (page, pos), in progress unless told otherwise. */
@@ -61,7 +61,7 @@ describe('a call id names its round and list position, bound to its batch and co
   it('RefusesAnIdOfAnotherContactOrBatch_OrWithItsRoundOrPositionAltered_OrMalformed', () => {
     const id = callIdFor(batchId, number, { round: 1, page: 0, pos: 7 });
     expect(parseCallId(batchId, '+14155550101', id)).toBeUndefined();
-    expect(parseCallId('b_other', number, id)).toBeUndefined();
+    expect(parseCallId(`b_acme.${'6'.repeat(32)}`, number, id)).toBeUndefined();
     for (const altered of [id.replace('.r1.', '.r2.'), id.replace('.p0.', '.p1.'), id.replace(/\.7$/, '.8'), `${id}.s9`, `${id}x`, id.slice(1), 'call_not_one_we_placed', '']) {
       expect(parseCallId(batchId, number, altered), altered).toBeUndefined();
     }

@@ -39,7 +39,7 @@ const settings: DeployedSettings = {
     webhooks: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     mail: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
   },
-  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, api: { rateLimit: 100, burstLimit: 200 } },
+  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, tenantApi: { rateLimit: 100, burstLimit: 200 }, api: { rateLimit: 100, burstLimit: 200 } },
 };
 
 describe('DynamoDB units', () => {
@@ -170,6 +170,29 @@ describe('the model of a run', () => {
     // api 0.1 GB-s over 2 results at 0.5 GB, webhooks 0.1 s × 0.5 GB / 2, mail 0.5 s × 0.5 GB × 0.1.
     expect(model.perResult.lambdaGbSeconds).toBeCloseTo(0.025 + 0.025 + 0.025, 10);
     expect(model.perResult.mails).toBeCloseTo(0.1, 10);
+  });
+
+  it('CountsTheTenantApisKeyCheckApart_ItsReadsAndItsLastUsedWrites', () => {
+    const keyed = buildModel({
+      records: [
+        ...records,
+        { service: 'Lambda', operation: 'Invoke', source: 'api:POST /v1/batches', at: 0, function: 'tenantApi', records: 1, durationMs: 20, bytes: 300 },
+        { service: 'Lambda', operation: 'Invoke', source: 'api:GET /v1/batches', at: 0, function: 'tenantApi', records: 1, durationMs: 20, bytes: 300 },
+        dynamo({ source: 'api:POST /v1/batches', operation: 'GetItem', reads: [{ table: 'calls', pk: 'TENANT#big#KEYS', bytes: 200, items: 1, consistent: true, shape: 'item' }] }),
+        dynamo({ source: 'api:POST /v1/batches', operation: 'UpdateItem', writes: [write({ table: 'calls', pk: 'TENANT#big#KEYS', oldBytes: 200, newBytes: 230 })] }),
+      ],
+      results: 2,
+      mails: 1,
+      mailsPerResult: 0.1,
+      categorize,
+      settings: { ...settings, memoryMb: { ...settings.memoryMb, tenantApi: 512 } },
+      prices,
+      rates: { average: 100, burst: 1000 },
+    });
+    // Over 2 results: one consistent read (1 unit) and one write (1 unit) of a key, for two tenant API requests.
+    expect(keyed.perResult.apiKeys).toEqual({ requests: 1, readUnits: 0.5, writeUnits: 0.5, tenantApiRequests: 1 });
+    expect(model.perResult.apiKeys).toEqual({ requests: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 });
+    expect(keyed.writeUnitsPerResult - model.writeUnitsPerResult).toBeCloseTo(0.5, 10);
   });
 
   it('PricesAMillionResultsFromThePriceTableWithAndWithoutSes', () => {

@@ -165,6 +165,57 @@ describe('ops CLI against the local runtime', () => {
   });
 });
 
+describe('ops CLI: tenants’ keys, and a tenant’s batches and endpoints with its key or as an operator', () => {
+  it('keys create prints a key once; --api-key acts as its tenant, the operator through the copies; a revoked key exits 1 naming the key', async () => {
+    const tenant = await fetch(`${runtime.url}/v1/tenants/cli-tenant`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 2 }) });
+    expect(tenant.status).toBe(200);
+    const created = await ops('keys', 'create', 'cli-tenant');
+    expect(created.code, created.stderr).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^rdl_cli-tenant\.k_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
+    expect(created.stderr).toContain('shown once');
+    const keyId = key.split('.')[1]!;
+
+    // A batch created as the tenant, with its key.
+    const made = await fetch(`${runtime.url}/v1/batches`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ contacts: [{ number: '+14155550142' }], maxAttempts: 1 }),
+    });
+    const { batchId } = (await made.json()) as { batchId: string };
+    expect(batchId).toMatch(/^b_cli-tenant\./);
+
+    // As the tenant: its listing and its batch (--api-key, or REDIAL_API_KEY).
+    const listed = await opsJson<{ batches: { batchId: string }[] }>('--api-key', key, 'batches', 'list');
+    expect(listed.batches.map((b) => b.batchId)).toEqual([batchId]);
+    const byEnv = await runCli(['--api', runtime.url, 'batches', 'show', batchId], { stdout: { write: () => true }, stderr: { write: () => true } }, {
+      env: { REDIAL_API_KEY: key },
+      credentials: () => Promise.reject(new Error('none needed')),
+      now: () => new Date(),
+    });
+    expect(byEnv).toBe(0);
+    // As an operator: one tenant's batches, or every tenant's, and the batch through the operator copy.
+    expect((await opsJson<{ batches: { batchId: string }[] }>('batches', 'list', '--tenant', 'cli-tenant')).batches.map((b) => b.batchId)).toEqual([batchId]);
+    expect((await opsJson<{ batches: { batchId: string }[] }>('batches', 'list')).batches.map((b) => b.batchId)).toContain(batchId);
+    const shown = await ops('batches', 'show', batchId);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`batch      ${batchId} (tenant cli-tenant)`);
+    expect((await ops('--api-key', key, 'batches', 'list', '--tenant', 'other')).code).toBe(2);
+    expect((await opsJson<{ endpoints: unknown[] }>('--api-key', key, 'endpoints', 'list')).endpoints).toEqual([]);
+
+    const keys = await opsJson<{ keys: { keyId: string; revokedAt: string | null; lastUsedAt: string | null }[] }>('keys', 'list', 'cli-tenant');
+    expect(keys.keys).toMatchObject([{ keyId, revokedAt: null }]);
+    expect(keys.keys[0]!.lastUsedAt).not.toBeNull();
+    const revoked = await ops('keys', 'revoke', 'cli-tenant', keyId);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain(`revoked ${keyId} of tenant cli-tenant`);
+    const refused = await ops('--api-key', key, 'batches', 'list');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('401 unauthorized');
+    expect(refused.stderr).toContain('--api-key or REDIAL_API_KEY');
+  });
+});
+
 describe('ops CLI without a server', () => {
   it("policies prints webhook.deliver's 17 waits, 5.32 d in all, and owner.notify's 6.07 h", async () => {
     const { code, stdout } = await ops('policies');

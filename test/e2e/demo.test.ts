@@ -40,8 +40,9 @@ function npmStart(checkout: string) {
   return { child, exited, output: () => output, waitFor };
 }
 
-async function api(url: string): Promise<any> {
-  const response = await fetch(url, { headers: { accept: 'application/json' } });
+/** A GET of the API: as the operator (locally, unsigned), or as a tenant with its API key. */
+async function api(url: string, key?: string): Promise<any> {
+  const response = await fetch(url, { headers: { accept: 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
   expect(response.status, url).toBe(200);
   return response.json();
 }
@@ -69,8 +70,11 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
     const dynamoPid = Number((await npm.waitFor(/DynamoDB Local\s+\S+\s+pid (\d+)/, 5_000))[1]);
     const pids = [dynamoPid, runtimeOf(dynamoPid)];
     expect(npm.output()).toMatch(/time is scaled, 1 s of job time passes in 0\.025 s/);
+    let key: string | undefined;
     try {
-      const goneId = (await npm.waitFor(/POST \/v1\/endpoints → (ep_[0-9a-f]{32}) \(gone/, 60_000))[1]!;
+      // The demo issues its tenant's API key through the operator route, prints it once, and calls the tenant routes with it.
+      key = (await npm.waitFor(/demo: {3}(rdl_demo\.k_[0-9a-f]{16}\.[A-Za-z0-9_-]{43})\n/, 60_000))[1]!;
+      const goneId = (await npm.waitFor(/POST \/v1\/endpoints → (ep_demo\.[0-9a-f]{32}) \(gone/, 60_000))[1]!;
 
       // The panel, in a real browser, while the demo runs.
       const browser = await launchBrowser();
@@ -102,8 +106,11 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
 
       // The demo's final summary agrees with the API.
       const summary = JSON.parse((await npm.waitFor(/summary JSON: (\{.*\})\n/, 180_000))[1]!);
-      const batch = await api(`${url}/v1/batches/${summary.batchId}`);
+      const batch = await api(`${url}/v1/batches/${summary.batchId}`, key);
       expect(batch.status).toBe('Finalised');
+      // The tenant route takes no request without the key; the operator reads the batch through its copy.
+      expect((await fetch(`${url}/v1/batches/${summary.batchId}`)).status).toBe(401);
+      expect((await fetch(`${url}/v1/ops/tenants/demo/batches/${summary.batchId}`)).status).toBe(200);
       expect({ status: batch.status, rounds: batch.round, contactsByCode: batch.counts.byCode }).toEqual({
         status: summary.status,
         rounds: summary.rounds,
@@ -129,7 +136,8 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
       await again.waitFor(new RegExp(`demo: ran before \\(batch ${saved.batchId}`), 60_000);
       await again.waitFor(/summary JSON:/, 30_000);
       expect(again.output()).not.toContain('POST /v1/batches');
-      expect((await api(`${againUrl}/v1/batches/${saved.batchId}`)).status).toBe('Finalised');
+      expect((await api(`${againUrl}/v1/batches/${saved.batchId}`, saved.apiKey)).status).toBe('Finalised');
+      expect(saved.apiKey).toBe(key);
       expect((await api(`${againUrl}/v1/ops/job-counts?kind=calls.finalise`)).counts.completed).toBe(3);
     } finally {
       await stopped(again, againPids);

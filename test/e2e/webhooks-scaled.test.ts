@@ -53,10 +53,13 @@ describe('npm start at TIME_SCALE 0.01: one delivery in flight whatever the cloc
     const local = await startLocalProcess(['--memory', '--no-demo'], { TIME_SCALE: '0.01', CALL_PLACER_URL: placer.url, CALL_WEBHOOK_SECRET: SECRET });
     try {
       expect((await json(`${local.url}/v1/tenants/acme`, { method: 'PUT', body: JSON.stringify({ concurrencyLimit: RESULTS }) })).status).toBe(200);
-      const endpoint = await json(`${local.url}/v1/endpoints`, { method: 'POST', body: JSON.stringify({ tenantId: 'acme', url: receiver.url() }) });
+      const issued = await json(`${local.url}/v1/tenants/acme/keys`, { method: 'POST' });
+      expect(issued.status).toBe(201);
+      const asAcme = { authorization: `Bearer ${issued.body.key as string}` };
+      const endpoint = await json(`${local.url}/v1/endpoints`, { method: 'POST', headers: asAcme, body: JSON.stringify({ url: receiver.url() }) });
       expect(endpoint.status).toBe(201);
       const contacts = Array.from({ length: RESULTS }, (_, i) => ({ number: `+1415555${String(3000 + i)}` }));
-      const created = await json(`${local.url}/v1/batches`, { method: 'POST', body: JSON.stringify({ tenantId: 'acme', contacts, maxAttempts: 1 }) });
+      const created = await json(`${local.url}/v1/batches`, { method: 'POST', headers: asAcme, body: JSON.stringify({ contacts, maxAttempts: 1 }) });
       expect(created.status).toBe(201);
       await until(`${RESULTS} calls placed`, () => placer.calls.length >= RESULTS, 30_000);
 
@@ -73,14 +76,14 @@ describe('npm start at TIME_SCALE 0.01: one delivery in flight whatever the cloc
       );
       expect(answers.map((a) => a.body.outcome)).toEqual(Array(RESULTS).fill('applied'));
 
-      await until('every event counted on the endpoint', async () => (await json(`${local.url}/v1/endpoints/${endpoint.body.endpointId}`)).body.delivered >= RESULTS + 1, 60_000);
+      await until('every event counted on the endpoint', async () => (await json(`${local.url}/v1/endpoints/${endpoint.body.endpointId}`, { headers: asAcme })).body.delivered >= RESULTS + 1, 60_000);
       // Longer than a lease and a sweep on this clock (5 min + 5 min = 6 s real): a second runner would have sent by now.
       await new Promise((r) => setTimeout(r, 7_000));
       const ids = receiver.requests.map((r) => r.headers['webhook-id']);
       expect(new Set(ids).size).toBe(RESULTS + 1);
       expect(receiver.requests).toHaveLength(RESULTS + 1);
       expect(receiver.maxInFlight).toBe(1);
-      const batch = await json(`${local.url}/v1/batches/${created.body.batchId}`);
+      const batch = await json(`${local.url}/v1/batches/${created.body.batchId}`, { headers: asAcme });
       expect(batch.body.status).toBe('Finalised');
     } finally {
       await local.stop();

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkJobLayerNames, checkLayers } from './structure-gate.ts';
+import { checkJobLayerNames, checkLayers, checkScopeMints } from './structure-gate.ts';
 import type { DomainNames } from './structure-gate.ts';
 import { domainNames } from './domain-names.ts';
 
@@ -31,6 +31,10 @@ describe('the structure gate on this repository', () => {
     expect(checkLayers(repoRoot)).toEqual([]);
   });
 
+  it('FindsNoTenantScopeMadeOutsideTheAuthenticationStep', () => {
+    expect(checkScopeMints(repoRoot)).toEqual([]);
+  });
+
   it('FindsNoDomainNameInTheJobLayer_TheNamesReadFromTheContextsOwnDeclarations', () => {
     const declared = domainNames();
     // The names come from the modules, so a kind added to a context is checked without editing the gate.
@@ -43,6 +47,24 @@ describe('the structure gate on this repository', () => {
 });
 
 describe('the structure gate finds what it is for', () => {
+  it('ReportsAHandlerMakingATenantScope_WhateverTheImportsShape_AndLetsTheAuthStepAndTheScopesType', () => {
+    const root = plantTree({
+      'functions/calls/api.ts': `import { operatorScope } from '../platform/tenancy.ts';\nimport type { TenantScope } from '../platform/tenancy.ts';\nexport const s: TenantScope = operatorScope('acme');`,
+      'functions/webhooks/api.ts': `import { scopeOfKey as asTenant } from '../platform/tenancy.ts';\nexport const s = asTenant('acme', 'k');`,
+      'functions/mail/routes.ts': `import * as tenancy from '../platform/tenancy.ts';\nexport const s = tenancy.operatorScope('acme');`,
+      'functions/calls/reexport.ts': `export { operatorScope } from '../platform/tenancy.ts';`,
+      'functions/platform/http.ts': `import { operatorScope, scopeOfKey } from './tenancy.ts';\nexport const x = [operatorScope, scopeOfKey];`,
+      'functions/platform/tenancy.ts': `export const operatorScope = (t: string) => t;\nexport const scopeOfKey = (t: string) => t;\nexport const tenantIdSchema = 1;`,
+      'functions/calls/schemas.ts': `import { tenantIdSchema } from '../platform/tenancy.ts';\nexport const x = tenantIdSchema;`,
+    });
+    expect(checkScopeMints(root).map((v) => [v.file, v.line, v.rule])).toEqual([
+      ['functions/calls/api.ts', 1, 'tenant-scope-mint'],
+      ['functions/calls/reexport.ts', 1, 'tenant-scope-mint'],
+      ['functions/mail/routes.ts', 1, 'tenant-scope-mint'],
+      ['functions/webhooks/api.ts', 1, 'tenant-scope-mint'],
+    ]);
+  });
+
   it('ReportsAContextImportingAnotherContext_OrTheJobLayersInternals_OrAHost', () => {
     const root = plantTree({
       'functions/calls/finaliser.ts': `import { ownerNotifyKind } from '../mail/kinds.ts';\nimport { JobStore } from '../jobs/store.ts';\nimport { System } from '../app/system.ts';\nexport const x = [ownerNotifyKind, JobStore, System];`,

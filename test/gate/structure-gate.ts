@@ -9,6 +9,9 @@
  * - `job-layer-domain-name`: functions/jobs naming a domain kind, queue or discard reason: in a string
  *   (any such name, exactly), or in a comment (a dotted kind name, or a declared reason with an underscore,
  *   as a whole word; plain words like "mail" in prose are left alone).
+ * - `tenant-scope-mint`: a file other than the authentication step (functions/platform/http.ts) importing
+ *   what makes a tenant scope (`scopeOfKey`, `operatorScope` of functions/platform/tenancy.ts): a scope is
+ *   made from a verified API key or an operator's path, never by a handler from a tenant id it was sent.
  *
  * It reads syntax, not text, so an import inside a comment is not a finding, and a name in a string is one.
  */
@@ -16,13 +19,19 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
-export const STRUCTURE_RULES = ['layer-import', 'job-layer-domain-name'] as const;
+export const STRUCTURE_RULES = ['layer-import', 'job-layer-domain-name', 'tenant-scope-mint'] as const;
 export type StructureRule = (typeof STRUCTURE_RULES)[number];
 
 export const STRUCTURE_RULE_DESCRIPTIONS: Readonly<Record<StructureRule, string>> = {
   'layer-import': 'an import against the layers: platform ← jobs ← a context ← app and the hosts; no context imports another',
   'job-layer-domain-name': 'functions/jobs names a domain kind, queue or discard reason (the contexts declare those)',
+  'tenant-scope-mint': 'a tenant scope is made only by the authentication step (functions/platform/http.ts), from a key or an operator’s path',
 };
+
+/** What makes a tenant scope, and the one file of functions/ that may import it. */
+const SCOPE_MINTS = ['scopeOfKey', 'operatorScope'] as const;
+const SCOPE_MINTER = 'functions/platform/http.ts';
+const TENANCY = 'functions/platform/tenancy.ts';
 
 export interface StructureViolation {
   rule: StructureRule;
@@ -163,6 +172,39 @@ export function checkJobLayerNames(root: string, names: DomainNames): StructureV
       for (const range of ts.getLeadingCommentRanges(text, file.endOfFileToken.getFullStart()) ?? []) {
         if (seen.has(range.pos)) continue;
         for (const match of text.slice(range.pos, range.end).matchAll(inProse)) report(range.pos + match.index, match[1]!, 'in a comment');
+      }
+    }
+  }
+  return violations.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
+}
+
+/**
+ * `tenant-scope-mint` over every file of functions/: only the authentication step imports what makes a
+ * {@link TENANCY} scope (named imports, re-exports and a namespace import alike).
+ */
+export function checkScopeMints(root: string): StructureViolation[] {
+  const violations: StructureViolation[] = [];
+  for (const path of sourceFiles(join(root, 'functions'))) {
+    const rel = posix(relative(root, path));
+    if (rel === SCOPE_MINTER || rel === TENANCY) continue;
+    const file = parse(path);
+    for (const statement of file.statements) {
+      if (!(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) || !statement.moduleSpecifier || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+      const target = posix(relative(root, resolve(dirname(path), statement.moduleSpecifier.text)));
+      if (target !== TENANCY) continue;
+      const names: string[] = [];
+      if (ts.isImportDeclaration(statement)) {
+        const bindings = statement.importClause?.namedBindings;
+        if (bindings && ts.isNamespaceImport(bindings)) names.push('* (every export)');
+        if (bindings && ts.isNamedImports(bindings)) names.push(...bindings.elements.map((e) => (e.propertyName ?? e.name).text));
+      } else {
+        const clause = statement.exportClause;
+        if (!clause) names.push('* (every export)');
+        else if (ts.isNamedExports(clause)) names.push(...clause.elements.map((e) => (e.propertyName ?? e.name).text));
+        else names.push('* (every export)');
+      }
+      for (const name of names.filter((n) => n.startsWith('*') || (SCOPE_MINTS as readonly string[]).includes(n))) {
+        violations.push({ rule: 'tenant-scope-mint', file: rel, line: lineOf(file, statement.getStart(file)), message: `imports ${name} from ${TENANCY}: only ${SCOPE_MINTER} makes a tenant scope` });
       }
     }
   }

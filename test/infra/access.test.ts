@@ -3,7 +3,7 @@ import { queueNames } from '../../functions/app/system.ts';
 import type { QueueName } from '../../functions/app/system.ts';
 import { httpFunctionsByRoute, System, tables } from '../../functions/app/system.ts';
 import type { TableKey } from '../../functions/app/system.ts';
-import { PUBLIC_ROUTES } from '../../lib/redial-stack.ts';
+import { PUBLIC_ROUTES, TENANT_ROUTES } from '../../lib/redial-stack.ts';
 import { LEASE_ATTRIBUTES, ROUTING_ATTRIBUTES } from '../../functions/webhooks/store.ts';
 import { actionsOf, resourcesOf, synth } from './synth.ts';
 import type { Intrinsic, Resource, Statement } from './synth.ts';
@@ -25,11 +25,11 @@ const endpointContext = ' if kms:EncryptionContextKeys=endpointId|tenantId if km
  * Publishing an event (functions/webhooks/publish.ts): the tenant's endpoints read for their routing
  * attributes only — never the secret — and a delivery's entry put behind a busy endpoint.
  */
-const routing = ' if dynamodb:LeadingKeys=TENANT#*|ENDPOINT#* if dynamodb:Attributes=pk|sk|endpointId|tenantId|eventTypes|disabled|holder|busyUntil if dynamodb:Select=SPECIFIC_ATTRIBUTES';
+const routing = ' if dynamodb:LeadingKeys=TENANT#* if dynamodb:Attributes=pk|sk|endpointId|tenantId|eventTypes|disabled|holder|busyUntil if dynamodb:Select=SPECIFIC_ATTRIBUTES';
 const publishes = [
   ...['GetItem', 'BatchGetItem', 'Query'].map((a) => `dynamodb:${a} table:webhooks${routing}`),
-  'dynamodb:UpdateItem table:webhooks if dynamodb:LeadingKeys=ENDPOINT#* if dynamodb:Attributes=pk|sk|disabled|holder|busyUntil|watch if dynamodb:ReturnValues=NONE',
-  'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=WAITLIST#*',
+  'dynamodb:UpdateItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#ENDPOINT#* if dynamodb:Attributes=pk|sk|disabled|holder|busyUntil|watch if dynamodb:ReturnValues=NONE',
+  'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#WAITLIST#*',
 ];
 
 const EXPECTED: Record<string, string[]> = {
@@ -42,6 +42,17 @@ const EXPECTED: Record<string, string[]> = {
     'secretsmanager:GetSecretValue secret:callWebhook',
   ],
   publicLinks: ['dynamodb:UpdateItem table:mail if dynamodb:LeadingKeys=TENANT#*'],
+  tenantApi: [
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*|BATCHES*`),
+    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
+    'dynamodb:Query table:jobs/index/byCheck',
+    'dynamodb:Query table:jobs/index/byDeadLetter',
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks if dynamodb:LeadingKeys=TENANT#*|ENDPOINTS*`),
+    ...sendsTo('dial', 'deliveries'),
+    ...deletesSchedules,
+    `kms:Encrypt key:webhookSecrets${endpointContext}`,
+    `kms:Decrypt key:webhookSecrets${endpointContext}`,
+  ],
   api: [
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
@@ -60,7 +71,7 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
     'dynamodb:Query table:jobs/index/byCheck',
-    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=ENDPOINT#*',
+    'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#ENDPOINT#*',
     ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
     ...createsSchedules,
   ],
@@ -224,14 +235,14 @@ describe('functions that serve public routes', () => {
         const actions = actionsOf(st);
         if (actions.includes('dynamodb:PutItem')) {
           expect(actions, id).toEqual(['dynamodb:PutItem']);
-          expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['WAITLIST#*'] } });
+          expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*#WAITLIST#*'] } });
           continue;
         }
         if (actions.includes('dynamodb:UpdateItem')) {
           // The lease alone, and nothing read back (ReturnValues NONE: never the item with its secret).
           expect(actions, id).toEqual(['dynamodb:UpdateItem']);
           expect(st.Condition, id).toEqual({
-            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENDPOINT#*'] },
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*#ENDPOINT#*'] },
             'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...LEASE_ATTRIBUTES] },
             StringEqualsIfExists: { 'dynamodb:ReturnValues': ['NONE'] },
           });
@@ -260,10 +271,16 @@ describe('functions that serve public routes', () => {
       expect(servedBy[key], key).toBe(route.servedBy);
       expect(byKey[key], key).toBe(functionIds[route.servedBy]);
     }
+    // The tenant routes go to the tenant API function, without IAM (it checks their API key).
+    for (const route of TENANT_ROUTES) {
+      const key = `${route.method} ${route.path}`;
+      expect(servedBy[key], key).toBe('tenantApi');
+      expect(byKey[key], key).toBe(functionIds['tenantApi']);
+    }
     // Everything else is behind IAM and goes to the API function.
     const iamKeys = Object.entries(servedBy).filter(([, fn]) => fn === 'api');
     expect(iamKeys.length).toBeGreaterThan(0);
-    expect(Object.keys(servedBy).length).toBe(iamKeys.length + PUBLIC_ROUTES.length);
+    expect(Object.keys(servedBy).length).toBe(iamKeys.length + PUBLIC_ROUTES.length + TENANT_ROUTES.length);
     expect(byKey['ANY /{proxy+}']).toBe(functionIds['api']);
   });
 });
@@ -287,34 +304,35 @@ describe('the intake', () => {
 });
 
 describe('webhook endpoint secrets key', () => {
-  it('is handed (by ARN) only to the functions that may use it: the API and the deliveries worker (it signs)', () => {
+  it('is handed (by ARN) only to the functions that may use it: the APIs (register an endpoint) and the deliveries worker (it signs)', () => {
     const holders = Object.entries(functionIds)
       .filter(([, id]) => s.envOf(id)['WEBHOOK_SECRETS_KEY_ARN'] !== undefined)
       .map(([name]) => name);
-    expect(holders.sort()).toEqual(['api', 'deliveriesWorker']);
+    expect(holders.sort()).toEqual(['api', 'deliveriesWorker', 'tenantApi']);
     const key = s.resources[s.idOf(s.stack.webhookSecretsKey)] as Resource;
     expect(key.Properties['EnableKeyRotation']).toBe(true);
     // It protects secrets in tables that outlive the stack, so it outlives the stack too.
     expect(key.DeletionPolicy).toBe('Retain');
   });
 
-  it('may be used only by the API (encrypt, decrypt) and the deliveries worker (decrypt), each only with an endpoint’s encryption context', () => {
+  it('may be used only by the APIs (encrypt, decrypt) and the deliveries worker (decrypt), each only with an endpoint’s encryption context', () => {
     const keyId = s.idOf(s.stack.webhookSecretsKey);
     const uses = Object.fromEntries(
       Object.entries(functionIds).map(([name, id]) => [name, s.roleStatements(s.roleOf(s.resources[id]!)).filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${keyId}"`))]),
     );
-    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'deliveriesWorker']);
+    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'deliveriesWorker', 'tenantApi']);
     // The intake and the rescuer write to the webhooks table, yet neither may use the key at all.
     for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'dialWorker', 'webhooksWorker', 'mailWorker', 'opsWorker']) {
       expect(JSON.stringify(s.roleStatements(s.roleOf(s.resources[functionIds[name]!]!))), name).not.toMatch(/"kms:/);
     }
-    for (const statement of [...uses['api']!, ...uses['deliveriesWorker']!]) {
+    for (const statement of [...uses['api']!, ...uses['tenantApi']!, ...uses['deliveriesWorker']!]) {
       expect(statement.Condition).toEqual({
         'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'] },
         StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
       });
     }
     expect(uses['api']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
+    expect(uses['tenantApi']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
     expect(uses['deliveriesWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
   });
 });

@@ -39,6 +39,7 @@ describe('stack properties from the CDK context', () => {
         intakeBurstLimit: 800,
         linksRateLimit: '5',
         apiBurstLimit: '50',
+        tenantRateLimit: 40,
         intakeReservedConcurrency: '40',
         deletionProtection: 'false',
         deliveriesConcurrency: '300',
@@ -56,6 +57,7 @@ describe('stack properties from the CDK context', () => {
       throttling: {
         intake: { rateLimit: 500, burstLimit: 800 },
         publicLinks: { rateLimit: 5, burstLimit: DEFAULT_THROTTLING.publicLinks.burstLimit },
+        tenantApi: { rateLimit: 40, burstLimit: DEFAULT_THROTTLING.tenantApi.burstLimit },
         api: { rateLimit: DEFAULT_THROTTLING.api.rateLimit, burstLimit: 50 },
       },
       queues: { ...DEFAULT_QUEUE_SETTINGS, deliveries: { ...DEFAULT_QUEUE_SETTINGS.deliveries, maxConcurrency: 300 }, calls: { ...DEFAULT_QUEUE_SETTINGS.calls, batchSize: 5 } },

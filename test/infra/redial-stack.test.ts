@@ -14,7 +14,7 @@ import type { TableKey } from '../../functions/app/system.ts';
 import { parseConfig } from '../../functions/platform/config.ts';
 import { createTableInput } from '../../functions/platform/tables.ts';
 import { JobQueue } from '../../lib/constructs/job-queue.ts';
-import { DEFAULT_QUEUE_SETTINGS, DEFAULT_THROTTLING, PUBLIC_ROUTES, RedialStack, workerEntry } from '../../lib/redial-stack.ts';
+import { DEFAULT_QUEUE_SETTINGS, DEFAULT_THROTTLING, PUBLIC_ROUTES, RedialStack, TENANT_ROUTES, workerEntry } from '../../lib/redial-stack.ts';
 import { actionsOf, BASE_PROPS, fakeResolve, newApp, PLACER_URL, root, synth } from './synth.ts';
 import type { Resource } from './synth.ts';
 
@@ -198,7 +198,7 @@ describe('scheduler', () => {
 describe('functions', () => {
   it('each get a configuration the job layer accepts at cold start, naming every queue and table', () => {
     const functions = s.ofType('AWS::Lambda::Function');
-    expect(functions.length).toBe(queueNames.length + 4);
+    expect(functions.length).toBe(queueNames.length + 5);
     for (const [id] of functions) {
       const env = Object.fromEntries(Object.entries(s.envOf(id)).map(([k, v]) => [k, fakeResolve(v)]));
       const config = parseConfig(jobsAwsConfig, env);
@@ -237,13 +237,26 @@ describe('HTTP API', () => {
     Object.fromEntries(s.ofType('AWS::ApiGatewayV2::Route').map(([, r]) => [r.Properties['RouteKey'] as string, (r.Properties['AuthorizationType'] as string | undefined) ?? 'NONE']));
   const stageOf = (t = s) => t.ofType('AWS::ApiGatewayV2::Stage')[0]!;
 
-  it('asks for an IAM signature on every route except the public ones', () => {
+  it('asks for an IAM signature on every route except the public ones and the tenant routes (their function checks the API key)', () => {
     const auth = authOf();
     expect(auth['ANY /{proxy+}']).toBe('AWS_IAM');
     expect(auth['GET /healthz']).toBe('NONE');
-    const publicKeys = new Set(PUBLIC_ROUTES.map((r) => `${r.method} ${r.path}`));
-    for (const [key, type] of Object.entries(auth)) expect(type, key).toBe(publicKeys.has(key) ? 'NONE' : 'AWS_IAM');
-    expect(Object.keys(auth).length).toBe(PUBLIC_ROUTES.length + 1);
+    const unsigned = new Set([...PUBLIC_ROUTES, ...TENANT_ROUTES].map((r) => `${r.method} ${r.path}`));
+    for (const [key, type] of Object.entries(auth)) expect(type, key).toBe(unsigned.has(key) ? 'NONE' : 'AWS_IAM');
+    expect(Object.keys(auth).length).toBe(PUBLIC_ROUTES.length + TENANT_ROUTES.length + 1);
+    // Operators' copies of the tenant routes, and tenant administration, fall to the IAM catch-all.
+    expect(Object.keys(auth).filter((key) => key.includes('/v1/ops/'))).toEqual([]);
+    expect(auth['GET /v1/tenants/{tenantId}']).toBe('NONE');
+    expect(auth['PUT /v1/tenants/{tenantId}']).toBeUndefined();
+  });
+
+  it("takes the tenant routes from the functions' `auth: 'tenant'` routes, every one of them", () => {
+    const system = new System(() => {
+      throw new Error('listing routes must not build the system');
+    });
+    const declared = system.routes().filter((r) => r.auth === 'tenant').map((r) => `${r.method} ${r.path}`);
+    expect(declared.length).toBeGreaterThan(0);
+    expect(TENANT_ROUTES.map((r) => `${r.method} ${r.path}`).sort()).toEqual(declared.sort());
   });
 
   it("keeps the public routes and the functions' `auth: 'none'` routes the same list", () => {
@@ -268,23 +281,26 @@ describe('HTTP API', () => {
     const [, stage] = stageOf();
     expect(stage.Properties['DefaultRouteSettings']).toEqual({ ThrottlingRateLimit: DEFAULT_THROTTLING.api.rateLimit, ThrottlingBurstLimit: DEFAULT_THROTTLING.api.burstLimit });
     const settings = stage.Properties['RouteSettings'] as Record<string, unknown>;
-    expect(Object.keys(settings).sort()).toEqual(PUBLIC_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+    expect(Object.keys(settings).sort()).toEqual([...PUBLIC_ROUTES, ...TENANT_ROUTES].map((r) => `${r.method} ${r.path}`).sort());
     for (const route of PUBLIC_ROUTES) {
       const limit = DEFAULT_THROTTLING[route.servedBy];
       expect(settings[`${route.method} ${route.path}`], route.path).toEqual({ ThrottlingRateLimit: limit.rateLimit, ThrottlingBurstLimit: limit.burstLimit });
+    }
+    for (const route of TENANT_ROUTES) {
+      expect(settings[`${route.method} ${route.path}`], route.path).toEqual({ ThrottlingRateLimit: DEFAULT_THROTTLING.tenantApi.rateLimit, ThrottlingBurstLimit: DEFAULT_THROTTLING.tenantApi.burstLimit });
     }
     // The design's burst of 1,000 results a second fits the intake's limit; a mailed link is a person.
     expect(settings['POST /v1/calls/webhook']).toEqual({ ThrottlingRateLimit: 1000, ThrottlingBurstLimit: 2000 });
     expect(DEFAULT_THROTTLING.publicLinks.rateLimit).toBeLessThan(DEFAULT_THROTTLING.api.rateLimit);
   });
 
-  it('creates the public routes before the stage that names them in its route settings', () => {
+  it('creates the public and tenant routes before the stage that names them in its route settings', () => {
     const [, stage] = stageOf();
     const routeIds = s
       .ofType('AWS::ApiGatewayV2::Route')
       .filter(([, r]) => r.Properties['RouteKey'] !== 'ANY /{proxy+}')
       .map(([id]) => id);
-    expect(routeIds.length).toBe(PUBLIC_ROUTES.length);
+    expect(routeIds.length).toBe(PUBLIC_ROUTES.length + TENANT_ROUTES.length);
     for (const id of routeIds) expect(stage.DependsOn ?? [], id).toContain(id);
   });
 

@@ -106,7 +106,7 @@ describe('the ops panel on the local runtime', () => {
     expect(token).not.toBe('');
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
     const body = new URLSearchParams({ form_token: token }).toString();
-    const unknownEndpoint = `ep_${'0'.repeat(32)}`;
+    const unknownEndpoint = `ep_panel.${'0'.repeat(32)}`;
     for (const path of ['/panel/jobs/nope/retry', `/panel/endpoints/${unknownEndpoint}/enable`, `/panel/endpoints/${unknownEndpoint}/redeliver`]) {
       expect((await fetch(`${runtime.url}${path}`, { method: 'POST', redirect: 'manual', headers: form, body })).status, path).toBe(404);
     }
@@ -139,23 +139,28 @@ describe('the local runtime refuses cross-site requests', () => {
   }
 
   it('TheProbesCurlIsRefusedAndSoIsAJsonBodyOfAnyOtherTypeAForeignOriginOrAForeignHost', async () => {
-    const body = JSON.stringify({ tenantId: 'victim', url: 'http://127.0.0.1:9/steal' });
+    // Locally the operator routes need no credentials (the machine's user is the operator): the operator copy
+    // of POST /v1/endpoints is what a page the developer opens would try to drive.
+    const path = '/v1/ops/tenants/victim/endpoints';
+    const body = JSON.stringify({ url: 'http://127.0.0.1:9/steal' });
     const own = `127.0.0.1:${port()}`;
-    // curl -X POST 127.0.0.1:3000/v1/endpoints -H 'Content-Type: text/plain' -H 'Origin: http://evil.example' -d '…'
-    expect((await raw('POST', '/v1/endpoints', { host: own, 'content-type': 'text/plain', origin: 'http://evil.example' }, body)).status).toBe(403);
-    expect((await raw('POST', '/v1/endpoints', { host: own, 'content-type': 'application/json', origin: 'http://evil.example' }, body)).status).toBe(403);
-    expect((await raw('POST', '/v1/endpoints', { host: own, 'content-type': 'application/json', origin: 'null' }, body)).status).toBe(403);
+    // curl -X POST 127.0.0.1:3000/v1/ops/tenants/victim/endpoints -H 'Content-Type: text/plain' -H 'Origin: http://evil.example' -d '…'
+    expect((await raw('POST', path, { host: own, 'content-type': 'text/plain', origin: 'http://evil.example' }, body)).status).toBe(403);
+    expect((await raw('POST', path, { host: own, 'content-type': 'application/json', origin: 'http://evil.example' }, body)).status).toBe(403);
+    expect((await raw('POST', path, { host: own, 'content-type': 'application/json', origin: 'null' }, body)).status).toBe(403);
     // A page on a rebound name reaches 127.0.0.1 with its own name as Host.
-    expect((await raw('POST', '/v1/endpoints', { host: `evil.example:${port()}`, 'content-type': 'application/json' }, body)).status).toBe(403);
+    expect((await raw('POST', path, { host: `evil.example:${port()}`, 'content-type': 'application/json' }, body)).status).toBe(403);
     expect((await raw('GET', '/v1/ops/jobs', { host: `evil.example:${port()}` })).status).toBe(403);
     // From the runtime's own address, a JSON route still takes JSON only.
-    const plain = await raw('POST', '/v1/endpoints', { host: own, 'content-type': 'text/plain' }, body);
+    const plain = await raw('POST', path, { host: own, 'content-type': 'text/plain' }, body);
     expect(plain.status).toBe(415);
     expect(JSON.parse(plain.body).error).toBe('unsupported_media_type');
-    expect((await raw('POST', '/v1/endpoints', { host: own }, body)).status).toBe(415);
+    expect((await raw('POST', path, { host: own }, body)).status).toBe(415);
+    // The tenant route itself takes nothing without one of the tenant's keys, which a page cannot send cross-site.
+    expect((await raw('POST', '/v1/endpoints', { host: own, 'content-type': 'application/json' }, JSON.stringify({ tenantId: 'victim', url: 'http://127.0.0.1:9/steal' }))).status).toBe(401);
     expect(await endpointsOf('victim')).toEqual([]);
     // The same request, as the runtime's own clients send it, is served.
-    expect((await raw('POST', '/v1/endpoints', { host: `localhost:${port()}`, 'content-type': 'application/json; charset=utf-8', origin: `http://localhost:${port()}` }, body)).status).toBe(201);
+    expect((await raw('POST', path, { host: `localhost:${port()}`, 'content-type': 'application/json; charset=utf-8', origin: `http://localhost:${port()}` }, body)).status).toBe(201);
   });
 
   it('APanelFormWithoutItsTokenIsRefusedEvenFromThePanelsOwnOrigin', async () => {
@@ -200,7 +205,7 @@ describe('the local runtime refuses cross-site requests', () => {
     const evilHtml = `<!doctype html><title>evil</title>
 <form id="press" method="post" action="${target}/panel/jobs/${encodeURIComponent(id)}/retry"><input type="hidden" name="form_token" value="guess"></form>
 <script>
-fetch('${target}/v1/endpoints', { method: 'POST', mode: 'no-cors', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ tenantId: 'browser-victim', url: 'http://127.0.0.1:9/steal' }) })
+fetch('${target}/v1/ops/tenants/browser-victim/endpoints', { method: 'POST', mode: 'no-cors', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/steal' }) })
   .finally(() => document.getElementById('press').submit());
 </script>`;
     const evil = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(evilHtml));
@@ -216,7 +221,7 @@ fetch('${target}/v1/endpoints', { method: 'POST', mode: 'no-cors', headers: { 'C
       const pressed = page.waitForResponse((r) => r.url().includes('/retry'));
       await page.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
       await pressed;
-      await expect.poll(() => statuses['/v1/endpoints']).toBe(403);
+      await expect.poll(() => statuses['/v1/ops/tenants/browser-victim/endpoints']).toBe(403);
       expect(statuses[`/panel/jobs/${encodeURIComponent(id)}/retry`]).toBe(403);
     } finally {
       await browser.close();

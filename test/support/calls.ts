@@ -6,6 +6,8 @@ import { callsDefaults } from '../../functions/calls/config.ts';
 import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
 import type { SimulatedOutcome, SimulatorOptions } from '../../functions/calls/local/simulator.ts';
 import { CallsStore } from '../../functions/calls/store.ts';
+import { batchIds } from '../../functions/calls/model.ts';
+import { endpointIds } from '../../functions/webhooks/endpoint.ts';
 import { signCallWebhook } from '../../functions/calls/signature.ts';
 import type { JobRow } from '../../functions/jobs/row.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
@@ -16,6 +18,7 @@ import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
 import type { WebhookEvent } from '../../functions/webhooks/events.ts';
+import type { WebhookOptions } from '../../functions/webhooks/context.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
 import { transportFor } from '../../functions/mail/transport.ts';
 import { freshTables } from './dynamo.ts';
@@ -43,6 +46,8 @@ export interface CallsFixtureOptions {
   workers?: boolean;
   /** Where the dialer asks for calls, given the simulator's URL (default: the simulator itself); a test puts a gate in front of it. */
   placerUrl?: (simulatorUrl: string) => string;
+  /** The webhooks context's settings (default: production's; `allowLoopback` lets endpoints on 127.0.0.1 register). */
+  webhooks?: WebhookOptions;
 }
 
 /**
@@ -90,6 +95,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
         ...(options.placeBudgetMs !== undefined ? { placeBudgetMs: options.placeBudgetMs } : {}),
       },
       mail: { config: mailConfig, transport: transportFor(mailConfig.transport, clients) },
+      ...(options.webhooks ? { webhooks: options.webhooks } : {}),
     },
     serve: { port },
   });
@@ -132,7 +138,8 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     }
   }
 
-  async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  /** One request as sent: the headers given, nothing added. */
+  async function send(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
     const response = await fetch(`${url}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -140,6 +147,43 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     });
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  const keys = new Map<string, string>();
+  let lastTenant = 'acme';
+  /** A tenant's API key, issued through the operator route the first time it is asked for (undefined: no such tenant). */
+  async function keyOf(tenantId: string): Promise<string | undefined> {
+    if (!keys.has(tenantId)) {
+      const issued = await send('POST', `/v1/tenants/${encodeURIComponent(tenantId)}/keys`);
+      if (issued.status !== 201) return undefined;
+      const key = issued.body.key as string;
+      // Used once at once: its lastUsedAt is written now (at most once a minute after), not in a test's request.
+      const used = await send('GET', `/v1/tenants/${encodeURIComponent(tenantId)}`, undefined, { authorization: `Bearer ${key}` });
+      if (used.status !== 200) throw new Error(`a new key of ${tenantId} was refused: ${used.status}`);
+      keys.set(tenantId, key);
+    }
+    return keys.get(tenantId);
+  }
+
+  /**
+   * A request to the API. On a tenant route without an Authorization header of the test's own, it goes as
+   * the tenant it names (the body's tenantId, the tenant in the path's batch or endpoint id, else the
+   * tenant of the fixture's last such request), with an API key the fixture issued to that tenant through
+   * the operator route when the tenant was created (`PUT /v1/tenants/{tenantId}` through here): the real
+   * path, key check included.
+   */
+  async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+    const tenantId = Object.keys(headers).some((h) => h.toLowerCase() === 'authorization') ? undefined : tenantNamed(method, path, body, lastTenant);
+    if (tenantId === undefined) {
+      const response = await send(method, path, body, headers);
+      // A tenant created is issued its key at once, so a test's snapshot of the table after it holds the key.
+      const created = method === 'PUT' && response.status === 200 ? /^\/v1\/tenants\/([^/?]+)$/.exec(path) : null;
+      if (created) await keyOf(decodeURIComponent(created[1]!));
+      return response;
+    }
+    lastTenant = tenantId;
+    const key = await keyOf(tenantId);
+    return send(method, path, body, key ? { authorization: `Bearer ${key}`, ...headers } : headers);
   }
 
   /** POSTs a call result signed with `secret` (default: the intake's) at `timestampSeconds` (default: now). */
@@ -182,10 +226,14 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
     return Promise.resolve([...published].sort((a, b) => a.timestamp.localeCompare(b.timestamp)));
   }
 
-  /** Every item of the calls table (a scan: tests only), for before/after comparisons. */
+  /**
+   * Every item of the calls table (a scan: tests only), for before/after comparisons: the tenants' API keys
+   * left out, whose `lastUsedAt` the key check writes (at most once a minute) whatever the request
+   * (test/calls/keys.test.ts is about those).
+   */
   async function callsItems(): Promise<Record<string, unknown>[]> {
     const result = await clients.dynamo.send(new ScanCommand({ TableName: tableNames.calls, ConsistentRead: true }));
-    return ((result.Items ?? []) as Record<string, unknown>[]).sort((a, b) => `${String(a['pk'])}|${String(a['sk'])}`.localeCompare(`${String(b['pk'])}|${String(b['sk'])}`));
+    return ((result.Items ?? []) as Record<string, unknown>[]).filter((i) => !String(i['pk']).endsWith('#KEYS')).sort((a, b) => `${String(a['pk'])}|${String(a['sk'])}`.localeCompare(`${String(b['pk'])}|${String(b['sk'])}`));
   }
 
   /** Each contact of a batch as `GET /v1/batches/{id}/contacts` shows it (status derived: calls/status.ts), by number. */
@@ -209,7 +257,7 @@ export async function callsFixture(options: CallsFixtureOptions = {}) {
   /** Runs a job's wake-up on the executor of its queue, as the deployed workers do. */
   const execute = async (message: { jobId: string; seq: number }) => executors[(await jobs.store.mustGet(message.jobId)).queue as 'dial' | 'calls'].execute(message);
   const queues = { dial: callsQueues[0]!, calls: callsQueues[1]! };
-  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, webhook, createBatch, settle, quiesce, queues, allJobs, allEvents, callsItems, contactViews, contactView, stop };
+  return { clients, tableNames, counter, clock, rng, metrics, jobs, system, deps, handlers, execute, store, simulator, transport, url, api, send, keyOf, webhook, createBatch, settle, quiesce, queues, allJobs, allEvents, callsItems, contactViews, contactView, stop };
 }
 
 export type CallsFixture = Awaited<ReturnType<typeof callsFixture>>;
@@ -228,6 +276,19 @@ export function scriptByNumber(plan: Record<string, SimulatedOutcome[]>, fallbac
 
 /** `count` distinct E.164 numbers. */
 export const numbers = (count: number, prefix = '+1415555'): string[] => Array.from({ length: count }, (_, i) => `${prefix}${String(1000 + i).padStart(4, '0')}`);
+
+/** The tenant a request to a tenant route names, if it is one (see the fixture's `api`). */
+export function tenantNamed(method: string, path: string, body: unknown, fallback: string): string | undefined {
+  const route = path.split('?')[0]!;
+  const own = /^\/v1\/tenants\/([^/]+)$/.exec(route);
+  if (!(/^\/v1\/(batches|endpoints)(\/|$)/.test(route) || (method === 'GET' && own))) return undefined;
+  const named = (body as { tenantId?: unknown } | undefined)?.tenantId;
+  if (typeof named === 'string') return named;
+  if (own) return decodeURIComponent(own[1]!);
+  const id = /^\/v1\/(?:batches|endpoints)\/([^/]+)/.exec(route)?.[1];
+  if (id) return batchIds.parse(decodeURIComponent(id))?.tenantId ?? endpointIds.parse(decodeURIComponent(id))?.tenantId ?? fallback;
+  return fallback;
+}
 
 function assertLocal(): never {
   throw new Error('the calls fixture runs on the in-process queues');

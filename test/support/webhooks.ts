@@ -8,7 +8,9 @@ import type { SecretKey } from '../../functions/platform/secret-key.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import type { JobRow } from '../../functions/jobs/index.ts';
 import type { WebhooksContext } from '../../functions/webhooks/context.ts';
-import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
+import { deliveryJobId, endpointIds } from '../../functions/webhooks/endpoint.ts';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import type { TenantScope } from '../../functions/platform/tenancy.ts';
 import { EventType, newEvent } from '../../functions/webhooks/events.ts';
 import { webhookDeliverKind } from '../../functions/webhooks/kinds.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
@@ -236,3 +238,10 @@ export async function webhooksFixture(
 
   return { ...fx, webhooks: ctx, executor, recordEvent, enqueueDelivery, run, runWhenDue, job, deliveryRows, drain, close: () => host.stop() };
 }
+
+/** The scope of the tenant an endpoint id names, as an operator acting for it (tests call the Endpoints methods directly). */
+export const ownerOf = (endpointId: string): TenantScope => {
+  const owner = endpointIds.parse(endpointId);
+  if (!owner) throw new Error(`not an endpoint id: ${endpointId}`);
+  return operatorScope(owner.tenantId);
+};

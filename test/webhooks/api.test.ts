@@ -1,11 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiKeyKey, ApiKeys, newApiKey } from '../../functions/calls/keys.ts';
+import { CallsStore } from '../../functions/calls/store.ts';
+import { iso } from '../../functions/platform/clock.ts';
 import { createApiHandler } from '../../functions/platform/http.ts';
+import { tenantIdSchema } from '../../functions/platform/tenancy.ts';
 import { startHttpServer } from '../../functions/platform/local/http-server.ts';
 import type { LocalHttpServer } from '../../functions/platform/local/http-server.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import { webhookRoutes } from '../../functions/webhooks/api.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
+import { tenantNamed } from '../support/calls.ts';
 
 let fx: Awaited<ReturnType<typeof webhooksFixture>>;
 let server: LocalHttpServer;
@@ -16,10 +22,17 @@ const resolve: Resolver = async (host) => {
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
 };
 
+let calls: CallsStore;
+const keys = new Map<string, string>();
+let lastTenant = 'api';
+
 beforeAll(async () => {
   fx = await webhooksFixture({ resolve });
   receiver = await Receiver.start();
-  server = await startHttpServer({ port: 0, handler: createApiHandler(webhookRoutes(() => fx.webhooks), fx.logger) });
+  // The tenant routes check keys as the deployed tenant API does: the calls context's keys, over its table.
+  calls = new CallsStore(fx.clients.dynamo, fx.tableNames.calls);
+  const verifier = new ApiKeys({ store: calls, clock: fx.clock, logger: fx.logger });
+  server = await startHttpServer({ port: 0, handler: createApiHandler(webhookRoutes(() => fx.webhooks), fx.logger, { keys: () => verifier }) });
 });
 afterAll(async () => {
   await server.close();
@@ -27,7 +40,32 @@ afterAll(async () => {
   await fx.close();
 });
 
+/** A tenant, created in the calls table with one API key (as `PUT /v1/tenants/{tenantId}` and `POST …/keys` would), and that key. */
+async function keyOf(tenantId: string): Promise<string> {
+  if (!keys.has(tenantId)) {
+    const now = fx.clock.now();
+    await calls.transact(calls.upsertTenantItems({ tenantId, concurrencyLimit: 1, ownerEmail: undefined, now }));
+    const { keyId, key, hash } = newApiKey(tenantId, randomBytes);
+    const created = await calls.transact(calls.createApiKeyItems({ ...apiKeyKey(tenantId, keyId), tenantId, keyId, hash, createdAt: iso(now) }));
+    if (!created.committed) throw new Error(`no key for ${tenantId}`);
+    keys.set(tenantId, key);
+  }
+  return keys.get(tenantId)!;
+}
+
+/**
+ * A request; on an endpoint route without an Authorization header of the test's own, as the tenant it
+ * names (the body's tenantId when it is one, the tenant of the path's endpoint id, else the last one), with
+ * that tenant's key.
+ */
 async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  if (!Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
+    const named = tenantNamed(method, path, typeof body === 'object' ? body : undefined, lastTenant);
+    if (named !== undefined) {
+      lastTenant = tenantIdSchema.safeParse(named).success ? named : lastTenant;
+      headers = { authorization: `Bearer ${await keyOf(lastTenant)}`, ...headers };
+    }
+  }
   const response = await fetch(`${server.url}${path}`, {
     method,
     ...(body === undefined ? { headers } : { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }),
@@ -40,7 +78,7 @@ describe('the endpoint API', () => {
   it('POST /v1/endpoints registers an endpoint and shows its whsec_ secret of 32 random bytes once', async () => {
     const created = await call('POST', '/v1/endpoints', { tenantId: 'api', url: 'https://hooks.example.com/in', eventTypes: ['call.completed'] });
     expect(created.status).toBe(201);
-    expect(created.body['endpointId']).toMatch(/^ep_[a-f0-9]{32}$/);
+    expect(created.body['endpointId']).toMatch(/^ep_api\.[a-f0-9]{32}$/);
     const secret = created.body['secret'] as string;
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
@@ -114,9 +152,11 @@ describe('the endpoint API', () => {
   });
 
   it('answers 404 for an unknown endpoint and 400 for a malformed id', async () => {
-    expect((await call('GET', `/v1/endpoints/ep_${'0'.repeat(32)}`)).status).toBe(404);
-    expect((await call('POST', `/v1/endpoints/ep_${'0'.repeat(32)}/enable`)).status).toBe(404);
-    expect((await call('POST', `/v1/endpoints/ep_${'0'.repeat(32)}/redeliver`)).status).toBe(404);
+    const unknown = `ep_api.${'0'.repeat(32)}`;
+    expect((await call('GET', `/v1/endpoints/${unknown}`)).status).toBe(404);
+    expect((await call('POST', `/v1/endpoints/${unknown}/enable`)).status).toBe(404);
+    expect((await call('POST', `/v1/endpoints/${unknown}/redeliver`)).status).toBe(404);
+    expect((await call('GET', `/v1/endpoints/ep_${'0'.repeat(32)}`)).status).toBe(400);
     const malformed = await call('GET', '/v1/endpoints/../jobs');
     expect([400, 404]).toContain(malformed.status);
     expect((await call('GET', '/v1/endpoints/not-an-id')).status).toBe(400);
@@ -138,26 +178,34 @@ describe('the endpoint API', () => {
     expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('completed');
   });
 
-  it('GET /v1/endpoints lists the newest first a page at a time from the endpoint index, never a secret and never a Scan', async () => {
+  it("GET /v1/endpoints lists the key's tenant's newest first a page at a time from its own partition, never a secret and never a Scan", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       fx.clock.advance(60_000);
-      ids.push((await call('POST', '/v1/endpoints', { tenantId: `list-${i}`, url: `https://hooks.example.com/list/${i}` })).body['endpointId'] as string);
+      ids.push((await call('POST', '/v1/endpoints', { tenantId: 'lister', url: `https://hooks.example.com/list/${i}` })).body['endpointId'] as string);
     }
+    // Another tenant's endpoint, registered last: never in this tenant's listing.
+    fx.clock.advance(60_000);
+    const theirs = (await call('POST', '/v1/endpoints', { tenantId: 'lister-other', url: 'https://hooks.example.com/list/other' })).body['endpointId'] as string;
+    const asLister = { authorization: `Bearer ${await keyOf('lister')}` };
     fx.counter.reset();
-    const first = await call('GET', '/v1/endpoints?limit=2');
+    const first = await call('GET', '/v1/endpoints?limit=2', undefined, asLister);
     expect(first.status).toBe(200);
     const listed = first.body['endpoints'] as { endpointId: string; tenantId: string; url: string }[];
     expect(listed.map((e) => e.endpointId)).toEqual([ids[2], ids[1]]);
     // The listing shows each endpoint as GET does, but for the wait list's count (a read per endpoint).
-    const { waiting, ...one } = (await call('GET', `/v1/endpoints/${ids[2]}`)).body;
+    const { waiting, ...one } = (await call('GET', `/v1/endpoints/${ids[2]}`, undefined, asLister)).body;
     expect(waiting).toBe(0);
     expect(listed[0]).toEqual(one);
     expect(JSON.stringify(first.body)).not.toContain('whsec_');
-    const second = await call('GET', `/v1/endpoints?limit=2&cursor=${String(first.body['cursor'])}`);
-    expect((second.body['endpoints'] as { endpointId: string }[])[0]?.endpointId).toBe(ids[0]);
+    const second = await call('GET', `/v1/endpoints?limit=2&cursor=${String(first.body['cursor'])}`, undefined, asLister);
+    expect((second.body['endpoints'] as { endpointId: string }[]).map((e) => e.endpointId)).toEqual([ids[0]]);
+    expect(second.body['cursor']).toBeUndefined();
     expect([...fx.counter.counts.keys()].filter((op) => op.endsWith('.Scan'))).toEqual([]);
-    expect((await call('GET', '/v1/endpoints?cursor=bm9wZQ')).status).toBe(400);
+    expect((await call('GET', '/v1/endpoints?cursor=bm9wZQ', undefined, asLister)).status).toBe(400);
+    // Its cursor is its own: another tenant presenting it is refused, not shown this tenant's page.
+    expect((await call('GET', `/v1/endpoints?limit=2&cursor=${String(first.body['cursor'])}`, undefined, { authorization: `Bearer ${await keyOf('lister-other')}` })).status).toBe(400);
+    expect((await call('GET', '/v1/endpoints', undefined, { authorization: `Bearer ${await keyOf('lister-other')}` })).body['endpoints']).toMatchObject([{ endpointId: theirs }]);
   });
 
   it("GET /v1/endpoints/{id}/deliveries shows this endpoint's deliveries with every attempt, and no other endpoint's", async () => {
@@ -180,7 +228,7 @@ describe('the endpoint API', () => {
     // The other endpoint's view shows its own delivery (not run yet), and nothing of this one's.
     const theirs = (await call('GET', `/v1/endpoints/${String(other.body['endpointId'])}/deliveries`)).body['deliveries'] as { eventId: string; state: string }[];
     expect(theirs.map((d) => [d.eventId, d.state])).toEqual([[others.id, 'available']]);
-    expect((await call('GET', `/v1/endpoints/ep_${'0'.repeat(32)}/deliveries`)).status).toBe(404);
+    expect((await call('GET', `/v1/endpoints/ep_deliveries.${'0'.repeat(32)}/deliveries`)).status).toBe(404);
     expect((await call('GET', `/v1/endpoints/${mine}/deliveries?perState=201`)).status).toBe(400);
   });
 });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 
 const closers: (() => Promise<void>)[] = [];
@@ -30,7 +31,7 @@ describe('at least once: a stall past the request timeout sends one event twice'
       if (index === 4) stall(600);
       return { status: 200 };
     });
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
     const events = [];
     for (let i = 0; i < 10; i++) events.push(await fx.recordEvent('t', 'call.completed', { i }));
     await fx.settle(3_600_000);

@@ -1,4 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { ownerOf } from '../support/webhooks.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliveryJobId, endpointKey } from '../../functions/webhooks/endpoint.ts';
 import { watchValue } from '../../functions/webhooks/store.ts';
@@ -22,7 +24,7 @@ async function setup(answer: Answer, n: number) {
   const receiver = await Receiver.start([answer]);
   const fx = await webhooksFixture();
   closers.push(() => receiver.close(), fx.close);
-  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+  const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
   const ids: string[] = [];
   const eventIds: string[] = [];
   for (let i = 0; i < n; i++) {
@@ -41,17 +43,17 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const failingFrom = fx.clock.now();
     expect((await fx.run(probe)).result).toBe('retryable');
     for (const id of waiting) expect((await fx.run(id)).result).toBe('snoozed');
-    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBe(new Date(failingFrom).toISOString());
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).failingSince).toBe(new Date(failingFrom).toISOString());
 
     // Just short of five days the probe's failure is an ordinary failure.
     fx.clock.set(failingFrom + DISABLE_AFTER_MS - minutes);
     expect((await fx.runWhenDue(probe)).result).toBe('retryable');
-    expect((await fx.webhooks.endpoints.get(endpointId)).disabled).toBe(false);
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).disabled).toBe(false);
 
     // The probe role has passed to the oldest waiting delivery, armed for one cooldown later: its failure
     // comes after the five days are up.
     await fx.drain(10 * minutes);
-    const endpoint = await fx.webhooks.endpoints.get(endpointId);
+    const endpoint = await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId);
     expect(endpoint).toMatchObject({ disabled: true, disabledReason: 'failing', failingSince: new Date(failingFrom).toISOString() });
     const rows = await Promise.all(ids.map((id) => fx.job(id)));
     expect(rows.map((r) => [r.state, r.discardReason])).toEqual(ids.map(() => ['discarded', 'endpoint_disabled']));
@@ -68,7 +70,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const receiver = await Receiver.start([{ status: 500 }]);
     const fx = await webhooksFixture();
     closers.push(() => receiver.close(), fx.close);
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
     // Published: the first is a job (the lease is taken for it), the other three wait in the list with no job.
     const events = [];
     for (let i = 0; i < 4; i++) {
@@ -82,7 +84,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     // Five days of probes later the endpoint is disabled; what still waits is discarded, each a job of its own.
     fx.clock.set(failingFrom + DISABLE_AFTER_MS - minutes);
     await fx.drain(10 * minutes);
-    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+    expect(await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
     const rows = await Promise.all([probe, ...waiting].map((id) => fx.job(id)));
     expect(rows.every((r) => r.state === 'discarded')).toBe(true);
     expect(new Set(rows.map((r) => r.discardReason))).toEqual(new Set(['endpoint_disabled']));
@@ -90,8 +92,8 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers).toHaveLength(4);
     // Back up: enabled and redelivered, each arrives once.
     receiver.reply([{ status: 200 }]);
-    await fx.webhooks.endpoints.enable(endpointId);
-    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 4 });
+    await fx.webhooks.endpoints.enable(ownerOf(endpointId), endpointId);
+    expect(await fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).toEqual({ requeued: 4 });
     await fx.drain(minutes);
     expect((await Promise.all([probe, ...waiting].map((id) => fx.job(id)))).every((r) => r.state === 'completed')).toBe(true);
     const ok = receiver.requests.filter((_, i) => receiver.requests.length - i <= 4).map((r) => r.headers['webhook-id']);
@@ -104,10 +106,10 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect((await fx.run(ids[0]!)).result).toBe('discarded');
     fx.clock.set(failingFrom + DISABLE_AFTER_MS - minutes);
     expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(0);
-    expect((await fx.webhooks.endpoints.get(endpointId)).disabled).toBe(false);
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).disabled).toBe(false);
     fx.clock.set(failingFrom + DISABLE_AFTER_MS);
     expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(1);
-    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+    expect(await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
   });
 
   it('TheSweepFindsFailingEndpointsInEveryByWatchShard_AndOnesStillCarryingTheUnshardedValue', async () => {
@@ -115,7 +117,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const fx = await webhooksFixture();
     closers.push(() => receiver.close(), fx.close);
     const endpoints: string[] = [];
-    for (let i = 0; i < 24; i++) endpoints.push((await fx.webhooks.endpoints.register({ tenantId: `t${i}`, url: receiver.url() })).endpointId);
+    for (let i = 0; i < 24; i++) endpoints.push((await fx.webhooks.endpoints.register(operatorScope(`t${i}`), { url: receiver.url() })).endpointId);
     const failingFrom = fx.clock.now();
     for (const [i, endpointId] of endpoints.entries()) {
       const event = await fx.recordEvent(`t${i}`, 'call.completed', { i });
@@ -129,7 +131,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     await fx.clients.dynamo.send(new UpdateCommand({ TableName: fx.tableNames.webhooks, Key: endpointKey(endpoints[0]!), UpdateExpression: 'SET #w = :w', ExpressionAttributeNames: { '#w': 'watch' }, ExpressionAttributeValues: { ':w': 'endpoint' } }));
     fx.clock.set(failingFrom + DISABLE_AFTER_MS);
     expect(await fx.webhooks.sweep(fx.clock.now())).toMatchObject({ looked: 24, disabled: 24 });
-    for (const id of endpoints) expect(await fx.webhooks.endpoints.get(id), id).toMatchObject({ disabled: true, disabledReason: 'failing' });
+    for (const id of endpoints) expect(await fx.webhooks.endpoints.get(ownerOf(id), id), id).toMatchObject({ disabled: true, disabledReason: 'failing' });
     // Disabled and idle, each left the index, the one that carried the old value too.
     for (const id of endpoints) expect((await fx.webhooks.deps.store.getEndpoint(id))?.watch, id).toBeUndefined();
   });
@@ -142,7 +144,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(0);
     fx.clock.set(failingFrom + 432_000_000);
     expect((await fx.webhooks.sweep(fx.clock.now())).disabled).toBe(1);
-    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
+    expect(await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).toMatchObject({ disabled: true, disabledReason: 'failing' });
   });
 
   it('TheSweepKindRunsAsAPeriodicJob_EnqueuedByTheRescuer', async () => {
@@ -154,7 +156,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     const sweeps = await fx.jobs.client.list({ kind: 'webhook.sweep' });
     expect(sweeps.jobs).toHaveLength(1);
     expect((await fx.run(sweeps.jobs[0]!.id)).result).toBe('completed');
-    expect((await fx.webhooks.endpoints.get(endpointId)).disabled).toBe(true);
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).disabled).toBe(true);
   });
 
   it('A410DisablesTheEndpoint_DiscardsItsWaitingDeliveriesWithoutSendingThem_AndNewEventsAreNotFannedOutToIt', async () => {
@@ -164,7 +166,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     for (const id of waiting) expect((await fx.run(id)).result).toBe('snoozed');
     expect((await fx.run(gone)).result).toBe('discarded');
     expect((await fx.job(gone)).discardReason).toBe('gone');
-    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'gone' });
+    expect(await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).toMatchObject({ disabled: true, disabledReason: 'gone' });
     await fx.drain(minutes);
     // Each waiting delivery ran once more, to be discarded, and sent nothing.
     for (const id of waiting) expect(await fx.job(id)).toMatchObject({ state: 'discarded', discardReason: 'endpoint_disabled', attempt: 1 });
@@ -182,17 +184,17 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     for (const id of rest) expect((await fx.run(id)).result).toBe('discarded');
     expect((await Promise.all(ids.map((id) => fx.job(id)))).map((r) => r.discardReason)).toEqual(['gone', 'endpoint_disabled', 'endpoint_disabled']);
 
-    await expect(fx.webhooks.endpoints.redeliver(endpointId)).rejects.toBeInstanceOf(EndpointDisabledError);
+    await expect(fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).rejects.toBeInstanceOf(EndpointDisabledError);
     receiver.reply([{ status: 200 }]);
-    expect(await fx.webhooks.endpoints.enable(endpointId)).toMatchObject({ disabled: false, disabledReason: null, failingSince: null });
-    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 3 });
+    expect(await fx.webhooks.endpoints.enable(ownerOf(endpointId), endpointId)).toMatchObject({ disabled: false, disabledReason: null, failingSince: null });
+    expect(await fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).toEqual({ requeued: 3 });
     await fx.drain(minutes);
     const rows = await Promise.all(ids.map((id) => fx.job(id)));
     expect(rows.every((r) => r.state === 'completed')).toBe(true);
     const delivered = receiver.requests.filter((_, i) => i >= 1).map((r) => r.headers['webhook-id']);
     expect(delivered.sort()).toEqual(rows.map((r) => (r.args as { eventId: string }).eventId).sort());
     // Nothing is left to redeliver.
-    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 0 });
+    expect(await fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).toEqual({ requeued: 0 });
   });
 
   it('ADeliveryLostBetweenItsDiscardMarkerAndItsDiscard_LosesNothing_TheRescuerRunsItAgainAndRedeliverFindsIt', async () => {
@@ -211,8 +213,8 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     expect(await fx.job(gone)).toMatchObject({ state: 'running', attempt: 1 });
     expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers.map((m) => [m.jobId, m.reason])).toEqual([[gone, 'gone']]);
     // The marker of a delivery that is not (yet) discarded is kept, and nothing is requeued.
-    await fx.webhooks.endpoints.enable(endpointId);
-    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 0 });
+    await fx.webhooks.endpoints.enable(ownerOf(endpointId), endpointId);
+    expect(await fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).toEqual({ requeued: 0 });
     expect((await fx.webhooks.deps.store.discardMarkers(endpointId)).markers).toHaveLength(1);
 
     // Its lease runs out: the rescuer counts the attempt lost and runs it again; the endpoint still answers 410.
@@ -224,8 +226,8 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
 
     // Once the endpoint is back, redeliver finds it and it arrives.
     receiver.reply([{ status: 200 }]);
-    await fx.webhooks.endpoints.enable(endpointId);
-    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 1 });
+    await fx.webhooks.endpoints.enable(ownerOf(endpointId), endpointId);
+    expect(await fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).toEqual({ requeued: 1 });
     await fx.drain(minutes);
     expect(await fx.job(gone)).toMatchObject({ state: 'completed', attempt: 3 });
     expect(receiver.requests).toHaveLength(3);
@@ -245,7 +247,7 @@ describe('the 5-day rule, 410, enable and redeliver (manual clock)', () => {
     await fx.drain(10 * minutes);
     expect(await fx.job(lucky)).toMatchObject({ state: 'completed', attempt: 18 });
 
-    expect(await fx.webhooks.endpoints.redeliver(endpointId)).toEqual({ requeued: 1 });
+    expect(await fx.webhooks.endpoints.redeliver(ownerOf(endpointId), endpointId)).toEqual({ requeued: 1 });
     await fx.drain(minutes);
     expect(await fx.job(exhausted)).toMatchObject({ state: 'completed', attempt: 19 });
     expect(receiver.requests.filter((r) => r.headers['webhook-id'] === receiver.requests[0]!.headers['webhook-id'])).toHaveLength(2);

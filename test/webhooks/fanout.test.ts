@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { webhookFanoutKind } from '../../functions/webhooks/events.ts';
 import { fanout } from '../../functions/webhooks/fanout.ts';
@@ -36,16 +37,16 @@ async function targetsOf(eventId: string, endpointIds: string[]): Promise<string
 }
 
 /** `n` endpoints of one tenant. */
-const register = (tenantId: string, n: number) => Promise.all(Array.from({ length: n }, (_, i) => fx.webhooks.endpoints.register({ tenantId, url: receiver.url(`/${tenantId}/${i}`) })));
+const register = (tenantId: string, n: number) => Promise.all(Array.from({ length: n }, (_, i) => fx.webhooks.endpoints.register(operatorScope(tenantId), { url: receiver.url(`/${tenantId}/${i}`) })));
 
 describe('publishing an event', () => {
   it('puts one delivery per enabled endpoint of the events tenant that subscribes to its type in the transaction itself, and none elsewhere', async () => {
-    const all = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/all') });
-    const finals = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/finals'), eventTypes: ['batch.finalised'] });
-    const both = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/both'), eventTypes: ['call.completed', 'batch.finalised'] });
-    const off = await fx.webhooks.endpoints.register({ tenantId: 'acme', url: receiver.url('/off') });
+    const all = await fx.webhooks.endpoints.register(operatorScope('acme'), { url: receiver.url('/all') });
+    const finals = await fx.webhooks.endpoints.register(operatorScope('acme'), { url: receiver.url('/finals'), eventTypes: ['batch.finalised'] });
+    const both = await fx.webhooks.endpoints.register(operatorScope('acme'), { url: receiver.url('/both'), eventTypes: ['call.completed', 'batch.finalised'] });
+    const off = await fx.webhooks.endpoints.register(operatorScope('acme'), { url: receiver.url('/off') });
     expect(await fx.webhooks.deps.store.disable(off.endpointId, 'gone', fx.clock.now())).toBeDefined();
-    const other = await fx.webhooks.endpoints.register({ tenantId: 'globex', url: receiver.url('/other') });
+    const other = await fx.webhooks.endpoints.register(operatorScope('globex'), { url: receiver.url('/other') });
     const ids = [all, finals, both, off, other].map((e) => e.endpointId);
 
     const call = await fx.recordEvent('acme', 'call.completed');
@@ -67,7 +68,7 @@ describe('publishing an event', () => {
   });
 
   it('takes a free endpoints lease before the commit, and gives it back (and restarts its list) when the transaction does not commit', async () => {
-    const endpoint = await fx.webhooks.endpoints.register({ tenantId: 'undone', url: receiver.url('/undone') });
+    const endpoint = await fx.webhooks.endpoints.register(operatorScope('undone'), { url: receiver.url('/undone') });
     const published = await fx.webhooks.publisher.prepare({ tenantId: 'undone', type: 'call.completed', data: {} }, fx.clock.now());
     const id = deliveryJobId(published.event.id, endpoint.endpointId);
     // Taken for the delivery before its transaction commits: what is published meanwhile waits behind it.
@@ -82,7 +83,7 @@ describe('publishing an event', () => {
   });
 
   it('of ten events published at once to a free endpoint, makes one its job and holder, and puts the other nine in its list', async () => {
-    const endpoint = await fx.webhooks.endpoints.register({ tenantId: 'rush', url: receiver.url('/rush') });
+    const endpoint = await fx.webhooks.endpoints.register(operatorScope('rush'), { url: receiver.url('/rush') });
     const events = await Promise.all(Array.from({ length: 10 }, (_, n) => fx.recordEvent('rush', 'call.completed', { n })));
     const withJob = (await Promise.all(events.map((e) => deliveriesOf(e.id, [endpoint.endpointId]).then((found) => (found.length > 0 ? e.id : undefined))))).filter(Boolean);
     expect(withJob).toHaveLength(1);

@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { ownerOf } from '../support/webhooks.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
 import { isPending } from '../../functions/webhooks/store.ts';
@@ -15,7 +17,7 @@ async function setup(options: { drainBudgetMs?: number; answers?: Answer[] } = {
   const receiver = await Receiver.start(options.answers ?? [{ status: 200 }]);
   const fx = await webhooksFixture(options.drainBudgetMs !== undefined ? { drainBudgetMs: options.drainBudgetMs } : {});
   closers.push(() => receiver.close(), fx.close);
-  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+  const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
   const store = fx.webhooks.deps.store;
   /** Publishes an event; the id its delivery has (or will have, if it ever needs a job). */
   const announce = async (i: number) => {
@@ -121,7 +123,7 @@ describe('deliveries behind a busy endpoint: in the wait list with their event, 
     expect(receiver.requests).toHaveLength(2);
     expect(await fx.job(waiting[0]!.id)).toMatchObject({ state: 'discarded', discardReason: 'gone' });
     for (const w of waiting.slice(1)) expect(await fx.job(w.id), w.id).toMatchObject({ state: 'discarded', discardReason: 'endpoint_disabled', attempt: 0, attempts: [] });
-    expect(await fx.webhooks.endpoints.get(endpointId)).toMatchObject({ disabled: true, disabledReason: 'gone' });
+    expect(await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).toMatchObject({ disabled: true, disabledReason: 'gone' });
     expect(await store.waitListHead(endpointId, 5)).toEqual([]);
     expect((await store.discardMarkers(endpointId)).markers.map((m) => m.jobId).sort()).toEqual(waiting.map((w) => w.id).sort());
   });

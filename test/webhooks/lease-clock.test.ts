@@ -3,6 +3,7 @@ import { ManualClock } from '../../functions/platform/clock.ts';
 import { coversSend, LEASE_MS, leaseTerms, SEND_MARGIN_MS } from '../../functions/webhooks/lease.ts';
 import type { EndpointRow } from '../../functions/webhooks/endpoint.ts';
 import type { SweepReport } from '../../functions/webhooks/sweep.ts';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 
 const closers: (() => Promise<void>)[] = [];
@@ -42,7 +43,7 @@ describe('lease terms on the deliveries clock (pure)', () => {
  * in its list with no job, to be sent by the holder within its run (the drain).
  */
 async function backlog(fx: Awaited<ReturnType<typeof webhooksFixture>>, receiver: Receiver) {
-  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+  const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
   const events = [];
   for (let i = 0; i < 3; i++) {
     fx.clock.advance(1);

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
 import { leaseMs } from '../../functions/jobs/queues.ts';
 import { webhooksModule } from '../../functions/webhooks/module.ts';
 import { LEASE_MS } from '../../functions/webhooks/lease.ts';
@@ -23,7 +24,7 @@ async function setup(n: number) {
   const receiver = await Receiver.start([{ status: 200 }]);
   const fx = await webhooksFixture();
   closers.push(() => receiver.close(), fx.close);
-  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+  const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     // A millisecond apart, so the wait list (ordered by enqueue time) is in this order.

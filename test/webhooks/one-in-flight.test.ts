@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { ownerOf } from '../support/webhooks.ts';
 import { COOLDOWN_MS, LEASE_MS } from '../../functions/webhooks/lease.ts';
 import { UNWATCH_IDLE_MS } from '../../functions/webhooks/sweep.ts';
 import { watchValue } from '../../functions/webhooks/store.ts';
@@ -25,7 +27,7 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     const receiver = await Receiver.start([{ status: 200, delayMs: 2 }]);
     const fx = await webhooksFixture({ transport: 'local' });
     closers.push(() => receiver.close(), fx.close);
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
     const events = await recordMany(fx, 200);
     await fx.settle(60 * minutes);
 
@@ -57,7 +59,7 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     // When each request arrives, on the fixture's clock (the receiver's own `at` is real time).
     const arrivals: number[] = [];
     receiver.reply(() => (arrivals.push(fx.clock.now()), { status: 500 }));
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t'), { url: receiver.url() });
     const start = fx.clock.now();
     const events = await recordMany(fx, 30);
 
@@ -83,7 +85,7 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     const waiting = await fx.webhooks.deps.store.waitListHead(endpointId, 100);
     expect(waiting.length + rows.filter((r) => r.state === 'retryable' || r.state === 'snoozed' || r.state === 'scheduled').length).toBeGreaterThanOrEqual(30 - 1);
     expect(rows.every((r) => r.state !== 'discarded' && r.state !== 'completed')).toBe(true);
-    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBe(new Date(start).toISOString());
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).failingSince).toBe(new Date(start).toISOString());
 
     receiver.reply([{ status: 200 }]);
     const recovered = fx.clock.now();
@@ -96,6 +98,6 @@ describe('one delivery per endpoint in flight (real workers on the local queues)
     expect(Math.max(...delivered) - recovered).toBeLessThanOrEqual(COOLDOWN_MS);
     expect(await fx.webhooks.deps.store.waitListHead(endpointId, 5)).toEqual([]);
     expect(receiver.maxInFlight).toBe(1);
-    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBeNull();
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).failingSince).toBeNull();
   });
 });

@@ -1,4 +1,5 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { MemoryMetrics } from '../../functions/platform/metrics.ts';
@@ -50,7 +51,7 @@ async function setup() {
 describe('endpoint signing secrets at rest', () => {
   it('RegisteringStoresOnlyTheSecretsCiphertext_BoundToItsEndpointAndTenant', async () => {
     const { key, receiver, fx, raw } = await setup();
-    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const { endpointId, secret } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
 
     const item = await raw(endpointId);
     expect(item).not.toHaveProperty('secret');
@@ -64,8 +65,8 @@ describe('endpoint signing secrets at rest', () => {
 
   it('ADeliverySignsWithTheDecryptedSecret_AndARegistrationReplayedShowsTheSameSecretAgain', async () => {
     const { receiver, fx, deliverOne } = await setup();
-    const first = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() }, 'key-1');
-    const replay = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() }, 'key-1');
+    const first = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() }, 'key-1');
+    const replay = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() }, 'key-1');
     expect(replay).toEqual({ ...first, replayed: true });
 
     expect((await deliverOne(first.endpointId)).result).toBe('completed');
@@ -74,8 +75,8 @@ describe('endpoint signing secrets at rest', () => {
 
   it('ACiphertextCopiedToAnotherEndpointsRowSignsNothingThere', async () => {
     const { receiver, fx, raw, deliverOne } = await setup();
-    const a = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url('/a') });
-    const b = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url('/b') });
+    const a = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url('/a') });
+    const b = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url('/b') });
     await fx.clients.dynamo.send(
       new UpdateCommand({
         TableName: fx.tableNames.webhooks,
@@ -97,7 +98,7 @@ describe('endpoint signing secrets at rest', () => {
 
   it('AnEndpointStoredWithItsSecretInPlaintextKeepsDelivering_AndSealingItKeepsTheSameSecret', async () => {
     const { key, receiver, fx, raw, deliverOne } = await setup();
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
     // As an endpoint was stored before secrets were encrypted.
     const legacy = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
     await fx.clients.dynamo.send(
@@ -120,7 +121,7 @@ describe('endpoint signing secrets at rest', () => {
 
   it('SealingLeavesAnEndpointWhosePlaintextChangedMeanwhileAsItIs', async () => {
     const { fx, receiver, raw } = await setup();
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
     await fx.clients.dynamo.send(
       new UpdateCommand({ TableName: fx.tableNames.webhooks, Key: endpointKey(endpointId), UpdateExpression: 'SET secret = :s REMOVE secretCiphertext', ExpressionAttributeValues: { ':s': 'whsec_old' } }),
     );
@@ -135,7 +136,7 @@ describe('endpoint signing secrets at rest', () => {
 
   it('DeliveriesToOneEndpointAskTheKeyOnceWithinFiveMinutes', async () => {
     const { key, receiver, fx, deliverOne } = await setup();
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
     for (let i = 0; i < 3; i++) expect((await deliverOne(endpointId)).result).toBe('completed');
     expect(key.decrypts).toBe(1);
     fx.clock.set(fx.clock.now() + SECRET_CACHE_MS + 1);
@@ -156,8 +157,8 @@ describe('endpoint signing secrets at rest', () => {
       webhooks: { allowLoopback: true },
     });
     closers.push(() => keyless.close());
-    await expect(keyless.endpoints.register({ tenantId: 't1', url: receiver.url() })).rejects.toThrow(/may not use the endpoint-secrets key/);
-    const row = (await fx.webhooks.deps.store.getEndpoint((await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() })).endpointId))!;
+    await expect(keyless.endpoints.register(operatorScope('t1'), { url: receiver.url() })).rejects.toThrow(/may not use the endpoint-secrets key/);
+    const row = (await fx.webhooks.deps.store.getEndpoint((await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() })).endpointId))!;
     await expect(keyless.deps.secrets.open(row)).rejects.toThrow(/may not use the endpoint-secrets key/);
   });
 });

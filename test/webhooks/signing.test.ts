@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { ownerOf } from '../support/webhooks.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { eventBody } from '../../functions/webhooks/signing.ts';
 import { Receiver, verify, webhooksFixture } from '../support/webhooks.ts';
@@ -23,7 +25,7 @@ describe('signed delivery (Standard Webhooks)', () => {
     const receiver = await Receiver.start([{ status: 500 }, { status: 500 }, { status: 200 }]);
     const fx = await webhooksFixture();
     closers.push(() => receiver.close(), fx.close);
-    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const { endpointId, secret } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
     const event = await fx.recordEvent('t1', 'call.completed', { callId: 'c-1', code: 'COMPLETED' });
     const id = deliveryJobId(event.id, endpointId);
 
@@ -48,7 +50,7 @@ describe('signed delivery (Standard Webhooks)', () => {
     expect(times[2]! - times[1]!).toBeLessThanOrEqual(330_000);
     const row = await fx.job(id);
     expect(row.attempts.map((a) => a.outcome)).toEqual(['retryable', 'retryable', 'completed']);
-    expect((await fx.webhooks.endpoints.get(endpointId)).failingSince).toBeNull();
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).failingSince).toBeNull();
   });
 
   it('UnderAScaledLocalClock_TheTimestampIsTheWallClocks_SoAReceiverChecksItAgainstItsOwn', async () => {
@@ -56,7 +58,7 @@ describe('signed delivery (Standard Webhooks)', () => {
     const wall = { now: () => Date.parse('2026-01-05T09:00:00.000Z') - 3 * 3600_000 };
     const fx = await webhooksFixture({ wallClock: wall });
     closers.push(() => receiver.close(), fx.close);
-    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
+    const { endpointId, secret } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
     const event = await fx.recordEvent('t1');
     expect((await fx.run(deliveryJobId(event.id, endpointId))).result).toBe('completed');
     const request = receiver.requests[0]!;
@@ -70,8 +72,8 @@ describe('signed delivery (Standard Webhooks)', () => {
     const receiver = await Receiver.start();
     const fx = await webhooksFixture();
     closers.push(() => receiver.close(), fx.close);
-    const { endpointId, secret } = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url() });
-    const other = await fx.webhooks.endpoints.register({ tenantId: 't1', url: receiver.url('/other') });
+    const { endpointId, secret } = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url() });
+    const other = await fx.webhooks.endpoints.register(operatorScope('t1'), { url: receiver.url('/other') });
     const event = await fx.recordEvent('t1');
     await fx.run(deliveryJobId(event.id, endpointId));
     const request = receiver.requests.find((r) => r.path === '/hook')!;

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { ownerOf } from '../support/webhooks.ts';
 import type { Resolver } from '../../functions/platform/vetted-http.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { UrlRefusedError } from '../../functions/webhooks/errors.ts';
@@ -121,21 +123,21 @@ describe('the SSRF guard at registration (production policy: no loopback)', () =
 
   it('refuses each blocked range and each odd spelling as a URL literal, writing nothing', async () => {
     const urls = [...blocked.map(([address]) => (address.includes(':') ? `http://[${address}]/hook` : `http://${address}/hook`)), ...oddSpellings];
-    for (const url of urls) await expect(fx.webhooks.endpoints.register({ tenantId: 'ssrf', url }), url).rejects.toBeInstanceOf(UrlRefusedError);
+    for (const url of urls) await expect(fx.webhooks.endpoints.register(operatorScope('ssrf'), { url }), url).rejects.toBeInstanceOf(UrlRefusedError);
     expect(await fx.webhooks.deps.store.tenantEndpoints('ssrf')).toEqual([]);
   });
 
   it('refuses host names that resolve to a blocked address, or to any blocked address among others', async () => {
     for (const host of ['localhost', 'internal.corp', 'mixed.example.com', 'meta.example.com']) {
-      await expect(fx.webhooks.endpoints.register({ tenantId: 'ssrf', url: `https://${host}/hook` }), host).rejects.toThrow(/resolves to a blocked address/);
+      await expect(fx.webhooks.endpoints.register(operatorScope('ssrf'), { url: `https://${host}/hook` }), host).rejects.toThrow(/resolves to a blocked address/);
     }
-    await expect(fx.webhooks.endpoints.register({ tenantId: 'ssrf', url: 'https://nowhere.example/hook' })).rejects.toThrow(/does not resolve/);
+    await expect(fx.webhooks.endpoints.register(operatorScope('ssrf'), { url: 'https://nowhere.example/hook' })).rejects.toThrow(/does not resolve/);
     expect(await fx.webhooks.deps.store.tenantEndpoints('ssrf')).toEqual([]);
   });
 
   it('accepts a host that resolves to public addresses only', async () => {
-    const { endpointId } = await fx.webhooks.endpoints.register({ tenantId: 'ssrf-ok', url: 'https://hooks.example.com/hook' });
-    expect((await fx.webhooks.endpoints.get(endpointId)).url).toBe('https://hooks.example.com/hook');
+    const { endpointId } = await fx.webhooks.endpoints.register(operatorScope('ssrf-ok'), { url: 'https://hooks.example.com/hook' });
+    expect((await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId)).url).toBe('https://hooks.example.com/hook');
   });
 });
 
@@ -158,8 +160,8 @@ describe('the SSRF guard at every delivery', () => {
       blocked.map(async ([address, reason], i) => {
         const host = `h${i}.example.com`;
         resolve.answers[host] = ['93.184.216.34'];
-        const tenantId = `t-${host}`;
-        const { endpointId } = await fx.webhooks.endpoints.register({ tenantId, url: `http://${host}:${loopback.port}/hook` });
+        const tenantId = `t-h${i}`;
+        const { endpointId } = await fx.webhooks.endpoints.register(operatorScope(tenantId), { url: `http://${host}:${loopback.port}/hook` });
         resolve.answers[host] = [address];
         const event = await fx.recordEvent(tenantId);
         const result = await fx.run(deliveryJobId(event.id, endpointId));
@@ -183,7 +185,7 @@ describe('the SSRF guard at every delivery', () => {
     };
     const rfx = await webhooksFixture({ allowLoopback: false, resolve: rebinding, requestTimeoutMs: 300 });
     try {
-      const { endpointId } = await rfx.webhooks.endpoints.register({ tenantId: 'rebind', url: `http://rebind.example.com:${loopback.port}/hook` });
+      const { endpointId } = await rfx.webhooks.endpoints.register(operatorScope('rebind'), { url: `http://rebind.example.com:${loopback.port}/hook` });
       expect(calls).toBe(1);
       const event = await rfx.recordEvent('rebind');
       const id = deliveryJobId(event.id, endpointId);

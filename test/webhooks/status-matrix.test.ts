@@ -1,4 +1,6 @@
 import { createServer } from 'node:net';
+import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { ownerOf } from '../support/webhooks.ts';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
@@ -31,12 +33,12 @@ async function attemptOnce(answer: Answer | { url: string }) {
     url = receiver.url();
   }
   const tenantId = `t-${Math.random().toString(36).slice(2)}`;
-  const { endpointId } = await fx.webhooks.endpoints.register({ tenantId, url });
+  const { endpointId } = await fx.webhooks.endpoints.register(operatorScope(tenantId), { url });
   const event = await fx.recordEvent(tenantId);
   const id = deliveryJobId(event.id, endpointId);
   const before = fx.clock.now();
   const result = await fx.run(id);
-  return { result: result.result, row: await fx.job(id), endpoint: await fx.webhooks.endpoints.get(endpointId), receiver, before, id, endpointId };
+  return { result: result.result, row: await fx.job(id), endpoint: await fx.webhooks.endpoints.get(ownerOf(endpointId), endpointId), receiver, before, id, endpointId };
 }
 
 /** A port on 127.0.0.1 with nothing listening. */

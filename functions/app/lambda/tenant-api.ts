@@ -1,0 +1,11 @@
+// API Gateway (HTTP API) entry point of the tenant routes (docs/operations.md, "Who may call what"): API
+// Gateway asks for no IAM signature on them; every request must present one of a tenant's API keys, which
+// this function checks before anything else runs (functions/platform/http.ts, functions/calls/keys.ts) and
+// acts for that tenant alone. Operators reach the same handlers through the IAM copies (api.ts).
+import { createApiHandler } from '../../platform/http.ts';
+import { awsSystem } from '../aws.ts';
+import { routesServedBy } from '../system.ts';
+
+const { system, host, tracing } = awsSystem('redial-tenant-api');
+
+export const handler = createApiHandler(routesServedBy(system, 'tenantApi'), host.logger, { keys: () => system.apiKeys }).use(tracing.handlerMiddleware());

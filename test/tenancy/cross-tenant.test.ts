@@ -1,0 +1,166 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiDocument } from '../../functions/app/system.ts';
+import { callsFixture, numbers } from '../support/calls.ts';
+import type { CallsFixture } from '../support/calls.ts';
+
+/**
+ * Tenant B, with its own API key, against tenant A's things, on every tenant route of the OpenAPI document:
+ * ids of A's batches and endpoints, A's cursors, and A's id in bodies and queries. Each answers as for
+ * something that does not exist (404), refuses the other tenant's name (403) or cursor (400), or shows B's
+ * own things only — and nothing is written anywhere (no DynamoDB write, no wake-up sent), nothing of A's
+ * changes. A tenant route added to the API without a probe below fails the first test.
+ */
+
+let fx: CallsFixture;
+let receiver: { url: string; close: () => Promise<void> };
+/** What tenant A has, as A's own key saw it. */
+const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '' };
+/** B's own batch (to present A's contacts cursor on). */
+let bBatch = '';
+let asA: Record<string, string>;
+let asB: Record<string, string>;
+
+/** What B is answered, and whether that answer is what the probe expects. */
+interface Probe {
+  method: string;
+  path: string;
+  body?: unknown;
+  /** The status expected. */
+  status: number;
+  /** Further checks of the answer (B's own things only, the error named). */
+  check?: (body: any) => void;
+}
+
+/**
+ * How each tenant route is probed with B's key against A's things: every route of the OpenAPI document with
+ * the API-key security scheme must be here (the first test holds the two lists together).
+ */
+const PROBES: Record<string, () => Probe[]> = {
+  'GET /v1/tenants/{tenantId}': () => [{ method: 'GET', path: '/v1/tenants/tenant-a', status: 404, check: (body) => expect(body).toEqual({ error: 'not_found', message: 'tenant tenant-a not found' }) }],
+  'GET /v1/batches': () => [
+    { method: 'GET', path: '/v1/batches', status: 200, check: (body) => expect(body.batches.map((b: any) => b.tenantId)).toEqual(['tenant-b']) },
+    { method: 'GET', path: `/v1/batches?limit=1&cursor=${a.batchesCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+    { method: 'GET', path: '/v1/batches?tenantId=tenant-a', status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') },
+  ],
+  'POST /v1/batches': () => [
+    { method: 'POST', path: '/v1/batches', body: { tenantId: 'tenant-a', contacts: [{ number: '+14155550999' }], maxAttempts: 1 }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') },
+  ],
+  'GET /v1/batches/{id}': () => a.batches.map((id) => ({ method: 'GET', path: `/v1/batches/${id}`, status: 404, check: notFound('batch', id) })),
+  'DELETE /v1/batches/{id}': () => a.batches.map((id) => ({ method: 'DELETE', path: `/v1/batches/${id}`, status: 404, check: notFound('batch', id) })),
+  'GET /v1/batches/{id}/rounds': () => a.batches.map((id) => ({ method: 'GET', path: `/v1/batches/${id}/rounds`, status: 404, check: notFound('batch', id) })),
+  'GET /v1/batches/{id}/contacts': () => [
+    ...a.batches.map((id) => ({ method: 'GET', path: `/v1/batches/${id}/contacts`, status: 404, check: notFound('batch', id) })),
+    { method: 'GET', path: `/v1/batches/${a.batches[0]}/contacts?cursor=${a.contactsCursor}`, status: 404, check: notFound('batch', a.batches[0]!) },
+    // A's contacts cursor on B's own batch: not B's cursor.
+    { method: 'GET', path: `/v1/batches/${bBatch}/contacts?limit=1&cursor=${a.contactsCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+  ],
+  'POST /v1/endpoints': () => [{ method: 'POST', path: '/v1/endpoints', body: { tenantId: 'tenant-a', url: receiver.url }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') }],
+  'GET /v1/endpoints': () => [
+    { method: 'GET', path: '/v1/endpoints', status: 200, check: (body) => expect(body.endpoints).toEqual([]) },
+    { method: 'GET', path: `/v1/endpoints?limit=1&cursor=${a.endpointsCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+    { method: 'GET', path: '/v1/endpoints?tenantId=tenant-a', status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') },
+  ],
+  'GET /v1/endpoints/{id}': () => a.endpoints.map((id) => ({ method: 'GET', path: `/v1/endpoints/${id}`, status: 404, check: notFound('endpoint', id) })),
+  'GET /v1/endpoints/{id}/deliveries': () => a.endpoints.map((id) => ({ method: 'GET', path: `/v1/endpoints/${id}/deliveries`, status: 404, check: notFound('endpoint', id) })),
+  'POST /v1/endpoints/{id}/enable': () => a.endpoints.map((id) => ({ method: 'POST', path: `/v1/endpoints/${id}/enable`, status: 404, check: notFound('endpoint', id) })),
+  'POST /v1/endpoints/{id}/redeliver': () => a.endpoints.map((id) => ({ method: 'POST', path: `/v1/endpoints/${id}/redeliver`, status: 404, check: notFound('endpoint', id) })),
+};
+
+/** Exactly the answer an id that never existed gets. */
+const notFound = (what: string, id: string) => (body: unknown) => expect(body).toEqual({ error: 'not_found', message: `${what} ${id} not found` });
+
+/** The tenant routes as the OpenAPI document publishes them: those whose security is the API key. */
+function tenantRoutesOfTheDocument(): string[] {
+  const doc = apiDocument(fx.system.routes()) as { paths: Record<string, Record<string, { security: Record<string, unknown>[] }>> };
+  return Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods)
+      .filter(([, operation]) => operation.security.some((s) => 'apiKey' in s))
+      .map(([method]) => `${method.toUpperCase()} ${path}`),
+  );
+}
+
+/** Every item of every table, to compare before and after. */
+async function everything(): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const [key, table] of Object.entries(fx.tableNames)) {
+    const items = ((await fx.clients.dynamo.send(new ScanCommand({ TableName: table, ConsistentRead: true }))).Items ?? []) as Record<string, unknown>[];
+    out[key] = items.map((i) => JSON.stringify(i)).sort();
+  }
+  return out;
+}
+
+const WRITES = ['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems', 'BatchWriteItem'];
+
+beforeAll(async () => {
+  // No workers: nothing runs but the requests, so every write would be theirs.
+  fx = await callsFixture({ workers: false, webhooks: { allowLoopback: true } });
+  const server = createServer((_req, res) => res.writeHead(200).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  receiver = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+
+  for (const tenant of ['tenant-a', 'tenant-b']) expect((await fx.api('PUT', `/v1/tenants/${tenant}`, { concurrencyLimit: 5 })).status).toBe(200);
+  asA = { authorization: `Bearer ${await fx.keyOf('tenant-a')}` };
+  asB = { authorization: `Bearer ${await fx.keyOf('tenant-b')}` };
+  // A: two batches of three contacts, two endpoints; its cursors as A's own listings give them out.
+  for (let i = 0; i < 2; i++) {
+    const created = await fx.api('POST', '/v1/batches', { contacts: numbers(3, `+1415556${i}`).map((number) => ({ number })), maxAttempts: 2 }, asA);
+    expect(created.status).toBe(201);
+    a.batches.push(created.body.batchId);
+    const endpoint = await fx.api('POST', '/v1/endpoints', { url: `${receiver.url}/${i}` }, asA);
+    expect(endpoint.status).toBe(201);
+    a.endpoints.push(endpoint.body.endpointId);
+    fx.clock.advance(1000);
+  }
+  a.batchesCursor = (await fx.api('GET', '/v1/batches?limit=1', undefined, asA)).body.cursor;
+  a.endpointsCursor = (await fx.api('GET', '/v1/endpoints?limit=1', undefined, asA)).body.cursor;
+  a.contactsCursor = (await fx.api('GET', `/v1/batches/${a.batches[0]}/contacts?limit=1`, undefined, asA)).body.cursor;
+  for (const cursor of [a.batchesCursor, a.endpointsCursor, a.contactsCursor]) expect(cursor).toEqual(expect.any(String));
+  // B: one batch of its own, no endpoint.
+  bBatch = (await fx.api('POST', '/v1/batches', { contacts: numbers(2, '+1415557').map((number) => ({ number })), maxAttempts: 1 }, asB)).body.batchId;
+});
+
+afterAll(async () => {
+  await fx?.stop();
+  await receiver?.close();
+});
+
+describe("tenant B's key against tenant A's things", () => {
+  it('EveryTenantRouteOfTheOpenApiDocumentHasAProbe_AndEveryProbeIsATenantRoute', () => {
+    const routes = tenantRoutesOfTheDocument();
+    expect(routes.length).toBeGreaterThan(0);
+    expect(Object.keys(PROBES).sort()).toEqual(routes.sort());
+  });
+
+  it('FindsNothingOfA_RefusesAsNameAndCursors_AndWritesNothingAnywhere', async () => {
+    const before = await everything();
+    fx.counter.reset();
+    const sent = fx.transport.counts.sendMessage;
+    let probed = 0;
+    for (const [route, probes] of Object.entries(PROBES)) {
+      const list = probes();
+      expect(list.length, route).toBeGreaterThan(0);
+      for (const probe of list) {
+        const answer = await fx.send(probe.method, probe.path, probe.body, asB);
+        expect(answer.status, `${route}: ${probe.method} ${probe.path} → ${JSON.stringify(answer.body)}`).toBe(probe.status);
+        probe.check?.(answer.body);
+        probed++;
+      }
+    }
+    expect(probed).toBeGreaterThan(Object.keys(PROBES).length);
+    const written = [...fx.counter.counts.entries()].filter(([operation]) => WRITES.some((w) => operation.endsWith(`.${w}`)));
+    expect(written).toEqual([]);
+    expect(fx.transport.counts.sendMessage).toBe(sent);
+    expect(await everything()).toEqual(before);
+  });
+
+  it('LeavesAsThingsAsAsKeySeesThem', async () => {
+    for (const id of a.batches) expect((await fx.api('GET', `/v1/batches/${id}`, undefined, asA)).body).toMatchObject({ batchId: id, tenantId: 'tenant-a', status: 'Pending' });
+    for (const id of a.endpoints) expect((await fx.api('GET', `/v1/endpoints/${id}`, undefined, asA)).body).toMatchObject({ endpointId: id, tenantId: 'tenant-a', disabled: false });
+    // B's own listing and its own batch are B's, and A's key finds B's batch no more than B's found A's.
+    expect((await fx.api('GET', `/v1/batches/${bBatch}`, undefined, asA)).status).toBe(404);
+    expect((await fx.api('GET', '/v1/batches', undefined, asA)).body.batches.map((b: any) => b.batchId).sort()).toEqual([...a.batches].sort());
+  });
+});
