@@ -37,6 +37,7 @@ export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'deliveriesWorker dynamodb:PutItem table:jobs': 'a delivery from the wait list becomes a job when handed the lease, or when it fails (functions/webhooks/waitlist.ts promote, enqueueAttempted)',
   'deliveriesWorker sqs:SendMessage queue:webhooks': 'enqueues webhook.wake for a waiting delivery it cannot take on itself (functions/webhooks/waitlist.ts)',
   'deliveriesWorker scheduler:CreateSchedule schedule:jobs/*': 'retries of 30 minutes to 10 hours (deliveryPolicy), a Retry-After or a failing endpoint’s next probe beyond 15 minutes (functions/webhooks/delivery.ts); the run’s waits are shorter',
+  'tenantApi scheduler:DeleteSchedule schedule:jobs/*': 'redeliver retries a discarded delivery now, which deletes a schedule the job may still hold (functions/webhooks/endpoints.ts, functions/jobs/client.ts retry, functions/jobs/apply.ts)',
   'deliveriesWorker scheduler:DeleteSchedule schedule:jobs/*': 'takes on (claimNext) or wakes a waiting delivery whose own backoff has a schedule to come (functions/webhooks/waitlist.ts, functions/jobs/apply.ts)',
   'deliveriesWorker iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
 

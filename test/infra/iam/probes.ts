@@ -98,14 +98,14 @@ export function deniedProbes(deployment: Deployment): IamRequest[] {
   for (const queue of ['ops', 'dial', 'mail'] as QueueName[]) probe('intake', 'sqs:SendMessage', `queue:${queue}`, {}, `the public intake sends to the ${queue} queue`);
   for (const queue of queueNames) probe('publicLinks', 'sqs:SendMessage', `queue:${queue}`, {}, `the mail links send to the ${queue} queue`);
 
-  // Secrets: the intake's signing secret is the intake's alone; the endpoint-secrets key the API's and the signer's.
+  // Secrets: the intake's signing secret is the intake's alone; the endpoint-secrets key the APIs' (tenant and operator) and the signer's.
   for (const fn of functions.filter((f) => f !== 'intake')) probe(fn, 'secretsmanager:GetSecretValue', 'secret:callWebhook', {}, `${fn} reads the intake's signing secret`);
-  for (const fn of functions.filter((f) => f !== 'api' && f !== 'deliveriesWorker')) {
+  for (const fn of functions.filter((f) => f !== 'api' && f !== 'tenantApi' && f !== 'deliveriesWorker')) {
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', endpointContext, `${fn} decrypts an endpoint's secret`);
     probe(fn, 'kms:Encrypt', 'key:webhookSecrets', endpointContext, `${fn} encrypts with the endpoint-secrets key`);
   }
   probe('deliveriesWorker', 'kms:Encrypt', 'key:webhookSecrets', endpointContext, 'the signer encrypts a secret (it only decrypts)');
-  for (const fn of ['api', 'deliveriesWorker']) {
+  for (const fn of ['api', 'tenantApi', 'deliveriesWorker']) {
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', {}, `${fn} decrypts without an encryption context`);
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', { 'kms:EncryptionContextKeys': ['purpose'], 'kms:EncryptionContext:purpose': 'backup' }, `${fn} decrypts something that is not an endpoint's secret`);
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', { ...endpointContext, 'kms:EncryptionContextKeys': ['endpointId', 'tenantId', 'extra'], 'kms:EncryptionContext:extra': 'x' }, `${fn} decrypts under a context with a key besides an endpoint's`);

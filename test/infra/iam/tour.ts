@@ -30,7 +30,7 @@ const contacts = (n: number, prefix: string) => Array.from({ length: n }, (_, i)
  * by the dialer).
  */
 export const TOUR_PLAN: Plan = {
-  seed: 424242,
+  seed: 424244,
   campaign: {
     tenants: [
       {
@@ -87,10 +87,13 @@ export async function recordTour(dynamoEndpoint: string): Promise<SentRequests> 
     const driver = new Driver(host, TOUR_PLAN.campaign);
     driver.start();
     await host.quiesce();
-    await replayARegistration(host);
+    // acme's own key, as its customer would hold one (the driver issued it another): for the tenant routes.
+    const issued = await call(host, 'POST', '/v1/tenants/acme/keys', undefined, [201]);
+    const asAcme = { authorization: `Bearer ${String(issued.body.key)}` };
+    await replayARegistration(host, asAcme);
     await handScheduledDials(host);
     await toRest(host, driver);
-    await tour(host, driver, mails);
+    await tour(host, driver, mails, asAcme, String(issued.body.keyId));
     await toRest(host, driver);
     return host.sentRequests!.toJSON();
   } finally {
@@ -115,11 +118,11 @@ async function call(host: SimHost, method: string, path: string, body?: unknown,
  * shown again, decrypted. Before any delivery: the host runs every function in one process, and a
  * delivery's decryption would fill the cache the API's replay reads first (on AWS each function has its own).
  */
-async function replayARegistration(host: SimHost): Promise<void> {
+async function replayARegistration(host: SimHost, asAcme: Record<string, string>): Promise<void> {
   const gone = TOUR_PLAN.campaign.tenants[0]!.endpoints.find((e) => e.name === 'gone')!;
   // As the driver sent it (sim/driver.ts): the same body, the same key.
-  const body = { tenantId: 'acme', url: host.receivers.url(gone.name), ...(gone.eventTypes ? { eventTypes: gone.eventTypes } : {}) };
-  const replay = await call(host, 'POST', '/v1/endpoints', body, [200], { 'idempotency-key': 'endpoint-gone' });
+  const body = { url: host.receivers.url(gone.name), ...(gone.eventTypes ? { eventTypes: gone.eventTypes } : {}) };
+  const replay = await call(host, 'POST', '/v1/endpoints', body, [200], { 'idempotency-key': 'endpoint-gone', ...asAcme });
   if (typeof replay.body.secret !== 'string' || host.receivers.requests.length > 0) throw new Error(`the tour's replayed registration answered ${JSON.stringify(replay.body)} after ${host.receivers.requests.length} deliveries`);
 }
 
@@ -151,8 +154,9 @@ async function handScheduledDials(host: SimHost): Promise<void> {
 }
 
 /** Every route the driver does not call, each once, each answered as it should be (a tour that silently failed would record less). */
-async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[]): Promise<void> {
+async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[], asAcme: Record<string, string>, keyId: string): Promise<void> {
   const request = (method: string, path: string, body?: unknown, expected?: readonly number[], headers?: Record<string, string>) => call(host, method, path, body, expected, headers);
+  const asTenant = (method: string, path: string, body?: unknown, expected?: readonly number[]) => call(host, method, path, body, expected, asAcme);
   const batch = driver.batches.get('tour-1');
   if (!batch) throw new Error('the tour campaign created no batch');
 
@@ -172,24 +176,42 @@ async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[
   await request('POST', second.deny);
   await request('GET', first.approve.replace(/\/approve\?.*$/, ''));
 
-  // The tenant, its batches and what they came to.
-  await request('GET', '/v1/tenants/acme');
+  // The tenant, its batches and what they came to: as the tenant (its key), and as an operator (the copies).
+  await asTenant('GET', '/v1/tenants/acme');
   await request('GET', '/v1/tenants/acme/owner-email');
   await request('GET', '/v1/tenants/acme/notices');
-  await request('GET', '/v1/batches?limit=10');
-  await request('GET', `/v1/batches/${batch.batchId}`);
-  await request('GET', `/v1/batches/${batch.batchId}/contacts`);
-  await request('GET', `/v1/batches/${batch.batchId}/rounds`);
+  await request('GET', '/v1/tenants/acme/keys');
+  await asTenant('GET', '/v1/batches?limit=10');
+  await asTenant('GET', `/v1/batches/${batch.batchId}`);
+  await asTenant('GET', `/v1/batches/${batch.batchId}/contacts`);
+  await asTenant('GET', `/v1/batches/${batch.batchId}/rounds`);
+  await request('GET', '/v1/ops/batches?limit=10');
+  await request('GET', '/v1/ops/tenants/acme');
+  await request('GET', '/v1/ops/tenants/acme/batches?limit=10');
+  await request('GET', `/v1/ops/tenants/acme/batches/${batch.batchId}`);
+  await request('GET', `/v1/ops/tenants/acme/batches/${batch.batchId}/contacts`);
+  await request('GET', `/v1/ops/tenants/acme/batches/${batch.batchId}/rounds`);
 
   // Endpoints: listed, shown, their deliveries; the gone one's discarded deliveries run again, and it is enabled again.
-  const endpoints = (await request('GET', '/v1/endpoints?limit=20')).body.endpoints as { endpointId: string; url: string; disabled?: boolean }[];
+  const endpoints = (await asTenant('GET', '/v1/endpoints?limit=20')).body.endpoints as { endpointId: string; url: string; disabled?: boolean }[];
   const gone = endpoints.find((e) => e.url.endsWith('/e/gone'));
   if (!gone) throw new Error('the tour found no endpoint /e/gone');
-  await request('GET', `/v1/endpoints/${gone.endpointId}`);
-  await request('GET', `/v1/endpoints/${gone.endpointId}/deliveries`);
-  await request('POST', `/v1/endpoints/${gone.endpointId}/enable`, undefined, [200]);
-  const redelivered = await request('POST', `/v1/endpoints/${gone.endpointId}/redeliver`);
+  await asTenant('GET', `/v1/endpoints/${gone.endpointId}`);
+  await asTenant('GET', `/v1/endpoints/${gone.endpointId}/deliveries`);
+  await request('GET', '/v1/ops/endpoints?limit=20');
+  await request('GET', '/v1/ops/tenants/acme/endpoints?limit=20');
+  await request('GET', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}`);
+  await request('GET', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/deliveries`);
+  await asTenant('POST', `/v1/endpoints/${gone.endpointId}/enable`, undefined, [200]);
+  const redelivered = await asTenant('POST', `/v1/endpoints/${gone.endpointId}/redeliver`);
   if (!(Number(redelivered.body.requeued) > 0)) throw new Error(`the tour's redeliver ran nothing: ${JSON.stringify(redelivered.body)}`);
+  await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/enable`, undefined, [200]);
+  await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/redeliver`);
+  // An operator registers an endpoint for the tenant, and sends it again as a client whose answer was lost.
+  const registration = { url: host.receivers.url('calls'), eventTypes: ['batch.finalised'] };
+  await request('POST', '/v1/ops/tenants/acme/endpoints', registration, [201], { 'idempotency-key': 'tour-operator-endpoint' });
+  await request('POST', '/v1/ops/tenants/acme/endpoints', registration, [200], { 'idempotency-key': 'tour-operator-endpoint' });
+  await request('DELETE', `/v1/tenants/acme/keys/${keyId}`, undefined, [200, 204]);
 
   // Ops: the tables a reader of the runbook uses, a discarded job retried, a probe retried and another cancelled.
   await request('GET', '/v1/openapi.json');
