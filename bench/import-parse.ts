@@ -10,7 +10,8 @@
 //   uniqueness  the heap that BatchUniqueness takes for 100,000 numbers and 100,000 externalIds, and a Set
 //               of 100,000 E.164 strings, measured with --expose-gc.
 //   import-live the heap the import keeps alive (after a full GC, sampled);
-// and the libphonenumber metadata's bundle cost: one entry per metadata set bundled by esbuild, minified.
+// and, for the choice of libphonenumber's metadata set: what each set calls valid among random possible
+// numbers, and each set's bundle cost (one entry per set bundled by esbuild, minified).
 import { spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, statSync, createWriteStream } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -162,6 +163,28 @@ async function bundleSizes(): Promise<{ name: string; bytes: number; gzip: numbe
   return sizes;
 }
 
+/**
+ * What each metadata set calls valid: random numbers (seeded) of 6–12 digits after every country's calling
+ * code, those `max` calls possible, judged valid by each set.
+ */
+async function validityBySet(): Promise<{ possible: number; valid: Record<string, number> }> {
+  const sets = { min: await import('libphonenumber-js/min'), max: await import('libphonenumber-js/max'), mobile: await import('libphonenumber-js/mobile') };
+  const rng = seededRng(42);
+  const valid: Record<string, number> = { min: 0, max: 0, mobile: 0 };
+  let possible = 0;
+  for (const country of sets.max.getCountries()) {
+    for (let i = 0; i < 300; i++) {
+      let digits = '';
+      for (let d = rng.int(6, 12); d > 0; d--) digits += String(rng.int(0, 9));
+      const text = `+${sets.max.getCountryCallingCode(country)}${digits}`;
+      if (!sets.max.parsePhoneNumberFromString(text)?.isPossible()) continue;
+      possible++;
+      for (const [name, set] of Object.entries(sets)) if (set.parsePhoneNumberFromString(text)?.isValid()) valid[name]!++;
+    }
+  }
+  return { possible, valid };
+}
+
 /** The import-parse section: see the comment at the top of this file. */
 export async function benchImportParse(): Promise<{ lines: string[] }> {
   // Loaded here, not at the top: the children load this file too, and their RSS should not carry it.
@@ -183,6 +206,8 @@ export async function benchImportParse(): Promise<{ lines: string[] }> {
     `live heap of the import (after a full GC, every 50 pages, largest): ${fmt(Number(live['liveMb']), 1)} MB`,
     `uniqueness at ${fmt(ROWS)} contacts (heap, strings included): BatchUniqueness with numbers and externalIds ${kb(unique['withBoth'])} KiB, with numbers only ${kb(unique['withNumbers'])} KiB; a Set of the numbers ${kb(unique['withSet'])} KiB`,
   ];
+  const validity = await validityBySet();
+  lines.push(`metadata: of ${fmt(validity.possible)} random possible numbers over every country (seeded), valid by min ${fmt(validity.valid['min']!)}, by max ${fmt(validity.valid['max']!)}, by mobile ${fmt(validity.valid['mobile']!)}`);
   for (const size of await bundleSizes()) lines.push(`bundle, minified: ${size.name} ${kb(size.bytes)} KiB (gzip ${kb(size.gzip)} KiB)`);
   return { lines };
 }
