@@ -185,6 +185,26 @@ async function validityBySet(): Promise<{ possible: number; valid: Record<string
   return { possible, valid };
 }
 
+/** Microseconds a number takes to normalise, by calling code (one shared by several countries costs more). */
+async function microsecondsPerNumber(): Promise<Record<string, number>> {
+  const { normaliseNumber } = await import('../functions/calls/contacts/numbers.ts');
+  const plans: Record<string, (i: number) => string> = {
+    '+44': (i) => `+4420${70_000_000 + i}`,
+    '+1': (i) => `+1415${2_000_000 + i}`,
+    '+49': (i) => `+4930${10_000_000 + i}`,
+    '+33': (i) => `+331${40_000_000 + i}`,
+  };
+  const n = 20_000;
+  const result: Record<string, number> = {};
+  for (const [code, numberAt] of Object.entries(plans)) {
+    normaliseNumber(numberAt(0));
+    const started = performance.now();
+    for (let i = 0; i < n; i++) if (!normaliseNumber(numberAt(i)).ok) throw new Error(`${numberAt(i)} refused`);
+    result[code] = ((performance.now() - started) * 1000) / n;
+  }
+  return result;
+}
+
 /** The import-parse section: see the comment at the top of this file. */
 export async function benchImportParse(): Promise<{ lines: string[] }> {
   // Loaded here, not at the top: the children load this file too, and their RSS should not carry it.
@@ -206,6 +226,8 @@ export async function benchImportParse(): Promise<{ lines: string[] }> {
     `live heap of the import (after a full GC, every 50 pages, largest): ${fmt(Number(live['liveMb']), 1)} MB`,
     `uniqueness at ${fmt(ROWS)} contacts (heap, strings included): BatchUniqueness with numbers and externalIds ${kb(unique['withBoth'])} KiB, with numbers only ${kb(unique['withNumbers'])} KiB; a Set of the numbers ${kb(unique['withSet'])} KiB`,
   ];
+  const perNumber = await microsecondsPerNumber();
+  lines.push(`a number's normalisation (20,000 each): ${Object.entries(perNumber).map(([code, us]) => `${code} ${fmt(us, 1)} µs`).join(', ')}`);
   const validity = await validityBySet();
   lines.push(`metadata: of ${fmt(validity.possible)} random possible numbers over every country (seeded), valid by min ${fmt(validity.valid['min']!)}, by max ${fmt(validity.valid['max']!)}, by mobile ${fmt(validity.valid['mobile']!)}`);
   for (const size of await bundleSizes()) lines.push(`bundle, minified: ${size.name} ${kb(size.bytes)} KiB (gzip ${kb(size.gzip)} KiB)`);
