@@ -135,8 +135,8 @@ export async function* readContactsCsv(source: ByteSource, options: CsvImportOpt
   const listLimit = options.skipInvalid ? MAX_LISTED_ISSUES_SKIPPING : MAX_LISTED_ISSUES;
 
   const text = utf8Text(source);
-  const { head, rest } = await headerLine(text);
-  const delimiter = detectDelimiter(head);
+  const { head, headerEnd, rest } = await headerLine(text);
+  const delimiter = detectDelimiter(head.slice(0, headerEnd));
   const parser = parse({ delimiter, relax_quotes: true, relax_column_count: true, max_record_size: MAX_ROW_CHARACTERS, info: true, skip_empty_lines: false });
   // Errors reach the loop below through the parser; the callback has nothing left to do.
   pipeline(Readable.from(concat(head, rest)), parser, () => undefined);
@@ -314,19 +314,22 @@ async function* utf8Text(source: ByteSource): AsyncGenerator<string> {
   }
 }
 
-/** The text up to the header line's end (a line end outside quotes) or the first 64 KiB, and the iterator over what follows. */
-async function headerLine(text: AsyncGenerator<string>): Promise<{ head: string; rest: AsyncGenerator<string> }> {
+/**
+ * The text read until the header line ended (a line end outside quotes), where it ended, and the iterator
+ * over the rest. `head` may run on past the header: it is the chunks read so far.
+ */
+async function headerLine(text: AsyncGenerator<string>): Promise<{ head: string; headerEnd: number; rest: AsyncGenerator<string> }> {
   let head = '';
   let quoted = false;
   let scanned = 0;
   for (;;) {
     const next = await text.next();
-    if (next.done) return { head, rest: text };
+    if (next.done) return { head, headerEnd: head.length, rest: text };
     head += next.value;
     for (; scanned < head.length; scanned++) {
       const c = head[scanned];
       if (c === '"') quoted = !quoted;
-      else if (!quoted && (c === '\n' || c === '\r')) return { head, rest: text };
+      else if (!quoted && (c === '\n' || c === '\r')) return { head, headerEnd: scanned, rest: text };
     }
     if (head.length > MAX_HEADER_CHARACTERS) throw new CsvImportError('no_header', [{ row: 1, message: `no line end in the first ${MAX_HEADER_CHARACTERS} characters: expected a header line` }]);
   }

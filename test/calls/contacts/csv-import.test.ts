@@ -70,6 +70,9 @@ describe('CSV import: the file', () => {
     const { columns, contacts } = await importCsv(lines('number;amount;city', '020 7946 0000;12,50;Leeds, West Yorkshire'), { defaultCountry: 'GB' });
     expect(columns!.delimiter).toBe(';');
     expect(contacts[0]!.variables).toEqual({ amount: '12,50', city: 'Leeds, West Yorkshire' });
+    // Only the header line counts: rows full of commas do not outvote it.
+    const { columns: decimals } = await importCsv(lines('number;amount;rate', '+442079460000;1,234,567;2,5', '+442079460001;3,141,592;4,5', '+442079460002;5,000,000;6,5'));
+    expect(decimals!.delimiter).toBe(';');
     // A comma header keeps semicolons in values.
     const { contacts: commas } = await importCsv(lines('number,note', '+442079460000,a;b;c'));
     expect(commas[0]!.variables).toEqual({ note: 'a;b;c' });
