@@ -48,11 +48,12 @@ export interface CsvImportOptions extends ContactSettings {
 }
 
 /** A CSV import's settings as query parameters (`POST /v1/batches?defaultCountry=GB&skipInvalid=true`). */
+const queryBoolean = z.stringbool({ truthy: ['true'], falsy: ['false'] });
 export const csvImportQuery = z.strictObject({
   defaultCountry: countryCodeSchema.optional(),
-  strictNumbers: z.stringbool().optional(),
-  skipInvalid: z.stringbool().optional(),
-  dedupe: z.stringbool().optional(),
+  strictNumbers: queryBoolean.optional(),
+  skipInvalid: queryBoolean.optional(),
+  dedupe: queryBoolean.optional(),
 });
 
 /** The header, read: which delimiter, the columns as written, and the variables in column order (the export's order). */

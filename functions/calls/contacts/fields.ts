@@ -44,11 +44,14 @@ const ANY_CONTROL = /\p{Cc}/u;
  */
 export const variablesBytes = (variables: Variables): number => Buffer.byteLength(JSON.stringify(variables), 'utf8');
 
-/** What is wrong with a variable name, or undefined when it may be one: 1–64 characters, no control characters, no surrounding spaces, not reserved. */
+/** What is wrong with a variable name, or undefined when it may be one: 1–64 characters, no control characters, no surrounding spaces, no formula's first character, not reserved. */
 export function variableNameProblem(name: string): string | undefined {
   if (name.length === 0 || name.length > MAX_VARIABLE_NAME) return `a variable name is 1–${MAX_VARIABLE_NAME} characters`;
   if (ANY_CONTROL.test(name)) return 'a variable name has no control characters';
   if (name.trim() !== name) return 'a variable name has no leading or trailing spaces';
+  // The name is an export column's header: one a spreadsheet would take for a formula is refused here
+  // rather than written with a guard that would change it.
+  if (/^[=+\-@]/.test(name)) return 'a variable name does not start with =, +, - or @';
   if (reserved.has(name.toLowerCase())) return `"${name}" is reserved (${RESERVED_COLUMNS.join(', ')}): rename the variable`;
   return undefined;
 }

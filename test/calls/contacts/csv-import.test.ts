@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { detectDelimiter, readContactsCsv } from '../../../functions/calls/contacts/csv-import.ts';
+import { csvImportQuery, detectDelimiter, readContactsCsv } from '../../../functions/calls/contacts/csv-import.ts';
 import type { ByteSource, CsvColumns, CsvImportOptions, CsvImportReport, ImportedContact } from '../../../functions/calls/contacts/csv-import.ts';
 import { CsvImportError } from '../../../functions/calls/contacts/errors.ts';
 import { variablesBytes } from '../../../functions/calls/contacts/fields.ts';
@@ -137,6 +137,15 @@ describe('CSV import: the file', () => {
     expect(columns!.variables).toEqual(['name']);
     expect(contacts).toEqual([]);
     expect(report).toMatchObject({ ok: true, rows: 0, accepted: 0 });
+  });
+});
+
+describe('CSV import: settings as query parameters', () => {
+  it('TakesTheSettingsAsQueryParametersWithBooleansSpelledTrueOrFalse', () => {
+    expect(csvImportQuery.parse({ defaultCountry: 'GB', strictNumbers: 'false', skipInvalid: 'true', dedupe: 'true' })).toEqual({ defaultCountry: 'GB', strictNumbers: false, skipInvalid: true, dedupe: true });
+    expect(csvImportQuery.parse({})).toEqual({});
+    const bad = csvImportQuery.safeParse({ skipInvalid: 'yes', defaultCountry: 'UK', dedup: 'true' });
+    expect(bad.error!.issues.map((i) => (i.code === 'unrecognized_keys' ? i.keys.join() : i.path.join('.'))).sort()).toEqual(['dedup', 'defaultCountry', 'skipInvalid']);
   });
 });
 

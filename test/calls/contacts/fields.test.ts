@@ -70,6 +70,8 @@ describe('contact fields: externalId, variables, timezone', () => {
     expect(variableNameProblem('')).toMatch(/1–64/);
     expect(variableNameProblem('x'.repeat(65))).toMatch(/1–64/);
     expect(variableNameProblem('a\tb')).toMatch(/control/);
+    for (const name of ['=x', '+x', '-x', '@x']) expect(variableNameProblem(name), name).toMatch(/does not start with/);
+    expect(variableNameProblem('x=1')).toBeUndefined();
     expect(paths(variablesSchema.safeParse({ Name: 'a', name: 'b' }))).toEqual(['name']);
     expect(paths(variablesSchema.safeParse({ status: 'vip' }))).toEqual(['status']);
   });
