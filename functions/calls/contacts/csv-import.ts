@@ -1,12 +1,11 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { z } from 'zod';
 import { BatchUniqueness, contactNumber } from './contact.ts';
 import type { Contact, ContactSettings } from './contact.ts';
 import { CsvImportError } from './errors.ts';
-import { externalIdProblem, MAX_VARIABLES, MAX_VARIABLES_BYTES, timezoneProblem, variableNameProblem } from './fields.ts';
 import type { CsvIssue } from './errors.ts';
+import { externalIdProblem, MAX_VARIABLES, MAX_VARIABLES_BYTES, timezoneProblem, variableNameProblem } from './fields.ts';
 import { countryCodeSchema } from './numbers.ts';
 
 /**
@@ -47,8 +46,8 @@ export interface CsvImportOptions extends ContactSettings {
   maxRows?: number | undefined;
 }
 
-/** A CSV import's settings as query parameters (`POST /v1/batches?defaultCountry=GB&skipInvalid=true`). */
 const queryBoolean = z.stringbool({ truthy: ['true'], falsy: ['false'] });
+/** A CSV import's settings as query parameters (`POST /v1/batches?defaultCountry=GB&skipInvalid=true`). */
 export const csvImportQuery = z.strictObject({
   defaultCountry: countryCodeSchema.optional(),
   strictNumbers: queryBoolean.optional(),
