@@ -38,9 +38,10 @@ export interface NormalisedNumber {
    */
   valid: boolean;
   /**
-   * The number's region (ISO 3166-1 alpha-2), for recipient-local hours: present when libphonenumber can
-   * name exactly one, that is for a valid number of a geographic plan. Absent for a number that is not
-   * valid, and for non-geographic codes (+800, +882, …): the batch's own zone applies to those.
+   * The number's region (ISO 3166-1 alpha-2), for recipient-local hours: the region whose plan the number
+   * is valid in, or else the one region its calling code could mean (+49 → DE even for a number not
+   * valid). Absent when neither names one — a number not valid under a shared code (+1, +44, +7), or a
+   * non-geographic code (+800, +882, …): the batch's own zone applies to those.
    */
   region?: CountryCode;
 }
@@ -97,5 +98,8 @@ export function normaliseNumber(text: string, options: { defaultCountry?: Countr
   // libphonenumber's E.164 is the standard's; checked all the same, since the rest of redial keys on it.
   if (!E164.test(parsed.number)) return { ok: false, message: 'not an E.164 number' };
   const valid = parsed.isValid();
-  return { ok: true, number: parsed.number, valid, ...(valid && parsed.country ? { region: parsed.country } : {}) };
+  // The same rule as issue 27's regionOfNumber (compliance/recipient.ts on main): the plan's region, or the
+  // one region the calling code could mean.
+  const candidates = parsed.country ? [parsed.country] : parsed.getPossibleCountries();
+  return { ok: true, number: parsed.number, valid, ...(candidates.length === 1 ? { region: candidates[0] } : {}) };
 }

@@ -18,6 +18,10 @@ describe('numbers: E.164 with libphonenumber (max metadata)', () => {
     ['UK drama range: possible, not valid, no region', '+44 7700 900123', undefined, '+447700900123', false, undefined],
     ['US area code 555: possible, not valid', '+1 555 555 5555', undefined, '+15555555555', false, undefined],
     ['non-geographic (+800): valid, no region', '+800 1234 5678', undefined, '+80012345678', true, undefined],
+    // A code of one country names its region even for a number its plan does not assign.
+    ['Germany, not valid: the one region of +49', '+49 1234 5678', undefined, '+4912345678', false, 'DE'],
+    ['Russia/Kazakhstan (+7), not valid: no region', '+7 000 123 45 67', undefined, '+70001234567', false, undefined],
+    ['Singapore, not valid: the one region of +65', '+65 1234 5678', undefined, '+6512345678', false, 'SG'],
   ];
   it.each(accepted)('Accepts %s', (_what, text, defaultCountry, e164, valid, region) => {
     const verdict = normaliseNumber(text, { defaultCountry });
