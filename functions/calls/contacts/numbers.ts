@@ -98,7 +98,7 @@ export function normaliseNumber(text: string, options: { defaultCountry?: Countr
   // libphonenumber's E.164 is the standard's; checked all the same, since the rest of redial keys on it.
   if (!E164.test(parsed.number)) return { ok: false, message: 'not an E.164 number' };
   const valid = parsed.isValid();
-  // The same rule as issue 27's regionOfNumber (compliance/recipient.ts on main): the plan's region, or the
+  // The same rule as issue 27's regionOfNumber (functions/calls/compliance/recipient.ts): the plan's region, or the
   // one region the calling code could mean.
   const candidates = parsed.country ? [parsed.country] : parsed.getPossibleCountries();
   return { ok: true, number: parsed.number, valid, ...(candidates.length === 1 ? { region: candidates[0] } : {}) };
