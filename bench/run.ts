@@ -1,27 +1,30 @@
 // npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
 // npm run bench -- <section> [--json FILE] [--records FILE] [--unlimited] [--sent-requests FILE]: one section
-// (jobs, calls, webhooks, capacity); --json writes the capacity report (docs/capacity.md), --records every
-// request it recorded, --unlimited runs the capacity day with every request and record at once,
-// --sent-requests every AWS request of the day by deployed function (`node test/infra/iam/check.ts FILE`).
+// (jobs, calls, webhooks, capacity, import-parse: the CSV import's parsing alone, without DynamoDB); --json
+// writes the capacity report (docs/capacity.md), --records every request it recorded, --unlimited runs the
+// capacity day with every request and record at once, --sent-requests every AWS request of the day by
+// deployed function (`node test/infra/iam/check.ts FILE`).
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
 import { benchCalls } from './calls.ts';
 import { benchCapacity } from './capacity/index.ts';
+import { benchImportParse } from './import-parse.ts';
 import { benchJobs } from './jobs.ts';
 import { benchRescue } from './rescue.ts';
 import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
-const sections = ['jobs', 'calls', 'webhooks', 'capacity'];
+const sections = ['jobs', 'calls', 'webhooks', 'capacity', 'import-parse'];
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' }, unlimited: { type: 'boolean' }, 'sent-requests': { type: 'string' } } });
 const only = positionals[0];
 if (only !== undefined && !sections.includes(only)) {
   console.error(`unknown section "${only}"; one of: ${sections.join(', ')}`);
   process.exit(2);
 }
-const dynamo = await startDynamoDbLocal();
+// import-parse alone needs no database.
+const dynamo = only === 'import-parse' ? { endpoint: '', stop: async () => undefined } : await startDynamoDbLocal();
 console.log(`redial benchmarks — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), DynamoDB Local in memory`);
 try {
   if (!only || only === 'jobs') {
@@ -44,6 +47,10 @@ try {
     console.log('\n## capacity and cost (docs/capacity.md)');
     const result = await benchCapacity(dynamo.endpoint, { ...(values.json ? { json: values.json } : {}), ...(values.records ? { records: values.records } : {}), ...(values.unlimited ? { unlimited: true } : {}), ...(values['sent-requests'] ? { sentRequests: values['sent-requests'] } : {}) });
     for (const line of result.lines) console.log(`  ${line}`);
+  }
+  if (!only || only === 'import-parse') {
+    console.log('\n## contacts CSV import: parsing and validation (functions/calls/contacts)');
+    for (const line of (await benchImportParse()).lines) console.log(`  ${line}`);
   }
 } finally {
   await dynamo.stop();
