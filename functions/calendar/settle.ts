@@ -1,6 +1,6 @@
 import { assertNever } from '../platform/assert.ts';
 import { SETTLE_GRACE_MS, SETTLE_SECOND_LOOK_MS, SupplierDiscardReason } from './kinds.ts';
-import type { CalendarFailure, DeleteResult, GetResult } from './port.ts';
+import type { CalendarAccess, CalendarFailure, CalendarProvider, DeleteResult, GetResult } from './port.ts';
 
 /**
  * The settle decision, pure: what the `calendar.settle` job does next with one insert's event. A booking
@@ -126,4 +126,28 @@ export function afterFailure(failure: CalendarFailure): SettleStep {
     default:
       return assertNever(failure);
   }
+}
+
+/** What one run of the settle job needs besides the hold: the calendar, the event, the route's deadline, and the run's own deadline for each request. */
+export interface SettleRun {
+  provider: CalendarProvider;
+  calendar: CalendarAccess;
+  eventId: string;
+  /** The route's deadline, epoch ms (the settle args' `deadline`). */
+  routeDeadline: number;
+  now: () => number;
+  /** This run's deadline for each request (the job's timeout leaves room for both). */
+  requestDeadline: () => number;
+}
+
+/**
+ * Runs the calendar side of a settle for a hold that is not kept: read the event, delete it if it is there,
+ * each request sent once. Returns the step the job ends this run with: `done`, `wait` (snooze), `retry`
+ * (throw) or `discard`. The store side (whether the hold is kept; abandoning a pending one) comes first,
+ * from {@link settleFromHold}.
+ */
+export async function settleInCalendar(run: SettleRun): Promise<SettleStep> {
+  const read = settleAfterRead(await run.provider.get(run.calendar, run.eventId, { deadline: run.requestDeadline() }), run.routeDeadline, run.now());
+  if (read.type !== 'delete') return read;
+  return settleAfterDelete(await run.provider.delete(run.calendar, run.eventId, { deadline: run.requestDeadline() }));
 }
