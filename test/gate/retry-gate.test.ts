@@ -82,6 +82,17 @@ export async function askPlacer(url: string): Promise<number> {
 import { Agent, interceptors } from 'undici';
 export const dispatcher = new Agent().compose(interceptors.retry({ maxRetries: 3 }));
 `,
+  'functions/calendar/bad-google.ts': `
+import { google } from 'googleapis';
+import { calendar } from '@googleapis/calendar';
+import { OAuth2Client } from 'google-auth-library';
+import { request } from 'gaxios';
+export const clients = { google, calendar, OAuth2Client, request };
+`,
+  'bin/bad-google-require.js': `
+const { createAPIRequest } = require('googleapis-common');
+module.exports = createAPIRequest;
+`,
   'bin/bad-require.js': `
 const axios = require('axios');
 module.exports = () => axios.get('https://example.test');
@@ -103,6 +114,12 @@ const expected: { file: keyof typeof planted; at: string; rule: Violation['rule'
   { file: 'functions/webhooks/bad-undici.ts', at: 'new Agent()', rule: 'unowned-client' },
   { file: 'functions/webhooks/bad-undici.ts', at: 'new Agent()', rule: 'retry-library' },
   { file: 'bin/bad-require.js', at: "require('axios')", rule: 'retry-library' },
+  // Google's clients retry by default (GET/DELETE on 408/429/5xx, token POSTs, a re-send after a refresh).
+  { file: 'functions/calendar/bad-google.ts', at: "from 'googleapis'", rule: 'retry-library' },
+  { file: 'functions/calendar/bad-google.ts', at: "from '@googleapis/calendar'", rule: 'retry-library' },
+  { file: 'functions/calendar/bad-google.ts', at: "from 'google-auth-library'", rule: 'retry-library' },
+  { file: 'functions/calendar/bad-google.ts', at: "from 'gaxios'", rule: 'retry-library' },
+  { file: 'bin/bad-google-require.js', at: "require('googleapis-common')", rule: 'retry-library' },
 ];
 
 /** Code that looks like the above but does not retry or build a client: none of it may be reported. */

@@ -54,6 +54,17 @@ const RETRY_LIBRARIES = [
   'aws-sdk',
   '@smithy/util-retry',
   '@aws-sdk/util-retry',
+  // Google's Node clients retry by default, each in its own way, so the calendar provider is hand-built over
+  // platform/outbound.ts instead (functions/calendar/google.ts): googleapis (through googleapis-common) sets
+  // `retry: true` on every request, and gaxios then re-sends GET, HEAD, PUT, OPTIONS and DELETE on 408, 429
+  // and 5xx, and on no answer at all; google-auth-library sends its token POSTs with a retry config that
+  // includes POST (OAuth2Client.RETRY_CONFIG), and re-sends a request once after refreshing its token on a
+  // 401/403 (requestAsync's reAuthRetried); @googleapis/calendar is googleapis' calendar alone, same stack.
+  'googleapis',
+  'googleapis-common',
+  '@googleapis/calendar',
+  'gaxios',
+  'google-auth-library',
 ];
 
 /** undici's retrying pieces, as export paths; the rest of undici is an outbound client (below). */

@@ -3,7 +3,7 @@
  * `functions/` with the TypeScript compiler and reports
  *
  * - `layer-import`: an import that runs against the layers. functions/platform imports only itself;
- *   functions/jobs only itself and platform; a context (calls, webhooks, mail, ops) only itself, platform
+ *   functions/jobs only itself and platform; a context (calls, webhooks, mail, ops, calendar) only itself, platform
  *   and the job layer's public surface (functions/jobs/index.ts), never another context. The composition
  *   root and the hosts (app, local, cli, panel, demo) may import anything below them.
  * - `job-layer-domain-name`: functions/jobs naming a domain kind, queue or discard reason: in a string
@@ -42,7 +42,7 @@ export interface StructureViolation {
 }
 
 /** The bounded contexts: each imports only itself, platform and functions/jobs/index.ts. */
-export const CONTEXTS = ['calls', 'webhooks', 'mail', 'ops'] as const;
+export const CONTEXTS = ['calls', 'webhooks', 'mail', 'ops', 'calendar'] as const;
 /** The composition root and the hosts: they assemble the contexts, so they may import anything in functions/. */
 export const HOSTS = ['app', 'local', 'cli', 'panel', 'demo'] as const;
 
