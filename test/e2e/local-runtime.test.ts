@@ -8,7 +8,7 @@ async function json(url: string, init?: RequestInit): Promise<{ status: number; 
 }
 
 describe('npm start, as a child process', () => {
-  it('RunsAJobThatFailsTwiceThenSucceedsAndStopsWithNothingLeftRunning', async () => {
+  it('RunsAJobThatFailsTwiceThenSucceedsAndStopsWithNothingLeftRunning', { timeout: 120_000 }, async () => {
     const local = await startLocalProcess(['--memory', '--no-demo'], { TIME_SCALE: '0.01' });
     try {
       expect((await json(`${local.url}/healthz`)).body).toMatchObject({ status: 'ok' });
@@ -51,7 +51,7 @@ describe('npm start, as a child process', () => {
     expect(alive(local.child.pid!)).toBe(false);
   });
 
-  it('LeavesNothingRunningEvenWhenKilledWithSigkill', async () => {
+  it('LeavesNothingRunningEvenWhenKilledWithSigkill', { timeout: 120_000 }, async () => {
     const local = await startLocalProcess(['--memory', '--no-demo'], {});
     await local.stop('SIGKILL');
     const deadline = Date.now() + 10_000;

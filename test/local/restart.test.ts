@@ -19,7 +19,9 @@ describe('the local runtime across a restart', () => {
     const second = await startLocalRuntime({ port: 0, dataDir, timeScale: 0.001 });
     try {
       expect(second.clock.now()).toBeGreaterThanOrEqual(stoppedAt);
-      expect((await second.jobs.store.get(id))?.state).toBe('scheduled');
+      // Kept across the restart. Usually still waiting; on a loaded machine the two JVM starts can take longer
+      // than the 7.2 s, and the second runtime may have run it already: either way it was not lost or run early.
+      expect(['scheduled', 'running', 'completed']).toContain((await second.jobs.store.get(id))?.state);
       const deadline = Date.now() + 20_000;
       while ((await second.jobs.store.get(id))?.state !== 'completed' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       const row = await second.jobs.store.get(id);
