@@ -10,7 +10,7 @@ describe('rescuer: a backlog larger than one pass', () => {
 
     // A stopwatch that moves one "ms" per look at it: a pass of 40 gets through some 40 pages of 20
     // entries, so 2,000 take several passes whatever the machine's speed. (10,000 and more, timed, are
-    // `npm run bench -- rescue`'s; here the point is passes that go on from each other's watermarks.)
+    // `npm run bench -- jobs`'s; here the point is passes that go on from each other's watermarks.)
     let ticks = 0;
     const rescuer = fx.jobs.rescuer([crashedHandler], 180_000, { budgetMs: 40, pageSize: 20, elapsed: () => ticks++ });
     const reports = [];
