@@ -127,6 +127,9 @@ async function inTurn<T>(n: number, width: number, fn: (i: number) => Promise<T>
 /** What the rescuer did with one entry: dealt with (the watermark may pass it), or not (it stops there until the next pass). */
 type Look = 'done' | 'blocked';
 
+/** How a pass's walk of one partition ended: at now, before now (out of time, or blocked), or before its first page (out of time). */
+type Walk = 'caughtUp' | 'stopped' | 'unreached';
+
 /**
  * The rescuer (River's name): a periodic pass that makes sure no job is lost. It walks the byCheck index
  * in time order, in every partition, from where the last pass stopped (its watermark) to now: each entry
@@ -138,12 +141,15 @@ type Look = 'done' | 'blocked';
  * periodic kind's job for the current period.
  *
  * A pass has a time budget: it pages through any backlog until the budget runs out, and the next pass
- * goes on from the watermark. Every write is conditional on the entry it read, so overlapping passes do
+ * goes on from the watermark, starting at the first partition this one did not reach (a pass that
+ * always began at c00 would leave the same last partitions out whenever the budget ran short). Every write is conditional on the entry it read, so overlapping passes do
  * no harm: one of them makes each change.
  */
 export class Rescuer {
   private readonly options: RescuerOptions;
   private readonly kinds: Map<string, JobKind<unknown>>;
+  /** The partition the next pass walks first. Held in memory: an instance lost (a cold start) starts again at c00. */
+  private start = 0;
 
   constructor(options: RescuerOptions) {
     this.options = options;
@@ -159,17 +165,25 @@ export class Rescuer {
     await this.options.counts.within(async () => {
       report.periodic = await this.enqueuePeriodic(now);
       const marks = await this.options.watermarks.read();
-      const partitions = Array.from({ length: CHECK_SHARDS }, (_, n) => n);
+      const start = this.start;
+      const order = Array.from({ length: CHECK_SHARDS }, (_, i) => (start + i) % CHECK_SHARDS);
+      const walks = new Array<Walk>(CHECK_SHARDS).fill('unreached');
       const concurrency = this.options.concurrency ?? 8;
       let next = 0;
       await Promise.all(
-        Array.from({ length: Math.min(concurrency, partitions.length) }, async () => {
-          while (next < partitions.length) {
-            const n = partitions[next++]!;
-            if (!(await this.walk(n, marks[n], now, () => elapsed() < deadline, report))) report.caughtUp = false;
+        Array.from({ length: Math.min(concurrency, order.length) }, async () => {
+          while (next < order.length) {
+            const i = next++;
+            const n = order[i]!;
+            walks[i] = await this.walk(n, marks[n], now, () => elapsed() < deadline, report);
+            if (walks[i] !== 'caughtUp') report.caughtUp = false;
           }
         }),
       );
+      // The next pass starts at the first partition this one did not reach, so one that a spent budget
+      // left out comes first next time instead of behind the same partitions again.
+      const unreached = walks.indexOf('unreached');
+      if (unreached !== -1) this.start = order[unreached]!;
     }, CountScope.rescuer);
     return report;
   }
@@ -190,23 +204,19 @@ export class Rescuer {
     return count;
   }
 
-  /** Walks one partition from its watermark to now; false if it stopped early (out of time, or blocked). */
-  private async walk(partition: number, mark: string | undefined, now: number, inTime: () => boolean, report: RescueReport): Promise<boolean> {
+  /** Walks one partition from its watermark to now. */
+  private async walk(partition: number, mark: string | undefined, now: number, inTime: () => boolean, report: RescueReport): Promise<Walk> {
     const { db, store, watermarks } = this.options;
     let position = mark;
-    let reached = true;
-    for (;;) {
-      if (!inTime()) {
-        reached = false;
-        break;
-      }
+    for (let page = 0; ; page++) {
+      if (!inTime()) return page === 0 ? 'unreached' : 'stopped';
       const e = new Expression();
       const key = e.and(e.eq('checkShard', checkPartition(partition)), e.between('checkAt', position ?? '0000', `${iso(now)}#\uffff`));
       const result = await db.send(
         new QueryCommand({ TableName: store.tableName, IndexName: CHECK_INDEX, ...e.forQuery(key), Limit: this.options.pageSize ?? 100 }),
       );
       const entries = (result.Items ?? []).map((i) => ({ id: i['id'] as string, checkAt: i['checkAt'] as string })).filter((entry) => entry.checkAt !== position);
-      if (entries.length === 0) break;
+      if (entries.length === 0) return 'caughtUp';
       const rows = await this.rows(entries.map((entry) => entry.id));
       const looks = await inTurn(entries.length, LOOKS_AT_ONCE, (i) => this.look(entries[i]!.checkAt, rows[i], now, report));
       report.looked += entries.length;
@@ -216,13 +226,9 @@ export class Rescuer {
         await watermarks.advance(partition, last);
         position = last;
       }
-      if (blocked !== -1) {
-        reached = false;
-        break;
-      }
-      if (!result.LastEvaluatedKey) break;
+      if (blocked !== -1) return 'stopped';
+      if (!result.LastEvaluatedKey) return 'caughtUp';
     }
-    return reached;
   }
 
   /** Deals with one entry whose check came due; a refused write is decided again with the row as it now is. */

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { crashedHandler, seedExpiredLeases } from '../../bench/rescue.ts';
+import { Watermarks } from '../../functions/jobs/rescuer.ts';
+import { CHECK_SHARDS, checkShard } from '../../functions/jobs/row.ts';
 import { jobsFixture } from '../support/jobs.ts';
 
 describe('rescuer: a backlog larger than one pass', () => {
@@ -38,4 +40,30 @@ describe('rescuer: a backlog larger than one pass', () => {
     // Nothing is left: the next pass at the same time finds every entry behind its watermarks.
     expect(await rescuer.run()).toMatchObject({ expired: 0, rewoken: 0, caughtUp: true });
   }, 240_000);
+
+  it('PassesWhoseBudgetReachesFewerPartitionsThanThereAre_EachStartAfterTheLastOnesStop_SoEveryPartitionIsRescued', async () => {
+    const fx = await jobsFixture({ handlers: [crashedHandler] });
+    const { ids, leaseUntil } = await seedExpiredLeases(fx.clients.dynamo, fx.jobs.store, 320, fx.clock.now());
+    fx.clock.set(leaseUntil + 1);
+    expect(new Set(ids.map(checkShard)).size).toBe(CHECK_SHARDS);
+
+    // One "ms" per look at the stopwatch: a pass of 8 reads the first page of 7 partitions, and each
+    // holds one page (some 10 entries of 100). A pass that began at c00 every time would read c00…c06
+    // in every pass and never reach the other 25; each pass goes on where the last one stopped instead.
+    let ticks = 0;
+    const elapsed = () => ticks++;
+    const rescuer = fx.jobs.rescuer([crashedHandler], 180_000, { budgetMs: 8, elapsed });
+    const reports = [];
+    for (let pass = 0; pass < Math.ceil(CHECK_SHARDS / 7); pass++) reports.push(await rescuer.run());
+    expect(reports.map((r) => r.expired > 0 && !r.caughtUp)).toEqual(reports.map(() => true));
+    expect(reports.reduce((sum, r) => sum + r.expired, 0)).toBe(320);
+    expect((await new Watermarks(fx.clients.dynamo, fx.jobs.store.tableName).read()).filter((mark) => mark === undefined)).toEqual([]);
+    const woken = fx.recording.sent.map((s) => s.body.jobId);
+    expect(woken).toHaveLength(320);
+    expect(new Set(woken).size).toBe(320);
+
+    // A pass with the budget to look at every partition finds nothing left behind.
+    const whole = fx.jobs.rescuer([crashedHandler], 180_000, { elapsed });
+    expect(await whole.run()).toMatchObject({ expired: 0, rewoken: 0, caughtUp: true });
+  }, 120_000);
 });
