@@ -69,7 +69,7 @@ export function page(title: string, sections: readonly PanelSection[], body: Htm
 <h1>${title}</h1>
 ${body}
 </main>
-${options.refreshSeconds ? html`<script>setTimeout(() => { if (!document.querySelector('form:focus-within')) location.reload(); }, ${options.refreshSeconds * 1000});</script>` : ''}
+${options.refreshSeconds ? html`<script>let leaving = false; addEventListener('beforeunload', () => { leaving = true; }); setTimeout(() => { if (!leaving && !document.querySelector('form:focus-within')) location.reload(); }, ${options.refreshSeconds * 1000});</script>` : ''}
 </body>
 </html>`.value;
 }
