@@ -84,6 +84,12 @@ beforeAll(async () => {
   panelOut = output.text;
   browser = await launchBrowser({ webSecurity: true });
   page = await browser.newPage();
+  // Panel pages reload themselves every few seconds (layout.ts); these tests read a page and press its
+  // buttons, and a reload in between destroys what they hold ("Execution context was destroyed"). The
+  // page's clock stands still, so nothing reloads unless a test reloads it (test/panel/auto-refresh.test.ts
+  // covers the refresh itself).
+  await page.clock.install();
+  await page.clock.pauseAt(Date.now() + 1_000);
 }, 90_000);
 
 afterAll(async () => {
