@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { awsJobRuntime } from '../jobs/aws.ts';
 import type { AwsClients } from '../platform/aws.ts';
 import type { JobsAwsConfig } from '../jobs/aws.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
 import { HttpError, notFound, queryInt, route, tenantRoute, unavailable, withErrors } from '../platform/http.ts';
 import { InvalidCursorError } from '../platform/dynamo.ts';

@@ -1,6 +1,6 @@
 import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { batchIds } from './model.ts';
 import { callingWindowSchema } from './window.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { createAwsClients } from '../platform/aws.ts';
 import { systemClock } from '../platform/clock.ts';
 import { jsonEnv, parseConfig, positiveNumberEnv } from '../platform/config.ts';

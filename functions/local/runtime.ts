@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createAwsClients, localCredentials } from '../platform/aws.ts';
 import { ScaledClock, systemClock } from '../platform/clock.ts';
 import type { TimerClock } from '../platform/clock.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { defaultPolicy, defineKind, periodicPolicy, policy, schedule } from '../jobs/index.ts';
 import { eventSchema } from './events.ts';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { tables } from '../../functions/app/system.ts';
 import type { TableNames } from '../../functions/app/system.ts';
 import { callsDefaults } from '../../functions/calls/config.ts';

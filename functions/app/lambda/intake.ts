@@ -1,6 +1,6 @@
 // API Gateway (HTTP API) entry point of the call-result intake, POST /v1/calls/webhook: a public route
 // (its Standard Webhooks signature is its auth), so it runs alone, with the intake's grants only.
-import { z } from 'zod';
+import * as z from 'zod';
 import { readSecretString } from '../../platform/aws.ts';
 import { parseConfig } from '../../platform/config.ts';
 import { createApiHandler } from '../../platform/http.ts';
