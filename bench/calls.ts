@@ -9,7 +9,7 @@ import { endpointIds, endpointKey, tenantEndpointKey, waitKey } from '../functio
 import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
 import type { JobClient } from '../functions/jobs/index.ts';
 import { parseMailConfig } from '../functions/mail/config.ts';
-import { transportFor } from '../functions/mail/transport.ts';
+import { transportFor } from '../functions/mail/smtp-transport.ts';
 import type { TableNames } from '../functions/app/system.ts';
 import { createLocalHost } from '../functions/local/host.ts';
 import { systemClock } from '../functions/platform/clock.ts';

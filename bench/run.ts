@@ -1,13 +1,16 @@
 // npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
 // npm run bench -- <section> [--json FILE] [--records FILE] [--unlimited] [--sent-requests FILE]: one section
-// (jobs, calls, webhooks, capacity, import-parse: the CSV import's parsing alone, without DynamoDB); --json
+// (jobs, calls, webhooks, capacity, import-parse: the CSV import's parsing alone, without DynamoDB; bundles: each
+// deployed function's bundle, bytes and cold import against the commit before per-function bundles); --json
 // writes the capacity report (docs/capacity.md), --records every request it recorded, --unlimited runs the
 // capacity day with every request and record at once, --sent-requests every AWS request of the day by
 // deployed function (`node test/infra/iam/check.ts FILE`).
 import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
+import { benchBundles } from './bundles.ts';
 import { benchCalls } from './calls.ts';
 import { benchCapacity } from './capacity/index.ts';
 import { benchImportParse } from './import-parse.ts';
@@ -16,15 +19,15 @@ import { benchRescue } from './rescue.ts';
 import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
-const sections = ['jobs', 'calls', 'webhooks', 'capacity', 'import-parse'];
+const sections = ['jobs', 'calls', 'webhooks', 'capacity', 'import-parse', 'bundles'];
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' }, unlimited: { type: 'boolean' }, 'sent-requests': { type: 'string' } } });
 const only = positionals[0];
 if (only !== undefined && !sections.includes(only)) {
   console.error(`unknown section "${only}"; one of: ${sections.join(', ')}`);
   process.exit(2);
 }
-// import-parse alone needs no database.
-const dynamo = only === 'import-parse' ? { endpoint: '', stop: async () => undefined } : await startDynamoDbLocal();
+// import-parse and bundles alone need no database.
+const dynamo = only === 'import-parse' || only === 'bundles' ? { endpoint: '', stop: async () => undefined } : await startDynamoDbLocal();
 console.log(`redial benchmarks — ${new Date().toISOString()} — node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), DynamoDB Local in memory`);
 try {
   if (!only || only === 'jobs') {
@@ -51,6 +54,10 @@ try {
   if (!only || only === 'import-parse') {
     console.log('\n## contacts CSV import: parsing and validation (functions/calls/contacts)');
     for (const line of (await benchImportParse()).lines) console.log(`  ${line}`);
+  }
+  if (!only || only === 'bundles') {
+    console.log('\n## Lambda bundles: bytes and cold import, before and after per-function bundles');
+    for (const line of (await benchBundles(join(import.meta.dirname, '..'))).lines) console.log(`  ${line}`);
   }
 } finally {
   await dynamo.stop();

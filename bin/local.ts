@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // npm start: redial on one machine. It assembles; functions/local/runtime.ts decides.
 import { Command } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseConfig } from '../functions/platform/config.ts';
 import { join } from 'node:path';
 import { startLocalRuntime } from '../functions/local/runtime.ts';

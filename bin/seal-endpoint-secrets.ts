@@ -2,7 +2,7 @@
 // npm run seal-endpoint-secrets: encrypts, in place, the webhook endpoint secrets a stack stored in
 // plaintext before they were encrypted (docs/operations.md, "Endpoint secrets"). It assembles;
 // functions/webhooks/seal.ts decides. Runs with your AWS credentials against the stack's outputs.
-import { z } from 'zod';
+import * as z from 'zod';
 import { createAwsClients } from '../functions/platform/aws.ts';
 import { systemClock } from '../functions/platform/clock.ts';
 import { parseConfig } from '../functions/platform/config.ts';

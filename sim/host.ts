@@ -12,7 +12,7 @@ import { createLocalHost } from '../functions/local/host.ts';
 import type { LocalHost } from '../functions/local/host.ts';
 import { parseMailConfig } from '../functions/mail/config.ts';
 import type { MailTransport } from '../functions/mail/transport.ts';
-import { transportFor } from '../functions/mail/transport.ts';
+import { transportFor } from '../functions/mail/smtp-transport.ts';
 import { createAwsClients, localCredentials } from '../functions/platform/aws.ts';
 import type { AwsClients } from '../functions/platform/aws.ts';
 import { systemClock } from '../functions/platform/clock.ts';

@@ -6,7 +6,7 @@ import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
 import type { LocalHost } from '../../functions/local/host.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
-import { transportFor } from '../../functions/mail/transport.ts';
+import { transportFor } from '../../functions/mail/smtp-transport.ts';
 import { allKinds, httpFunctionsByRoute, tables } from '../../functions/app/system.ts';
 import type { System, TableNames } from '../../functions/app/system.ts';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';

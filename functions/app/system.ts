@@ -1,36 +1,25 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
-import type { Clock } from '../platform/clock.ts';
 import { route, withOperatorCopies } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
-import type { Logger } from '../platform/logger.ts';
-import type { MetricsSink } from '../platform/metrics.ts';
 import { openApiDocument } from '../platform/openapi.ts';
-import type { Rng } from '../platform/rng.ts';
-import type { SecretKey } from '../platform/secret-key.ts';
 import type { ApiKeyVerifier } from '../platform/tenancy.ts';
-import type { TableDefinition } from '../platform/tables.ts';
-import type { JobHandler, JobKind, QueueSpec } from '../jobs/index.ts';
-import { jobsTable } from '../jobs/row.ts';
-import type { JobRuntime } from '../jobs/runtime.ts';
-import { callsDeps } from '../calls/deps.ts';
-import type { CallsConfig } from '../calls/config.ts';
+import type { JobHandler } from '../jobs/index.ts';
 import { callsModule } from '../calls/module.ts';
-import type { CallsDeps, CallsPorts } from '../calls/module.ts';
-import { CallsStore } from '../calls/store.ts';
-import type { MailServices } from '../mail/context.ts';
+import type { CallsDeps } from '../calls/module.ts';
 import { mailModule } from '../mail/module.ts';
 import type { MailDeps } from '../mail/module.ts';
-import { prepareBatchFinalisedNotice, prepareOwnerEmailChange } from '../mail/owner.ts';
-import { MailStore } from '../mail/store.ts';
-import { secureRandomBytes } from '../mail/tokens.ts';
 import { opsModule } from '../ops/module.ts';
 import type { OpsDeps } from '../ops/module.ts';
-import { createWebhooksContext, webhookLeaseTerms } from '../webhooks/context.ts';
-import { Publisher } from '../webhooks/publish.ts';
-import { WebhookStore } from '../webhooks/store.ts';
+import type { Publisher } from '../webhooks/publish.ts';
 import { webhooksModule } from '../webhooks/module.ts';
-import type { WebhookOptions, WebhooksContext } from '../webhooks/module.ts';
+import type { WebhooksContext } from '../webhooks/module.ts';
+import type { QueueName } from './catalog.ts';
+import { buildCalls } from './contexts/calls.ts';
+import { buildMail } from './contexts/mail.ts';
+import { buildOps } from './contexts/ops.ts';
+import { buildPublisher } from './contexts/publisher.ts';
+import { buildWebhooks } from './contexts/webhooks.ts';
+import type { SystemHost } from './host.ts';
 
 /**
  * The composition root: redial's contexts, assembled once. Every Lambda entry point (functions/app/lambda)
@@ -42,58 +31,9 @@ import type { WebhookOptions, WebhooksContext } from '../webhooks/module.ts';
 /** Every context, in the order the policy table lists them. */
 export const modules = [mailModule, webhooksModule, callsModule, opsModule] as const;
 
-/** Every table, by logical name: the job layer's and each context's. */
-export const tables = {
-  jobs: jobsTable,
-  ...mailModule.tables,
-  ...webhooksModule.tables,
-  ...callsModule.tables,
-  ...opsModule.tables,
-} as const satisfies Record<string, TableDefinition>;
-export type TableKey = keyof typeof tables;
-export type TableNames = Record<TableKey, string>;
-
-/** Every job queue, by name: one SQS queue and one worker function each on AWS. */
-export const queues = {
-  ...mailModule.queues,
-  ...webhooksModule.queues,
-  ...callsModule.queues,
-  ...opsModule.queues,
-} as const satisfies Record<string, QueueSpec>;
-export type QueueName = keyof typeof queues;
-export const queueNames = Object.keys(queues) as QueueName[];
-
-/** Every job kind (data only): the policy table, the rescuer and the panel read it. */
-export const allKinds: readonly JobKind<unknown>[] = modules.flatMap((m) => m.kinds);
-
-/** What a host (a Lambda's cold start, the local host) gives the system. */
-export interface SystemHost {
-  jobs: JobRuntime;
-  db: DynamoDBDocumentClient;
-  tableNames: TableNames;
-  clock: Clock;
-  /** The outside world's time where it differs from `clock` (the local host's scaled time); default `clock`. */
-  wallClock?: Clock;
-  rng: Rng;
-  logger: Logger;
-  metrics: MetricsSink;
-  /** The calls context's configuration (placer, intake secret, call timeout); a host that runs no calls code may leave it out. */
-  calls?: CallsConfig;
-  /** The mail context's configuration and transport (SES on AWS, SMTP locally); a host that sends no mail may leave it out. */
-  mail?: MailServices;
-  /** Webhook delivery settings; the local host lets loopback receivers through. */
-  webhooks?: WebhookOptions;
-  /**
-   * The key webhook endpoint secrets are encrypted with (KMS on AWS, a local key elsewhere). Only the
-   * functions that register endpoints or sign deliveries are given one; without it the webhooks context
-   * refuses to.
-   */
-  secretKey?: SecretKey;
-  /** The calls context's store. @default a CallsStore over `db` (a host may pass another implementation) */
-  callsStore?: CallsStore;
-  /** The webhooks context's store, the intake's publisher's too. @default a WebhookStore over `db` (a host may pass another implementation) */
-  webhookStore?: WebhookStore;
-}
+export { allKinds, queueNames, queues, tableEnvName, tableNamesFromEnv, tables } from './catalog.ts';
+export type { QueueName, TableKey, TableNames } from './catalog.ts';
+export type { SystemHost } from './host.ts';
 
 type ModuleName = (typeof modules)[number]['name'];
 
@@ -122,39 +62,11 @@ export class System {
   }
 
   get mail(): MailDeps {
-    if (!this.mailDeps) {
-      const host = this.host;
-      if (!host.mail) throw new Error('this host has no mail configuration');
-      this.mailDeps = {
-        ...host.mail,
-        store: new MailStore(host.db, host.tableNames.mail),
-        jobs: host.jobs.client,
-        clock: host.clock,
-        logger: host.logger,
-        metrics: host.metrics,
-        random: secureRandomBytes,
-      };
-    }
-    return this.mailDeps;
+    return (this.mailDeps ??= buildMail(this.host));
   }
 
   get webhooks(): WebhooksContext {
-    if (!this.webhooksContext) {
-      const host = this.host;
-      this.webhooksContext = createWebhooksContext({
-        jobs: host.jobs.client,
-        db: host.db,
-        table: host.tableNames.webhooks,
-        clock: host.clock,
-        ...(host.wallClock ? { wallClock: host.wallClock } : {}),
-        logger: host.logger,
-        metrics: host.metrics,
-        ...(host.secretKey ? { secretKey: host.secretKey } : {}),
-        ...(host.webhooks ? { webhooks: host.webhooks } : {}),
-        ...(host.webhookStore ? { store: host.webhookStore } : {}),
-      });
-    }
-    return this.webhooksContext;
+    return (this.webhooksContext ??= buildWebhooks(this.host));
   }
 
   /** How tenant routes check a presented API key (the calls context's keys, with their per-container cache). */
@@ -163,7 +75,7 @@ export class System {
   }
 
   get ops(): OpsDeps {
-    return (this.opsDeps ??= { jobs: this.host.jobs.client, kinds: allKinds, periodicStatus: (kind) => this.host.jobs.store.getPeriodic(kind) });
+    return (this.opsDeps ??= buildOps(this.host));
   }
 
   /** The handlers of one queue's kinds: only the context that owns the queue is built. */
@@ -232,39 +144,8 @@ export class System {
   }
 
   private buildCalls(): CallsDeps {
-    const host = this.host;
-    if (!host.calls) throw new Error('this host has no calls configuration');
-    const config = host.calls;
-    const ports: CallsPorts = {
-      events: {
-        // The webhooks context's publisher over its store alone: the intake builds no delivery machinery.
-        prepare: async (input, now) => {
-          const publisher = this.webhooksContext?.publisher ?? (this.eventPublisher ??= new Publisher({ store: host.webhookStore ?? new WebhookStore(host.db, host.tableNames.webhooks), jobs: host.jobs.client, clock: host.clock, logger: host.logger, lease: webhookLeaseTerms(host.webhooks, host.clock) }));
-          const published = await publisher.prepare(input, now);
-          return { eventId: published.event.id, items: published.items, jobs: [], afterCommit: () => published.afterCommit(), abandon: () => published.abandon() };
-        },
-      },
-      ownerMail: {
-        batchFinalised: (input) => {
-          const job = prepareBatchFinalisedNotice(host.jobs.client, input);
-          return { items: [job.item], jobs: [job] };
-        },
-        ownerEmailChanged: async ({ tenantId, ownerEmail, now }) => {
-          const { items, jobs } = await prepareOwnerEmailChange(this.mail, tenantId, ownerEmail, now);
-          return { items, jobs };
-        },
-      },
-    };
-    return callsDeps({
-      store: host.callsStore ?? new CallsStore(host.db, host.tableNames.calls),
-      jobs: host.jobs.client,
-      ports,
-      clock: host.clock,
-      ...(host.wallClock ? { wallClock: host.wallClock } : {}),
-      rng: host.rng,
-      logger: host.logger,
-      config,
-    });
+    // The webhooks context's publisher when this process built the context, else one over its store alone.
+    return buildCalls(this.host, () => this.webhooksContext?.publisher ?? (this.eventPublisher ??= buildPublisher(this.host)));
   }
 }
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { CalendarEvent, CalendarFailure, DeleteResult, FreeBusyResult, GetResult, InsertResult } from './port.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { IANAZone } from 'luxon';
-import { z } from 'zod';
+import * as z from 'zod';
 import { CELL_MINUTES } from './holds.ts';
 import { WEEKDAYS } from './slots.ts';
 

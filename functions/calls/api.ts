@@ -1,13 +1,11 @@
+export { callsHttpError } from './intake-api.ts';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
-import { IncompleteReadError, refusedCodes } from '../platform/dynamo.ts';
+import * as z from 'zod';
+import { refusedCodes } from '../platform/dynamo.ts';
 import { HttpError, notFound, queryInt, route, tenantRoute, unavailable, withErrors } from '../platform/http.ts';
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
-import { classifyCallReport } from './classify.ts';
-import { completeCall } from './completion.ts';
-import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
@@ -22,16 +20,13 @@ import {
   batchListResponse,
   batchParams,
   batchResponse,
-  callResultBody,
-  callResultResponse,
   contactsResponse,
   roundsResponse,
   tenantBody,
   tenantParams,
   tenantResponse,
 } from './schemas.ts';
-import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
-import { callWebhookVerifier } from './signature.ts';
+import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
 
 
@@ -89,17 +84,6 @@ const contactsQuery = z.object({
     .describe('the `cursor` of the previous page'),
 });
 
-/**
- * The calls routes' errors as HTTP answers, in one place: a refused signature is a 401; an intake with
- * no secret, or a page read DynamoDB left incomplete, a 503 (ask again), never a half answer.
- */
-export function callsHttpError(error: unknown): HttpError | undefined {
-  if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
-  if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
-  if (error instanceof IncompleteReadError) return unavailable();
-  if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
-  return undefined;
-}
 
 /**
  * The answer to a keyed `POST /v1/batches` whose batch already exists: the same request again is a replay
@@ -127,14 +111,6 @@ const batchListQuery = z.object({
  * its authentication.
  */
 export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
-  // Resolved on the first request, so listing the routes needs no configuration.
-  let verify: ReturnType<typeof callWebhookVerifier> | undefined;
-  const verifier = () => {
-    const secret = calls().config.webhookSecret;
-    if (!secret) throw new IntakeNotConfiguredError();
-    return (verify ??= callWebhookVerifier(secret));
-  };
-
   const putTenant = route({
     method: 'PUT',
     path: '/v1/tenants/{tenantId}',
@@ -370,51 +346,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  const intake = route({
-    method: 'POST',
-    path: '/v1/calls/webhook',
-    auth: 'none',
-    summary: 'Call-result intake: the AI call handler reports a call (Standard Webhooks signed)',
-    maxBodyBytes: INTAKE_MAX_BODY_BYTES,
-    body: callResultBody,
-    responses: {
-      200: { description: 'applied, or ignored (a duplicate, a result for another call than the one in progress, a deleted batch): nothing to try again', schema: callResultResponse },
-      400: { description: 'invalid body' },
-      401: { description: 'missing, wrong or stale signature' },
-      413: { description: 'body too large' },
-      503: { description: 'transient: nothing was written, try again' },
-    },
-    guard: ({ headers, rawBody }) => {
-      verifier()(headers, rawBody, calls().wallClock.now());
-    },
-    handler: async ({ body }) => {
-      const deps = calls();
-      const { logger } = deps;
-      // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
-      const batch = await deps.batches.get(body.batchId);
-      if (!batch) return { status: 200, body: { outcome: 'ignored' } };
-      const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
-      const outcome = await completeCall(deps, batch, {
-        batchId: body.batchId,
-        contactNumber: body.contactNumber,
-        callId: body.callId,
-        classification,
-        source: 'webhook',
-        report: { reportedCode: body.code, emptyTranscription: body.emptyTranscription, durationSeconds: body.durationSeconds },
-      });
-      switch (outcome.outcome) {
-        case 'applied':
-          return { status: 200, body: { outcome: 'applied', code: outcome.code, retryable: outcome.retryable } };
-        case 'ignored':
-          logger.debug('call result ignored', { batchId: body.batchId, contactNumber: body.contactNumber, reason: outcome.reason });
-          return { status: 200, body: { outcome: 'ignored' } };
-        case 'unavailable':
-          throw unavailable();
-        default:
-          return outcome satisfies never;
-      }
-    },
-  });
-
-  return withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, deleteBatch, intake]);
+  return [...withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, deleteBatch]), intakeRoute(calls)];
 }

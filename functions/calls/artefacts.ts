@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { unstorableParts } from '../platform/dynamo.ts';
 import { externalIdSchema } from './contacts/fields.ts';
 

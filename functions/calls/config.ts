@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError, parseConfig } from '../platform/config.ts';
 import { isWebhookSecret } from './signature.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { iso } from '../platform/clock.ts';
 import { notFound, route, unavailable } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';

@@ -1,5 +1,6 @@
 import { withErrors } from '../platform/http.ts';
 import { defineModule } from '../jobs/index.ts';
+import { callsQueues } from './queues.ts';
 import type { JobHandler } from '../jobs/index.ts';
 import { callsHttpError, callsRoutes } from './api.ts';
 import { keyRoutes } from './keys-api.ts';
@@ -21,15 +22,7 @@ export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMai
 export const callsModule = defineModule({
   name: 'calls',
   tables: { calls: callsTable },
-  // Kinds that wait on the outside world never share a queue with quick ones (docs/capacity.md): a dial
-  // run waits on the placer for each of its calls; a watchdog or a finaliser is a few store round trips.
-  // Batch size and concurrency here are the local host's; on AWS they come from the CDK context (lib/context.ts).
-  queues: {
-    /** calls.dial. */
-    dial: { timeoutSeconds: 60, batchSize: 1, maxConcurrency: 5 },
-    /** calls.watchdog, calls.finalise. */
-    calls: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
-  },
+  queues: callsQueues,
   kinds: callsKinds,
   handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps)] as JobHandler<unknown>[],
   routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, keyRoutes(deps))],

@@ -1,6 +1,7 @@
 import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';
-import { z } from 'zod';
+import * as z from 'zod';
+import { e164 } from './intake-schemas.ts';
 import { batchIds } from './model.ts';
 import { callingWindowSchema } from './window.ts';
 
@@ -8,9 +9,6 @@ import { callingWindowSchema } from './window.ts';
  * The calls API's request and response schemas (docs/openapi.json is generated from them). Validation happens here, at the edge: a
  * request that fails gets a 400 naming the field, and nothing is written.
  */
-
-/** An E.164 number: `+`, a country code that does not start with 0, at most 15 digits in all. */
-export const e164 = z.string().regex(/^\+[1-9]\d{1,14}$/, 'expected an E.164 number such as +14155550123');
 
 /** Ids redial makes up and tenants choose: short, URL- and key-safe. */
 export const idSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–64 of A–Z, a–z, 0–9, _ and -');
@@ -121,18 +119,5 @@ export const contactsResponse = z.object({
  * may add fields of its own, and a result refused for them would be a result lost. `code` is the handler's coarse code, trimmed and
  * upper-cased before classification; empty means FAILED. Codes are identifiers (letters, digits, `_`).
  */
-export const callResultBody = z.object({
-  batchId: z.string().regex(/^[A-Za-z0-9_.-]{1,140}$/, 'expected a batch id').describe('the batchId the placer was given for this call (`b_<tenantId>.<hex>`)'),
-  contactNumber: e164,
-  callId: z.string().min(1).max(200).describe('the callId the placer was given for this call'),
-  code: z.string().regex(/^\s*[A-Za-z0-9_]{0,64}\s*$/, 'expected a code of letters, digits and _ (at most 64), or empty'),
-  emptyTranscription: z.boolean(),
-  durationSeconds: z.number().min(-86_400).max(86_400),
-});
-export type CallResultBody = z.infer<typeof callResultBody>;
-
-export const callResultResponse = z.object({
-  outcome: z.enum(['applied', 'ignored']),
-  code: z.string().optional(),
-  retryable: z.boolean().optional(),
-});
+export { callResultBody, callResultResponse, e164 } from './intake-schemas.ts';
+export type { CallResultBody } from './intake-schemas.ts';

@@ -1,5 +1,5 @@
 import { DateTime, IANAZone } from 'luxon';
-import { z } from 'zod';
+import * as z from 'zod';
 import { firstInstantAtWallTime } from '../platform/wall-time.ts';
 
 const HH_MM = /^([01]\d|2[0-3]):[0-5]\d$/;

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AwsCredentials, CredentialProvider } from '../platform/credentials.ts';
 import { sendOnce } from '../platform/outbound.ts';
 import type { OutboundRequest, OutboundResponse } from '../platform/outbound.ts';

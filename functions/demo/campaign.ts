@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { writeFileAtomic } from '../platform/local/files.ts';
 import { mailKinds, ownerNotifyKind } from '../mail/kinds.ts';
 import { DemoApi } from './client.ts';

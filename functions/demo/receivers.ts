@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 

@@ -1,5 +1,6 @@
-import { z } from 'zod';
-import { createAwsClients } from '../platform/aws.ts';
+import * as z from 'zod';
+import { dynamoClient, schedulerClient, sqsClient } from '../platform/aws.ts';
+import type { AwsClients } from '../platform/aws.ts';
 import { systemClock } from '../platform/clock.ts';
 import { jsonEnv, parseConfig, positiveNumberEnv } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
@@ -35,9 +36,12 @@ export function awsJobRuntime(
   service: string,
   queues: Readonly<Record<string, QueueSpec>>,
   tracing?: Tracing & { capture<T>(client: T): T },
-): { runtime: JobRuntime; config: JobsAwsConfig; clients: ReturnType<typeof createAwsClients> } {
+): { runtime: JobRuntime; config: JobsAwsConfig; clients: Pick<AwsClients, 'dynamo' | 'sqs' | 'scheduler'> } {
   const config = parseConfig(jobsAwsConfig);
-  const clients = createAwsClients(tracing ? { capture: (client) => tracing.capture(client) } : {});
+  // The job layer's clients only: a function that uses another service builds that client itself
+  // (functions/app/aws.ts), so no bundle carries a client its function does not call.
+  const options = tracing ? { capture: <T>(client: T): T => tracing.capture(client) } : {};
+  const clients = { dynamo: dynamoClient(options), sqs: sqsClient(options), scheduler: schedulerClient(options) };
   const logger = createLogger(service);
   const runtime = createJobRuntime({
     db: clients.dynamo,

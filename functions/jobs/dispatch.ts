@@ -3,7 +3,7 @@ import { ConflictException, CreateScheduleCommand, DeleteScheduleCommand, Resour
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Clock } from '../platform/clock.ts';
 import { noTracing } from '../platform/tracing.ts';
 import type { Tracing } from '../platform/tracing.ts';

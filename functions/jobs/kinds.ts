@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Logger } from '../platform/logger.ts';
 import { JobDiscardReason } from './outcomes.ts';
 import type { DiscardReason } from './outcomes.ts';

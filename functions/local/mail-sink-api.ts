@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { notFound, queryInt, route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import type { SinkMessage, SmtpSink } from '../platform/local/smtp-sink.ts';

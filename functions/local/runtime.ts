@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createAwsClients, localCredentials } from '../platform/aws.ts';
 import { ScaledClock, systemClock } from '../platform/clock.ts';
 import type { TimerClock } from '../platform/clock.ts';
@@ -26,7 +26,7 @@ import { CallPlacerSimulator } from '../calls/local/simulator.ts';
 import type { SimulatedOutcome } from '../calls/local/simulator.ts';
 import { parseMailConfig } from '../mail/config.ts';
 import type { MailConfig } from '../mail/config.ts';
-import { transportFor } from '../mail/transport.ts';
+import { transportFor } from '../mail/smtp-transport.ts';
 import { devEventRoutes } from '../webhooks/dev-api.ts';
 import { tables } from '../app/system.ts';
 import type { System, TableNames } from '../app/system.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseConfig } from '../platform/config.ts';
 
 /** A DNS name: the right-hand side of every Message-ID redial writes. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineKind, exponential, policy } from '../jobs/index.ts';
 
 /** The mail kinds' policy: 8 attempts, 20 s then ×3 per attempt (7 waits, about 6.07 h in all); exhausted → discarded + alert. */

@@ -1,4 +1,5 @@
 import { defineModule } from '../jobs/index.ts';
+import { mailQueues } from './queues.ts';
 import type { MailDeps } from './context.ts';
 import { mailHandlers } from './handlers.ts';
 import { mailKinds } from './kinds.ts';
@@ -15,10 +16,7 @@ export type { MailDeps } from './context.ts';
 export const mailModule = defineModule({
   name: 'mail',
   tables: { mail: mailTable },
-  queues: {
-    /** owner.notify, access_request.approval_mail, owner.email_confirmation. */
-    mail: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 },
-  },
+  queues: mailQueues,
   kinds: mailKinds,
   handlers: (deps: MailDeps) => mailHandlers(deps),
   routes: (deps: () => MailDeps) => mailRoutes(deps),

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JobClient, PreparedJob, TransactItem } from '../jobs/index.ts';
 import { emailConfirmationKind, ownerNotifyKind } from './kinds.ts';
 import type { OwnerContact } from './store.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { conflict, notFound, route, withErrors } from '../platform/http.ts';
 import type { ApiResponse, ApiRoute, HttpError } from '../platform/http.ts';
 import { accessView, requestAccess, resolveAccess } from './access.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { conflict, HttpError, notFound, queryInt, route, withErrors } from '../platform/http.ts';
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiRoute, HttpError as HttpErrorType } from '../platform/http.ts';

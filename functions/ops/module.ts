@@ -1,4 +1,5 @@
 import { defineModule } from '../jobs/index.ts';
+import { opsQueues } from './queues.ts';
 import { jobRoutes } from './jobs-api.ts';
 import type { OpsDeps } from './jobs-api.ts';
 import { probeHandler, probeKind } from './probe.ts';
@@ -12,10 +13,7 @@ export type { OpsDeps } from './jobs-api.ts';
 export const opsModule = defineModule({
   name: 'ops',
   tables: {},
-  queues: {
-    /** ops.probe. */
-    ops: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 2 },
-  },
+  queues: opsQueues,
   kinds: [probeKind],
   handlers: (_deps: OpsDeps) => [probeHandler],
   routes: (deps: () => OpsDeps) => jobRoutes(deps),

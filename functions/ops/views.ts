@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JobRow } from '../jobs/index.ts';
 
 /** A job as the ops API lists it. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { HttpError, route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { formatDuration } from '../platform/format.ts';

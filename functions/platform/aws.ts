@@ -115,45 +115,65 @@ function count(client: MiddlewareHost, service: string, counter: RequestCounter 
   );
 }
 
-/** Builds redial's AWS clients, each sending every request exactly once. */
-export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
-  const base = {
-    ...(options.region ? { region: options.region } : {}),
-    ...(options.credentials ? { credentials: options.credentials } : {}),
-  };
-  const capture = options.capture ?? (<T>(client: T): T => client);
+type ClientOptions = Omit<AwsClientOptions, 'endpoints'> & { endpoint?: string | undefined };
+
+const baseOf = (options: ClientOptions) => ({
+  ...(options.region ? { region: options.region } : {}),
+  ...(options.credentials ? { credentials: options.credentials } : {}),
+  ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+});
+
+/** Counts, records and intercepts one client's requests, as `options` ask; returns the client, captured for tracing unless `capture` is false. */
+function instrument<T>(client: T, service: AwsService, options: ClientOptions, capture = true): T {
+  const captured = capture && options.capture ? options.capture(client) : client;
+  count(captured as unknown as MiddlewareHost, service, options.requestCounter);
+  if (service !== 'DynamoDB') options.recorder?.instrument(captured, service);
+  options.interceptor?.instrument(captured as unknown as InstrumentableClient, service);
+  return captured;
+}
+
+/*
+ * One builder per service, so that a Lambda bundle holds only the SDK clients its function uses (esbuild
+ * drops an unused client package: the SDK's packages declare no side effects).
+ */
+
+/** The DynamoDB document client (over a raw client that counts, records and intercepts). */
+export function dynamoClient(options: ClientOptions = {}): DynamoDBDocumentClient {
   // Captured before the document client wraps it: the document client sends through this client's stack.
-  const raw = capture(new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) }));
-  count(raw as unknown as MiddlewareHost, 'DynamoDB', options.requestCounter);
+  const raw = instrument(new DynamoDBClient({ ...baseOf(options), maxAttempts: 1 }), 'DynamoDB', { ...options, interceptor: undefined });
   // The recorder reads items back on a client of its own, which it does not record.
-  options.recorder?.instrumentDynamo(raw, new DynamoDBClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.dynamodb) }));
+  options.recorder?.instrumentDynamo(raw, new DynamoDBClient({ ...baseOf(options), maxAttempts: 1 }));
   options.interceptor?.instrument(raw as unknown as InstrumentableClient, 'DynamoDB');
-  const dynamo = DynamoDBDocumentClient.from(raw, {
-    marshallOptions: { removeUndefinedValues: true },
-  });
-  const sqs = capture(new SQSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.sqs) }));
-  count(sqs as unknown as MiddlewareHost, 'SQS', options.requestCounter);
-  options.recorder?.instrument(sqs, 'SQS');
-  options.interceptor?.instrument(sqs as unknown as InstrumentableClient, 'SQS');
-  const scheduler = capture(new SchedulerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.scheduler) }));
-  count(scheduler as unknown as MiddlewareHost, 'Scheduler', options.requestCounter);
-  options.recorder?.instrument(scheduler, 'Scheduler');
-  options.interceptor?.instrument(scheduler as unknown as InstrumentableClient, 'Scheduler');
-  const ses = capture(new SESv2Client({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.ses) }));
-  count(ses as unknown as MiddlewareHost, 'SES', options.requestCounter);
-  options.recorder?.instrument(ses, 'SES');
-  options.interceptor?.instrument(ses as unknown as InstrumentableClient, 'SES');
-  // Not captured: secrets are read at cold start, outside any invocation, where there is no trace to join
-  // (the X-Ray SDK would log a missing-context error on every cold start).
-  const secrets = new SecretsManagerClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.secrets) });
-  count(secrets as unknown as MiddlewareHost, 'SecretsManager', options.requestCounter);
-  options.recorder?.instrument(secrets, 'SecretsManager');
-  options.interceptor?.instrument(secrets as unknown as InstrumentableClient, 'SecretsManager');
-  const kms = capture(new KMSClient({ ...base, maxAttempts: 1, ...endpoint(options.endpoints?.kms) }));
-  count(kms as unknown as MiddlewareHost, 'KMS', options.requestCounter);
-  options.recorder?.instrument(kms, 'KMS');
-  options.interceptor?.instrument(kms as unknown as InstrumentableClient, 'KMS');
-  return { dynamo, sqs, scheduler, ses, secrets, kms };
+  return DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
+}
+
+export const sqsClient = (options: ClientOptions = {}): SQSClient => instrument(new SQSClient({ ...baseOf(options), maxAttempts: 1 }), 'SQS', options);
+
+export const schedulerClient = (options: ClientOptions = {}): SchedulerClient => instrument(new SchedulerClient({ ...baseOf(options), maxAttempts: 1 }), 'Scheduler', options);
+
+export const sesClient = (options: ClientOptions = {}): SESv2Client => instrument(new SESv2Client({ ...baseOf(options), maxAttempts: 1 }), 'SES', options);
+
+/**
+ * Not captured: secrets are read at cold start, outside any invocation, where there is no trace to join
+ * (the X-Ray SDK would log a missing-context error on every cold start).
+ */
+export const secretsClient = (options: ClientOptions = {}): SecretsManagerClient =>
+  instrument(new SecretsManagerClient({ ...baseOf(options), maxAttempts: 1 }), 'SecretsManager', options, false);
+
+export const kmsClient = (options: ClientOptions = {}): KMSClient => instrument(new KMSClient({ ...baseOf(options), maxAttempts: 1 }), 'KMS', options);
+
+/** Builds every one of redial's AWS clients (the local runtime, the tools and the tests), each sending every request exactly once. */
+export function createAwsClients(options: AwsClientOptions = {}): AwsClients {
+  const { endpoints, ...rest } = options;
+  const at = (endpoint: string | undefined): ClientOptions => ({ ...rest, endpoint });
+  return {
+    dynamo: dynamoClient(at(endpoints?.dynamodb)),
+    sqs: sqsClient(at(endpoints?.sqs)),
+    scheduler: schedulerClient(at(endpoints?.scheduler)),
+    ses: sesClient(at(endpoints?.ses)),
+    secrets: secretsClient(at(endpoints?.secrets)),
+    kms: kmsClient(at(endpoints?.kms)),
+  };
 }
 
 /** A secret's string value, read once (a cold start that cannot read it fails, and Lambda starts another). */
@@ -161,10 +181,6 @@ export async function readSecretString(client: SecretsManagerClient, secretId: s
   const result = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
   if (result.SecretString === undefined) throw new Error(`secret ${secretId} has no string value`);
   return result.SecretString;
-}
-
-function endpoint(url: string | undefined): { endpoint?: string } {
-  return url ? { endpoint: url } : {};
 }
 
 /** Credentials DynamoDB Local accepts; never used against AWS. */

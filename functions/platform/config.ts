@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Raised at start-up when the environment does not satisfy a configuration schema. */
 export class ConfigError extends Error {

@@ -6,7 +6,7 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpRouterHandler from '@middy/http-router';
 import httpSecurityHeaders from '@middy/http-security-headers';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { isTransientAwsError } from './aws.ts';
 import type { Logger } from './logger.ts';
 import { operatorScope, scopeOfKey, tenantIdSchema } from './tenancy.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ApiRoute, Route } from './http.ts';
 
 /** An OpenAPI 3.1 document (the parts redial writes). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Tenancy by construction (docs/operations.md, "Who may call what"). A tenant route's handler is given a

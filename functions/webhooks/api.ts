@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import { conflict, HttpError, notFound, queryInt, route, tenantRoute, withErrors } from '../platform/http.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';

@@ -14,7 +14,7 @@ import { Endpoints } from './endpoints.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
 import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
-import { leaseTerms } from './lease.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS, webhookLeaseTerms } from './lease.ts';
 import type { LeaseTerms } from './lease.ts';
 import { Publisher } from './publish.ts';
 import { EndpointSecrets } from './secrets.ts';
@@ -44,15 +44,7 @@ export interface WebhookOptions {
   lease?: LeaseTerms;
 }
 
-/** A delivery's request timeout unless the options set one (real ms). */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
-
-/**
- * The endpoint lease's terms for these options on this clock: every part that takes or moves a lease (the
- * publisher in the intake, the deliveries, the sweep) derives them here, so they agree.
- */
-export const webhookLeaseTerms = (options: WebhookOptions | undefined, clock: Clock): LeaseTerms =>
-  options?.lease ?? leaseTerms(options?.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, clock.speed ?? 1);
+export { DEFAULT_REQUEST_TIMEOUT_MS, webhookLeaseTerms } from './lease.ts';
 
 /** What the webhooks context takes from its host (the composition root builds it once per process). */
 export interface WebhookHost {
@@ -96,8 +88,7 @@ const noSecretKey: SecretKey = {
   decrypt: () => Promise.reject(new Error('this function may not use the endpoint-secrets key')),
 };
 
-/** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind] as const;
+export { webhookKinds } from './kinds.ts';
 
 /**
  * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { unstorableParts } from '../platform/dynamo.ts';
 import { route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';

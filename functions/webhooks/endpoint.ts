@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ownedIds, tenantKeyPrefix } from '../platform/tenancy.ts';
 import { eventTypes } from './events.ts';
 import type { EventType } from './events.ts';

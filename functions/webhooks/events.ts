@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { TableDefinition } from '../platform/tables.ts';
 import { defaultPolicy, defineKind } from '../jobs/index.ts';
 

@@ -1,6 +1,6 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { defaultPolicy, defineKind, periodicPolicy, policy, schedule } from '../jobs/index.ts';
-import { eventSchema } from './events.ts';
+import { eventSchema, webhookFanoutKind } from './events.ts';
 
 /**
  * The webhooks context's job kinds, as data (webhook.fanout is declared with the events, in events.ts,
@@ -95,3 +95,6 @@ export const webhookSweepKind = defineKind({
   args: z.object({}),
   description: 'Applies the 5-day rule to failing endpoints and restarts stalled wait lists',
 });
+
+/** Every kind of the webhooks context (data only). */
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind] as const;

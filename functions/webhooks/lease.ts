@@ -1,7 +1,9 @@
 import { assertNever } from '../platform/assert.ts';
+import type { Clock } from '../platform/clock.ts';
 import { retrySchedule } from '../jobs/index.ts';
 import type { Policy, RunOutcome } from '../jobs/index.ts';
 import type { DeliveryResult } from './classify.ts';
+import type { WebhookOptions } from './context.ts';
 import { DisabledReason } from './endpoint.ts';
 import type { EndpointRow } from './endpoint.ts';
 import { DeliveryDiscardReason } from './kinds.ts';
@@ -216,3 +218,14 @@ export function afterAttempt(state: LeaseState, result: DeliveryResult, ctx: Att
       return assertNever(result);
   }
 }
+
+/** A delivery's request timeout unless the options set one (real ms). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * The endpoint lease's terms for these options on this clock: every part that takes or moves a lease (the
+ * publisher in the intake, the deliveries, the sweep) derives them here, so they agree.
+ */
+export const webhookLeaseTerms = (options: WebhookOptions | undefined, clock: Clock): LeaseTerms =>
+  options?.lease ?? leaseTerms(options?.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, clock.speed ?? 1);
+

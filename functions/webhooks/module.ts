@@ -1,6 +1,7 @@
 import { defineModule } from '../jobs/index.ts';
+import { webhooksQueues } from './queues.ts';
 import { webhookRoutes } from './api.ts';
-import { webhookKinds } from './context.ts';
+import { webhookKinds } from './kinds.ts';
 import type { WebhooksContext } from './context.ts';
 import { webhooksTable } from './events.ts';
 
@@ -14,15 +15,7 @@ export type { WebhookHost, WebhookOptions, WebhooksContext } from './context.ts'
 export const webhooksModule = defineModule({
   name: 'webhooks',
   tables: { webhooks: webhooksTable },
-  // Deliveries wait on customers' endpoints (up to the request timeout); fanout, wake-ups and the sweep are
-  // store round trips: separate queues, so a slow endpoint never holds a fanout back (docs/capacity.md).
-  // Batch size and concurrency here are the local host's; on AWS they come from the CDK context (lib/context.ts).
-  queues: {
-    /** webhook.deliver. */
-    deliveries: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
-    /** webhook.fanout, webhook.wake, webhook.sweep. */
-    webhooks: { timeoutSeconds: 60, batchSize: 10, maxConcurrency: 5 },
-  },
+  queues: webhooksQueues,
   kinds: webhookKinds,
   handlers: (context: WebhooksContext) => context.handlers,
   routes: (context: () => WebhooksContext) => webhookRoutes(context),

@@ -5,6 +5,9 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 
+/** The first line of every bundle: CommonJS dependencies inside an ES module bundle still call require() for Node built-ins. */
+export const BUNDLING_BANNER = "import { createRequire as __redialCreateRequire } from 'node:module'; const require = __redialCreateRequire(import.meta.url);";
+
 /** Properties of a {@link RedialFunction}. */
 export interface RedialFunctionProps {
   /** The TypeScript file that exports `handler`. */
@@ -77,8 +80,7 @@ export class RedialFunction extends Construct {
         // The AWS SDK is bundled, not taken from the runtime: the clients run the versions the tests ran.
         externalModules: [],
         mainFields: ['module', 'main'],
-        // CommonJS dependencies inside an ES module bundle still call require() for Node built-ins.
-        banner: "import { createRequire as __redialCreateRequire } from 'node:module'; const require = __redialCreateRequire(import.meta.url);",
+        banner: BUNDLING_BANNER,
         minify: true,
         sourceMap: true,
       },

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defaultPolicy, defineKind, handle } from '../../functions/jobs/index.ts';
 import type { JobHandler } from '../../functions/jobs/index.ts';

@@ -1,5 +1,5 @@
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineKind, discard, handle, policy, schedule } from '../../functions/jobs/index.ts';
 import type { DiscardedJob, JobHandler } from '../../functions/jobs/index.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defaultPolicy, defineKind, handle, snooze, TransitionRefusedError } from '../../functions/jobs/index.ts';
 import type { JobHandler } from '../../functions/jobs/index.ts';

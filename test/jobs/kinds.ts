@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineKind, discard, handle, snooze } from '../../functions/jobs/index.ts';
 import type { JobContext, JobHandler, Policy } from '../../functions/jobs/index.ts';
 import { DefaultBackoff } from '../../functions/jobs/policies.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineKind, handle } from '../../functions/jobs/index.ts';
 import type { JobHandler } from '../../functions/jobs/index.ts';

@@ -1,5 +1,5 @@
 import type { SQSEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineKind, handle } from '../../functions/jobs/index.ts';
 import type { JobHandler } from '../../functions/jobs/index.ts';

@@ -6,7 +6,7 @@ import { callsDefaults } from '../../functions/calls/config.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
 import type { LocalHost } from '../../functions/local/host.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
-import { transportFor } from '../../functions/mail/transport.ts';
+import { transportFor } from '../../functions/mail/smtp-transport.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { tables } from '../../functions/app/system.ts';
 import type { TableNames } from '../../functions/app/system.ts';
 import { callsDefaults } from '../../functions/calls/config.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
 import type { LocalHost } from '../../functions/local/host.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
-import { transportFor } from '../../functions/mail/transport.ts';
+import { transportFor } from '../../functions/mail/smtp-transport.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DISCARD_ALERT_METRIC, DISCARD_METRIC } from '../../functions/jobs/executor.ts';
 import { requestAccess } from '../../functions/mail/access.ts';
 import { changeOwnerEmail } from '../../functions/mail/owner.ts';
-import { SmtpMailTransport } from '../../functions/mail/transport.ts';
+import { SmtpMailTransport } from '../../functions/mail/smtp-transport.ts';
 import { createSmtpClient } from '../../functions/platform/smtp.ts';
 import { mailFixture } from '../support/mail.ts';
 import type { MailFixture } from '../support/mail.ts';

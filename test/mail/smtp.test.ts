@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createSmtpClient } from '../../functions/platform/smtp.ts';
 import { classifySmtpError } from '../../functions/mail/classify.ts';
 import { composeRaw } from '../../functions/mail/message.ts';
-import { SmtpMailTransport } from '../../functions/mail/transport.ts';
+import { SmtpMailTransport } from '../../functions/mail/smtp-transport.ts';
 import { mailFixture } from '../support/mail.ts';
 import type { MailFixture } from '../support/mail.ts';
 

@@ -5,7 +5,7 @@ import type { SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import { composeRaw, isMessageIdSafe, messageIdFor } from '../../functions/mail/message.ts';
 import { renderAccessRequest, renderBatchFinalised, renderEmailConfirmation } from '../../functions/mail/templates.ts';
 import { escapeHtml } from '../../functions/platform/html.ts';
-import { envelopeAddress, SmtpMailTransport } from '../../functions/mail/transport.ts';
+import { envelopeAddress, SmtpMailTransport } from '../../functions/mail/smtp-transport.ts';
 
 let sink: SmtpSink | undefined;
 afterEach(async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineKind, periodicPolicy } from '../../functions/jobs/index.ts';
 import { jobRoutes } from '../../functions/ops/jobs-api.ts';
 import { createApiHandler } from '../../functions/platform/http.ts';

@@ -20,7 +20,7 @@ import { seededRng } from '../../functions/platform/rng.ts';
 import type { WebhookEvent } from '../../functions/webhooks/events.ts';
 import type { WebhookOptions } from '../../functions/webhooks/context.ts';
 import { parseMailConfig } from '../../functions/mail/config.ts';
-import { transportFor } from '../../functions/mail/transport.ts';
+import { transportFor } from '../../functions/mail/smtp-transport.ts';
 import { freshTables } from './dynamo.ts';
 
 /** The intake secret tests sign with (the Standard Webhooks spec's example key). */

@@ -1,6 +1,6 @@
 // A worker process for the crash test: it claims one job and runs a handler that never returns, after
 // telling its parent it is running. The parent kills it with SIGKILL.
-import { z } from 'zod';
+import * as z from 'zod';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import { systemClock } from '../../functions/platform/clock.ts';
 import { createLogger } from '../../functions/platform/logger.ts';

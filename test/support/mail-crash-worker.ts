@@ -8,7 +8,7 @@ import { MemoryMetrics } from '../../functions/platform/metrics.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
 import { createSmtpClient } from '../../functions/platform/smtp.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
-import { SmtpMailTransport } from '../../functions/mail/transport.ts';
+import { SmtpMailTransport } from '../../functions/mail/smtp-transport.ts';
 import type { MailTransport } from '../../functions/mail/transport.ts';
 
 const [endpoint, jobsTable, mailTable, smtpUrl, domain, jobId] = process.argv.slice(2) as [string, string, string, string, string, string];

@@ -11,7 +11,7 @@ import type { MailConfig } from '../../functions/mail/config.ts';
 import type { MailDeps } from '../../functions/mail/context.ts';
 import { ownerNotifyKind } from '../../functions/mail/kinds.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
-import { SmtpMailTransport } from '../../functions/mail/transport.ts';
+import { SmtpMailTransport } from '../../functions/mail/smtp-transport.ts';
 import type { MailTransport } from '../../functions/mail/transport.ts';
 import { freshTables } from './dynamo.ts';
 

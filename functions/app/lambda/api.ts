@@ -1,9 +1,12 @@
 // API Gateway (HTTP API) entry point of every route behind IAM auth. The public routes have functions of
-// their own (intake.ts, links.ts) with narrower grants.
+// their own (intake.ts, links.ts) with narrower grants. Operators reach every context, so this entry
+// builds the whole composition root (without SES: mail leaves from the mail worker only).
 import { createApiHandler } from '../../platform/http.ts';
-import { awsSystem } from '../aws.ts';
-import { routesServedBy } from '../system.ts';
+import { callsConfigFromEnv } from '../../calls/config.ts';
+import { lambdaHost, withMailLinks, withSecretKey } from '../aws.ts';
+import { routesServedBy, System } from '../system.ts';
 
-const { system, host, tracing } = awsSystem('redial-api');
+const { host, tracing } = lambdaHost('redial-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
+const system = new System(() => host);
 
 export const handler = createApiHandler(routesServedBy(system, 'api'), host.logger).use(tracing.handlerMiddleware());

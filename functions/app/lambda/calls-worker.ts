@@ -1,7 +1,14 @@
 // SQS entry point of the calls queue's worker (calls.watchdog, calls.finalise). Job failures are recorded by the job layer, never thrown.
 // Each record's run is a span of the invocation's trace, annotated with its job id, kind and attempt.
-import { awsSystem } from '../aws.ts';
+import { callsConfigFromEnv } from '../../calls/config.ts';
+import { callsModule } from '../../calls/module.ts';
+import type { Publisher } from '../../webhooks/publish.ts';
+import { lambdaHost } from '../aws.ts';
+import { buildCalls } from '../contexts/calls.ts';
+import { buildPublisher } from '../contexts/publisher.ts';
 
-const { system, host, tracing } = awsSystem('redial-worker-calls');
+const { host, tracing } = lambdaHost('redial-worker-calls', () => ({ calls: callsConfigFromEnv() }));
+let publisher: Publisher | undefined;
+const calls = buildCalls(host, () => (publisher ??= buildPublisher(host)));
 
-export const handler = host.jobs.worker('calls', system.handlers('calls')).use(tracing.handlerMiddleware());
+export const handler = host.jobs.worker('calls', callsModule.handlers(calls).filter((h) => h.kind.queue === 'calls')).use(tracing.handlerMiddleware());

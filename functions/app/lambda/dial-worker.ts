@@ -1,10 +1,15 @@
 // SQS entry point of the dial queue's worker (calls.dial). Job failures are recorded by the job layer, never thrown.
 // Each record's run is a span of the invocation's trace, annotated with its job id, kind and attempt.
-import { requireDialling } from '../../calls/config.ts';
-import { awsSystem } from '../aws.ts';
+import { callsConfigFromEnv, requireDialling } from '../../calls/config.ts';
+import { callsModule } from '../../calls/module.ts';
+import type { Publisher } from '../../webhooks/publish.ts';
+import { lambdaHost } from '../aws.ts';
+import { buildCalls } from '../contexts/calls.ts';
+import { buildPublisher } from '../contexts/publisher.ts';
 
-const { system, host, tracing } = awsSystem('redial-worker-dial');
 // A worker that could not dial fails its cold start, loudly, instead of failing every dial.
-requireDialling(host.calls);
+const { host, tracing } = lambdaHost('redial-worker-dial', () => ({ calls: requireDialling(callsConfigFromEnv()) }));
+let publisher: Publisher | undefined;
+const calls = buildCalls(host, () => (publisher ??= buildPublisher(host)));
 
-export const handler = host.jobs.worker('dial', system.handlers('dial')).use(tracing.handlerMiddleware());
+export const handler = host.jobs.worker('dial', callsModule.handlers(calls).filter((h) => h.kind.queue === 'dial')).use(tracing.handlerMiddleware());

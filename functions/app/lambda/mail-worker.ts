@@ -1,7 +1,9 @@
 // SQS entry point of the mail queue's worker. Job failures are recorded by the job layer, never thrown.
 // Each record's run is a span of the invocation's trace, annotated with its job id, kind and attempt.
-import { awsSystem } from '../aws.ts';
+import { mailModule } from '../../mail/module.ts';
+import { lambdaHost, withSesMail } from '../aws.ts';
+import { buildMail } from '../contexts/mail.ts';
 
-const { system, host, tracing } = awsSystem('redial-worker-mail');
+const { host, tracing } = lambdaHost('redial-worker-mail', withSesMail);
 
-export const handler = host.jobs.worker('mail', system.handlers('mail')).use(tracing.handlerMiddleware());
+export const handler = host.jobs.worker('mail', mailModule.handlers(buildMail(host))).use(tracing.handlerMiddleware());

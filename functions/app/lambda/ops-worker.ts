@@ -1,7 +1,9 @@
 // SQS entry point of the ops queue's worker. Job failures are recorded by the job layer, never thrown.
 // Each record's run is a span of the invocation's trace, annotated with its job id, kind and attempt.
-import { awsSystem } from '../aws.ts';
+import { opsModule } from '../../ops/module.ts';
+import { lambdaHost } from '../aws.ts';
+import { buildOps } from '../contexts/ops.ts';
 
-const { system, host, tracing } = awsSystem('redial-worker-ops');
+const { host, tracing } = lambdaHost('redial-worker-ops');
 
-export const handler = host.jobs.worker('ops', system.handlers('ops')).use(tracing.handlerMiddleware());
+export const handler = host.jobs.worker('ops', opsModule.handlers(buildOps(host))).use(tracing.handlerMiddleware());

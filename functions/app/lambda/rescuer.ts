@@ -1,10 +1,13 @@
 // The rescuer, run every minute by EventBridge Scheduler. A failed pass is not retried: the next minute's is.
 import middy from '@middy/core';
 import type { RescueReport } from '../../jobs/index.ts';
+import { callsConfigFromEnv } from '../../calls/config.ts';
 import { reportRescue } from '../../ops/rescuer-report.ts';
-import { awsSystem } from '../aws.ts';
+import { lambdaHost, withSesMail } from '../aws.ts';
+import { System } from '../system.ts';
 
-const { system, host, config, tracing } = awsSystem('redial-rescuer');
+const { host, config, tracing } = lambdaHost('redial-rescuer', () => ({ calls: callsConfigFromEnv() }), withSesMail);
+const system = new System(() => host);
 // Every context's handlers: their policies price a lost attempt, and their discard hooks run before its discards.
 const rescuer = host.jobs.rescuer(system.allHandlers(), config.RESCUE_AFTER_SECONDS * 1000);
 

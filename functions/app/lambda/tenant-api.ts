@@ -3,9 +3,11 @@
 // this function checks before anything else runs (functions/platform/http.ts, functions/calls/keys.ts) and
 // acts for that tenant alone. Operators reach the same handlers through the IAM copies (api.ts).
 import { createApiHandler } from '../../platform/http.ts';
-import { awsSystem } from '../aws.ts';
-import { routesServedBy } from '../system.ts';
+import { callsConfigFromEnv } from '../../calls/config.ts';
+import { lambdaHost, withMailLinks, withSecretKey } from '../aws.ts';
+import { routesServedBy, System } from '../system.ts';
 
-const { system, host, tracing } = awsSystem('redial-tenant-api');
+const { host, tracing } = lambdaHost('redial-tenant-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
+const system = new System(() => host);
 
 export const handler = createApiHandler(routesServedBy(system, 'tenantApi'), host.logger, { keys: () => system.apiKeys }).use(tracing.handlerMiddleware());

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Clock } from '../../platform/clock.ts';
 import type { Rng } from '../../platform/rng.ts';
 import { isValidEventId } from '../event-ids.ts';

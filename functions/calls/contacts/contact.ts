@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { externalIdSchema, MAX_VARIABLES, timezoneSchema, variablesSchema } from './fields.ts';
 import type { Variables } from './fields.ts';
 import { countryCodeSchema, normaliseNumber } from './numbers.ts';

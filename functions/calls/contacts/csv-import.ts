@@ -1,6 +1,6 @@
 import { pipeline, Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BatchUniqueness, contactNumber } from './contact.ts';
 import type { Contact, ContactSettings } from './contact.ts';
 import { CsvImportError } from './errors.ts';

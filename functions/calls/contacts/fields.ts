@@ -1,5 +1,5 @@
 import { IANAZone } from 'luxon';
-import { z } from 'zod';
+import * as z from 'zod';
 import { unstorableParts } from '../../platform/dynamo.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { isSupportedCountry, parsePhoneNumberWithError, ParseError, validatePhoneNumberLength } from 'libphonenumber-js/max';
 import type { CountryCode } from 'libphonenumber-js/max';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /*
  * Why the `max` metadata. Two checks are made on every number, and they need different data:

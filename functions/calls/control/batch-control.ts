@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { RETRYABLE_CODES } from '../codes.ts';
 import { BatchSettingError, BatchStatusConflictError } from './errors.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BatchUniqueness, contactInputSchema, contactNumber, contactSettingsFields, normaliseContacts } from '../../../functions/calls/contacts/contact.ts';
 import type { ContactInput } from '../../../functions/calls/contacts/contact.ts';
 

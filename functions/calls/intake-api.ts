@@ -1,0 +1,84 @@
+import { IncompleteReadError, InvalidCursorError } from '../platform/dynamo.ts';
+import { HttpError, route, unavailable, withErrors } from '../platform/http.ts';
+import type { ApiRoute } from '../platform/http.ts';
+import { classifyCallReport } from './classify.ts';
+import { completeCall } from './completion.ts';
+import { INTAKE_MAX_BODY_BYTES } from './config.ts';
+import type { CallsDeps } from './deps.ts';
+import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
+import { callResultBody, callResultResponse } from './intake-schemas.ts';
+import { callWebhookVerifier } from './signature.ts';
+
+/**
+ * The calls routes' errors as HTTP answers, in one place: a refused signature is a 401; an intake with
+ * no secret, or a page read DynamoDB left incomplete, a 503 (ask again), never a half answer.
+ */
+export function callsHttpError(error: unknown): HttpError | undefined {
+  if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
+  if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
+  if (error instanceof IncompleteReadError) return unavailable();
+  if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
+  return undefined;
+}
+
+/**
+ * `POST /v1/calls/webhook`, the signed call-result intake (docs/calls.md): one of the calls routes
+ * (api.ts), in a module of its own so that the intake's Lambda bundle holds this route and what it runs.
+ */
+export function intakeRoute(calls: () => CallsDeps): ApiRoute {
+  // Resolved on the first request, so listing the routes needs no configuration.
+  let verify: ReturnType<typeof callWebhookVerifier> | undefined;
+  const verifier = () => {
+    const secret = calls().config.webhookSecret;
+    if (!secret) throw new IntakeNotConfiguredError();
+    return (verify ??= callWebhookVerifier(secret));
+  };
+
+  const intake = route({
+    method: 'POST',
+    path: '/v1/calls/webhook',
+    auth: 'none',
+    summary: 'Call-result intake: the AI call handler reports a call (Standard Webhooks signed)',
+    maxBodyBytes: INTAKE_MAX_BODY_BYTES,
+    body: callResultBody,
+    responses: {
+      200: { description: 'applied, or ignored (a duplicate, a result for another call than the one in progress, a deleted batch): nothing to try again', schema: callResultResponse },
+      400: { description: 'invalid body' },
+      401: { description: 'missing, wrong or stale signature' },
+      413: { description: 'body too large' },
+      503: { description: 'transient: nothing was written, try again' },
+    },
+    guard: ({ headers, rawBody }) => {
+      verifier()(headers, rawBody, calls().wallClock.now());
+    },
+    handler: async ({ body }) => {
+      const deps = calls();
+      const { logger } = deps;
+      // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
+      const batch = await deps.batches.get(body.batchId);
+      if (!batch) return { status: 200, body: { outcome: 'ignored' } };
+      const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
+      const outcome = await completeCall(deps, batch, {
+        batchId: body.batchId,
+        contactNumber: body.contactNumber,
+        callId: body.callId,
+        classification,
+        source: 'webhook',
+        report: { reportedCode: body.code, emptyTranscription: body.emptyTranscription, durationSeconds: body.durationSeconds },
+      });
+      switch (outcome.outcome) {
+        case 'applied':
+          return { status: 200, body: { outcome: 'applied', code: outcome.code, retryable: outcome.retryable } };
+        case 'ignored':
+          logger.debug('call result ignored', { batchId: body.batchId, contactNumber: body.contactNumber, reason: outcome.reason });
+          return { status: 200, body: { outcome: 'ignored' } };
+        case 'unavailable':
+          throw unavailable();
+        default:
+          return outcome satisfies never;
+      }
+    },
+  });
+
+  return withErrors(callsHttpError, [intake])[0]!;
+}
