@@ -154,7 +154,10 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   list), deliveries (the jobs' listing: Query of `byCheck` and `byDeadLetter`, BatchGetItem of the rows),
    *   enable (UpdateItem), redeliver (Query of discard markers, GetItem and UpdateItem of each job and the
    *   counters, conditional DeleteItem of each marker; a retried job runs now on the deliveries queue, and
-   *   may leave a schedule to delete).
+   *   may leave a schedule to delete); change (UpdateItem; a new URL wakes the lease holder on the
+   *   deliveries queue, or enqueues a webhook.restart on the webhooks queue), delete (UpdateItem of the row,
+   *   DeleteItem of its two index entries and the webhook.purge job's PutItem in one transaction, woken on
+   *   the webhooks queue), rotate-secret (the new secret encrypted; UpdateItem) (functions/webhooks/manage.ts).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
@@ -164,7 +167,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
-    sendTo: ['dial', 'deliveries'],
+    sendTo: ['dial', 'deliveries', 'webhooks'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
   },

@@ -11,6 +11,7 @@ import type { JobClient, JobHandler } from '../jobs/index.ts';
 import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
+import { EndpointManagement, purgeDeleted, webhookPurgeKind } from './manage.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
 import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
@@ -79,6 +80,8 @@ export interface WebhookHost {
 export interface WebhooksContext {
   deps: WebhookDeps;
   endpoints: Endpoints;
+  /** Changing, deleting and rotating an endpoint (manage.ts). */
+  manage: EndpointManagement;
   deliveries: Deliveries;
   waitList: WaitList;
   /** Publishing an event inside a domain's transaction (publish.ts). */
@@ -97,7 +100,7 @@ const noSecretKey: SecretKey = {
 };
 
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind] as const;
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookPurgeKind] as const;
 
 /**
  * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their
@@ -126,6 +129,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const waitList = new WaitList(deps);
   const deliveries = new Deliveries(deps, waitList);
   const endpoints = new Endpoints(deps);
+  const manage = new EndpointManagement(deps);
   const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger, lease: deps.lease });
 
   const handlers = [
@@ -146,6 +150,9 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
         throw error;
       }
     }),
+    handle(webhookPurgeKind, async (args) => {
+      await purgeDeleted(deps, args.endpointId);
+    }),
     handle(webhookRestartKind, async (args, ctx) => {
       await waitList.restart(args.endpointId, ctx.now());
     }),
@@ -158,6 +165,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   return {
     deps,
     endpoints,
+    manage,
     deliveries,
     waitList,
     publisher,

@@ -40,10 +40,15 @@ export class Endpoints {
    */
   async register(
     scope: TenantScope,
-    request: { url: string; eventTypes?: EventType[] | undefined },
+    request: { url: string; eventTypes?: EventType[] | undefined; description?: string | undefined },
     idempotencyKey?: string,
   ): Promise<{ endpointId: string; secret: string; replayed: boolean }> {
-    const input = { tenantId: scope.tenantId, url: request.url, ...(request.eventTypes ? { eventTypes: request.eventTypes } : {}) };
+    const input = {
+      tenantId: scope.tenantId,
+      url: request.url,
+      ...(request.eventTypes ? { eventTypes: request.eventTypes } : {}),
+      ...(request.description !== undefined ? { description: request.description } : {}),
+    };
     const { store, http, guard, clock, secrets } = this.deps;
     const shape = checkUrlShape(input.url, guard);
     if (!shape.ok) throw new UrlRefusedError(shape.reason);
@@ -64,6 +69,7 @@ export class Endpoints {
       tenantId: input.tenantId,
       url: shape.url.href,
       ...(eventTypes ? { eventTypes } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
       // Only its ciphertext is stored; the plaintext goes back in this answer, once.
       secretCiphertext: await secrets.seal({ endpointId, tenantId: input.tenantId }, secret),
       createdAt: iso(clock.now()),
@@ -95,10 +101,10 @@ export class Endpoints {
     return { endpoints: page.endpoints.map(endpointView), ...(page.cursor ? { cursor: page.cursor } : {}) };
   }
 
-  /** The scope's endpoint, or {@link EndpointNotFoundError}. */
+  /** The scope's endpoint, or {@link EndpointNotFoundError} (a deleted one too: manage.ts). */
   private async own(scope: TenantScope, endpointId: string): Promise<EndpointRow> {
     const row = await this.deps.store.getEndpointIn(scope, endpointId);
-    if (!row) throw new EndpointNotFoundError(endpointId);
+    if (!row || row.deletedAt !== undefined) throw new EndpointNotFoundError(endpointId);
     return row;
   }
 

@@ -12,6 +12,10 @@ export const EventType = {
   callCompleted: 'call.completed',
   batchRoundScheduled: 'batch.round_scheduled',
   batchFinalised: 'batch.finalised',
+  /** redial disabled one of the tenant's endpoints (410 Gone, or failing for 5 days): sent to its other endpoints (notices.ts). */
+  endpointDisabled: 'endpoint.disabled',
+  /** One of the tenant's endpoints was enabled again: sent to its other endpoints (notices.ts). */
+  endpointEnabled: 'endpoint.enabled',
 } as const;
 
 export type EventType = (typeof EventType)[keyof typeof EventType];

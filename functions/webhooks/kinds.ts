@@ -26,6 +26,10 @@ export const DeliveryDiscardReason = {
   endpoint_disabled: 'endpoint_disabled',
   /** The endpoint or the event is gone. */
   not_found: 'not_found',
+  /** Its owner deleted the endpoint (`DELETE /v1/endpoints/{id}`): what waited for it is discarded. */
+  endpoint_deleted: 'endpoint_deleted',
+  /** It waited in its endpoint's wait list for the whole retention (30 days) and the sweep expired it. */
+  wait_expired: 'wait_expired',
 } as const;
 
 export type DeliveryDiscardReason = (typeof DeliveryDiscardReason)[keyof typeof DeliveryDiscardReason];
