@@ -296,7 +296,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    * endpoint, a promoted one rewritten), UpdateItem (lease given to a waiter, disable, release, unwatch),
    * DeleteItem (a stale entry); enqueues deliveries (PutItem, and GetItem of one a repeated fanout finds),
    * discards waiting ones of a disabled endpoint (`enqueueAttempted`: PutItem), wakes parked ones
-   * (UpdateItem) on the deliveries queue.
+   * (UpdateItem) on the deliveries queue; webhook.purge (manage.ts) discards what waited for a deleted
+   * endpoint the same way; webhook.notice (notices.ts) commits an endpoint's notice (the event's deliveries,
+   * the owner's owner.notify job: PutItem; noticedAt: UpdateItem) and wakes the mail on the mail queue.
    */
   webhooks: worker(
     {
@@ -304,7 +306,7 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
         webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], indexes: ['byWatch'] },
         jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       },
-      sendTo: ['deliveries'],
+      sendTo: ['deliveries', 'mail'],
     },
     'webhooks',
     // A delivery made a job with its failed attempt as its first waits out that attempt's backoff (up to

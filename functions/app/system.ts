@@ -21,7 +21,7 @@ import { CallsStore } from '../calls/store.ts';
 import type { MailServices } from '../mail/context.ts';
 import { mailModule } from '../mail/module.ts';
 import type { MailDeps } from '../mail/module.ts';
-import { prepareBatchFinalisedNotice, prepareOwnerEmailChange } from '../mail/owner.ts';
+import { prepareBatchFinalisedNotice, prepareEndpointDisabledNotice, prepareOwnerEmailChange } from '../mail/owner.ts';
 import { MailStore } from '../mail/store.ts';
 import { secureRandomBytes } from '../mail/tokens.ts';
 import { opsModule } from '../ops/module.ts';
@@ -152,6 +152,13 @@ export class System {
         ...(host.secretKey ? { secretKey: host.secretKey } : {}),
         ...(host.webhooks ? { webhooks: host.webhooks } : {}),
         ...(host.webhookStore ? { store: host.webhookStore } : {}),
+        // An endpoint's disabling mails the tenant's owner: the mail context's owner.notify, committed with the notice.
+        ownerMail: {
+          endpointDisabled: (input) => {
+            const job = prepareEndpointDisabledNotice(host.jobs.client, input);
+            return { items: [job.item], jobs: [job] };
+          },
+        },
       });
     }
     return this.webhooksContext;

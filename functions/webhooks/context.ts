@@ -12,6 +12,8 @@ import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
 import { EndpointManagement, purgeDeleted, webhookPurgeKind } from './manage.ts';
+import { sendNotice, webhookNoticeKind } from './notices.ts';
+import type { OwnerMailPort } from './notices.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
 import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
@@ -74,6 +76,8 @@ export interface WebhookHost {
   webhooks?: WebhookOptions;
   /** The store. @default a WebhookStore over `db` and `table` */
   store?: WebhookStore;
+  /** The owner mail an endpoint's disabling sends (the mail context's). @default none */
+  ownerMail?: OwnerMailPort;
 }
 
 /** The webhooks context, assembled. */
@@ -100,7 +104,7 @@ const noSecretKey: SecretKey = {
 };
 
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookPurgeKind] as const;
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookPurgeKind, webhookNoticeKind] as const;
 
 /**
  * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their
@@ -125,6 +129,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     drainBudgetMs: clockMs(host.clock, options.drainBudgetMs ?? DRAIN_BUDGET_MS),
     lease: webhookLeaseTerms(options, host.clock),
+    ...(host.ownerMail ? { ownerMail: host.ownerMail } : {}),
   };
   const waitList = new WaitList(deps);
   const deliveries = new Deliveries(deps, waitList);
@@ -149,6 +154,9 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
         if (error instanceof TransitionRefusedError || error instanceof JobNotFoundError) return;
         throw error;
       }
+    }),
+    handle(webhookNoticeKind, async (args, ctx) => {
+      await sendNotice(deps, publisher, args, ctx);
     }),
     handle(webhookPurgeKind, async (args) => {
       await purgeDeleted(deps, args.endpointId);

@@ -12,6 +12,7 @@ import type { WebhookEvent } from './events.ts';
 import { admit, afterAttempt, coversSend, leaseStateOf, PARK_MS } from './lease.ts';
 import type { Admission, EndpointChange } from './lease.ts';
 import { DeliveryDiscardReason, webhookDeliverKind } from './kinds.ts';
+import { disabledNoticeJob, webhookNoticeKind } from './notices.ts';
 import { signingSecrets } from './rotation.ts';
 import { signedRequest } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
@@ -114,11 +115,14 @@ export class Deliveries {
     const handOn: HandOn = { runNext: (id) => ctx.runNext(id) };
     const own = step.job.type === 'completed' ? 1 : 0;
     const lease = step.endpoint.lease;
+    // This run disables the endpoint (its own attempt, or one it drained): the notice follows the write.
+    let disabling = step.endpoint.disable !== undefined;
     if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) {
       // Its own delivery is done and the lease passes on: first to the deliveries waiting with no job.
       const drained = await this.drain(turn.row, await heads.catch(() => []), ctx, started);
       const delivered = own + drained.delivered;
       const failed = drained.failed;
+      if (failed?.change.disable) disabling = true;
       if (drained.stopped) {
         // Disabled or deleted mid-drain: nothing more is sent; the hand-off discards what waits (a deletion's purge does the rest).
         await this.waitList.finish(endpointId, ctx.id, step.endpoint, drained.heads, ctx.now(), undefined, { delivered, disabled: true, deleted: drained.stopped.deletedAt !== undefined });
@@ -137,7 +141,21 @@ export class Deliveries {
     } else {
       await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads.catch(() => []), at, handOn, { delivered: own });
     }
+    if (disabling) await this.noticeDisabled(endpointId, ctx);
     return outcome(step.job);
+  }
+
+  /**
+   * Enqueues the notice of the disable this run wrote (notices.ts). Never throws: the sweep enqueues the
+   * notice of a disabled endpoint that has none (sweep.ts), late but not lost.
+   */
+  private async noticeDisabled(endpointId: string, ctx: JobContext): Promise<void> {
+    const job = disabledNoticeJob(endpointId, new Date(ctx.now()).toISOString());
+    try {
+      await this.deps.jobs.enqueue(webhookNoticeKind, job.args, { id: job.id });
+    } catch (error) {
+      ctx.logger.warn('notice of a disable not enqueued; the sweep will', { endpointId, error: String(error) });
+    }
   }
 
   /** Counts and logs an endpoint's disabling, when an attempt's step disables it. */

@@ -13,6 +13,7 @@ import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
 import { webhookDeliverKind } from './kinds.ts';
+import { enabledNoticeJob, webhookNoticeKind } from './notices.ts';
 import type { DiscardMarker } from './store.ts';
 
 /** How many discarded deliveries redeliver handles at once. */
@@ -137,10 +138,26 @@ export class Endpoints {
     return { ...endpointView(row), waiting: await this.deps.store.countWaiting(row.endpointId) };
   }
 
-  /** Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. */
+  /**
+   * Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. Enabling a
+   * disabled endpoint commits, with it, the notice that sends `endpoint.enabled` to the tenant's other
+   * endpoints (notices.ts).
+   */
   async enable(scope: TenantScope, id: string): Promise<EndpointView> {
-    const { endpointId } = await this.own(scope, id);
-    return endpointView(await this.deps.store.enable(endpointId));
+    const row = await this.own(scope, id);
+    const { store, jobs, clock } = this.deps;
+    if (!row.disabled) return endpointView(await store.enable(row.endpointId));
+    const notice = enabledNoticeJob(row.endpointId, iso(clock.now()));
+    const job = jobs.prepare(webhookNoticeKind, notice.args, { id: notice.id });
+    const result = await store.transact([store.enableItem(row.endpointId), job.item]);
+    if (!result.committed) {
+      if (!result.contention && result.refused['endpoint']?.code === 'ConditionalCheckFailed') throw new EndpointNotFoundError(id);
+      throw result.error;
+    }
+    await jobs.afterCommit([job]);
+    const enabled = await store.getEndpoint(row.endpointId);
+    if (!enabled) throw new EndpointNotFoundError(id);
+    return endpointView(enabled);
   }
 
   /**

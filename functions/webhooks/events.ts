@@ -94,7 +94,7 @@ export const webhookFanoutKind = defineKind({
   queue: 'webhooks',
   policy: defaultPolicy,
   timeoutSeconds: 30,
-  args: z.object({ eventId: z.string().min(1), event: eventSchema.optional() }),
+  args: z.object({ eventId: z.string().min(1), event: eventSchema.optional(), exclude: z.array(z.string().max(128)).max(10).optional() }),
   discardReasons: ['not_found'],
   description: 'Enqueues the deliveries of an event to its tenant’s subscribed, enabled endpoints',
 });

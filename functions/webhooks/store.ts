@@ -318,6 +318,13 @@ export class WebhookStore {
   noticedItem(id: string, disabledAt: string): TransactItem {
     const e = new Expression();
     e.when(is.endpoint(e)).when(e.eq('disabledAt', disabledAt)).when(e.notExists('noticedAt')).set('noticedAt', disabledAt);
+    return updateItem('noticed', this.tableName, endpointKey(id), e);
+  }
+
+  /** enable, for a transaction (with the endpoint.enabled notice's job: endpoints.ts): a live endpoint only. */
+  enableItem(id: string): TransactItem {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.live(e)).set('disabled', false).remove('disabledReason', 'disabledAt', 'failingSince', 'nextProbeAt', 'noticedAt');
     return updateItem('endpoint', this.tableName, endpointKey(id), e);
   }
 

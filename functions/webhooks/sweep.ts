@@ -2,6 +2,8 @@ import type { WebhookDeps } from './deps.ts';
 import { DISABLED_METRIC } from './delivery.ts';
 import { DisabledReason } from './endpoint.ts';
 import { DISABLE_AFTER_MS, leaseOf, leaseStateOf } from './lease.ts';
+import type { EndpointRow } from './endpoint.ts';
+import { disabledNoticeJob, webhookNoticeKind } from './notices.ts';
 import { watchPartitions } from './store.ts';
 import type { WaitList } from './waitlist.ts';
 
@@ -47,6 +49,15 @@ export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number):
   return report;
 }
 
+/**
+ * Enqueues the notice of an endpoint's current disable (notices.ts; a deterministic id: once per disable):
+ * the sweep's own disables, and any disable whose notice is not committed yet (its delivery's enqueue was lost).
+ */
+async function noticeOf(deps: WebhookDeps, row: EndpointRow): Promise<void> {
+  const job = disabledNoticeJob(row.endpointId, row.disabledAt!);
+  await deps.jobs.enqueue(webhookNoticeKind, job.args, { id: job.id });
+}
+
 async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: string, now: number, report: SweepReport): Promise<void> {
   const { store } = deps;
   let row = await store.getEndpoint(endpointId);
@@ -56,10 +67,11 @@ async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: 
     if (disabled) {
       row = disabled;
       report.disabled++;
+      await noticeOf(deps, disabled);
       deps.metrics.count(DISABLED_METRIC, { reason: DisabledReason.failing });
       deps.logger.warn('endpoint disabled: failing for 5 days', { endpointId, failingSince: disabled.failingSince });
     }
-  }
+  } else if (row.disabled && row.deletedAt === undefined && row.disabledAt !== undefined && row.noticedAt !== row.disabledAt) await noticeOf(deps, row);
   const state = leaseStateOf(row);
   // A live holder passes the lease on itself.
   if (leaseOf(state, '', now) !== 'free') return;
