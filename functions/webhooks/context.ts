@@ -166,7 +166,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     }),
     handle(webhookSweepKind, async (_args, ctx) => {
       const report = await sweep(deps, waitList, ctx.now());
-      if (report.disabled + report.restarted + report.released > 0) ctx.logger.info('webhook sweep', { ...report });
+      if (report.disabled + report.restarted + report.released + report.expired > 0) ctx.logger.info('webhook sweep', { ...report });
     }),
   ] as JobHandler<unknown>[];
 

@@ -329,12 +329,13 @@ export class WebhookStore {
   }
 
   /** The entries of one wait-list shard from `cursor` on, oldest first, a page at a time (the purge and the expiry). */
-  async waitListPage(partition: string, cursor?: string, limit = 100, olderThan?: string): Promise<{ entries: WaitEntry[]; cursor?: string }> {
+  async waitListPage(partition: string, cursor?: string, limit = 100, olderThan?: string, filter?: string, filterExpression?: Expression): Promise<{ entries: WaitEntry[]; cursor?: string }> {
     const pages = keyCursor(['pk', 'sk'], { pk: partition });
     const startKey = pages.decode(cursor);
-    const e = new Expression();
+    // A filter is built on the caller's expression (its placeholders are that expression's).
+    const e = filterExpression ?? new Expression();
     const key = olderThan === undefined ? e.and(e.eq('pk', partition), e.beginsWith('sk', 'WAIT#')) : e.and(e.eq('pk', partition), e.between('sk', 'WAIT#', `WAIT#${olderThan}`));
-    const result = await this.db.send(new QueryCommand({ TableName: this.tableName, ...e.forQuery(key), ConsistentRead: true, Limit: limit, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }));
+    const result = await this.db.send(new QueryCommand({ TableName: this.tableName, ...e.forQuery(key, filter), ConsistentRead: true, Limit: limit, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }));
     const next = pages.encode(result.LastEvaluatedKey);
     return { entries: (result.Items ?? []) as WaitEntry[], ...(next ? { cursor: next } : {}) };
   }

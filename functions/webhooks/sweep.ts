@@ -4,6 +4,7 @@ import { DisabledReason } from './endpoint.ts';
 import { DISABLE_AFTER_MS, leaseOf, leaseStateOf } from './lease.ts';
 import type { EndpointRow } from './endpoint.ts';
 import { disabledNoticeJob, webhookNoticeKind } from './notices.ts';
+import { expireWaiting } from './expiry.ts';
 import { watchPartitions } from './store.ts';
 import type { WaitList } from './waitlist.ts';
 
@@ -20,6 +21,8 @@ export interface SweepReport {
   disabled: number;
   restarted: number;
   released: number;
+  /** Waiting deliveries discarded (`wait_expired`) before their entries' TTL (expiry.ts). */
+  expired: number;
 }
 
 /**
@@ -30,11 +33,12 @@ export interface SweepReport {
  *    to notice (a probe notices it too, at its next attempt);
  * 2. a stalled wait list: a free or expired lease with deliveries parked behind it (its holder crashed,
  *    was cancelled, or its wake-up was lost) is given to the oldest of them, which runs now;
- * 3. tidying: an expired lease nobody waits for is released, and an endpoint idle for
+ * 3. expiry: a delivery waiting with no job whose entry nears its TTL is discarded (`wait_expired`), counted (expiry.ts);
+ * 4. tidying: an expired lease nobody waits for is released, and an endpoint idle for
  *    {@link UNWATCH_IDLE_MS} and healthy (or disabled, at once) leaves the index.
  */
 export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number): Promise<SweepReport> {
-  const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0 };
+  const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0, expired: 0 };
   for (const partition of watchPartitions()) {
     let cursor: string | undefined;
     do {
@@ -62,6 +66,7 @@ async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: 
   const { store } = deps;
   let row = await store.getEndpoint(endpointId);
   if (!row) return;
+  report.expired += await expireWaiting(deps, endpointId, now);
   if (!row.disabled && row.failingSince && now - Date.parse(row.failingSince) >= DISABLE_AFTER_MS) {
     const disabled = await store.disable(endpointId, DisabledReason.failing, now, row.failingSince);
     if (disabled) {

@@ -12,6 +12,7 @@ import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { EventType } from '../../functions/webhooks/events.ts';
 import { DELETED_RETENTION_SECONDS, PURGED_METRIC } from '../../functions/webhooks/manage.ts';
 import { PREVIOUS_SECRET_MS } from '../../functions/webhooks/rotation.ts';
+import { EXPIRED_METRIC } from '../../functions/webhooks/expiry.ts';
 import { isPending } from '../../functions/webhooks/store.ts';
 import { Receiver, verify, webhooksFixture } from '../support/webhooks.ts';
 import type { Received } from '../support/webhooks.ts';
@@ -282,5 +283,30 @@ describe('POST /v1/endpoints/{id}/rotate-secret', () => {
     expect(bad.status).toBe(400);
     expect(issuesOf(bad.body)).toEqual(expect.arrayContaining(['body.expireOldNow', 'body.more']));
     expect(verifies(now.body.secret, await deliver())).toBe(true);
+  });
+});
+
+describe('the wait list’s retention', () => {
+  it('ADeliveryWaitingWithNoJobNearItsEntrysTtl_IsDiscardedByTheSweepAsWaitExpired_Counted_AYoungerOneStays', async () => {
+    const r = await receiver([{ status: 200 }]);
+    const { endpointId } = await register('expiring', r.url());
+    // The first takes the lease (its job is never run here); the second waits behind it with no job.
+    const first = await fx.recordEvent('expiring', EventType.callCompleted, { i: 0 });
+    fx.clock.advance(1);
+    const old = await fx.recordEvent('expiring', EventType.callCompleted, { i: 1 });
+    fx.clock.advance(29 * 86400_000 - 60_000);
+    const young = await fx.recordEvent('expiring', EventType.callCompleted, { i: 2 });
+    // A day before its entry's TTL (30 days after it was put) it is not yet due; within the day it is.
+    expect((await fx.webhooks.sweep(fx.clock.now())).expired).toBe(0);
+    fx.clock.advance(2 * 60_000);
+    const report = await fx.webhooks.sweep(fx.clock.now());
+    expect(report.expired).toBe(1);
+    expect(await fx.job(deliveryJobId(old.id, endpointId))).toMatchObject({ state: 'discarded', discardReason: 'wait_expired', attempt: 0 });
+    expect(fx.metrics.total(EXPIRED_METRIC)).toBe(1);
+    const waiting = await fx.webhooks.deps.store.waitListHead(endpointId, 10);
+    expect(waiting.map((w) => w.jobId)).not.toContain(deliveryJobId(old.id, endpointId));
+    // The younger one (its endpoint's lease had expired: it is a job) is not touched.
+    expect((await fx.job(deliveryJobId(young.id, endpointId))).state).not.toBe('discarded');
+    expect(await fx.jobs.store.get(deliveryJobId(first.id, endpointId))).toBeDefined();
   });
 });
