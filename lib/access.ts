@@ -154,7 +154,10 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   list), deliveries (the jobs' listing: Query of `byCheck` and `byDeadLetter`, BatchGetItem of the rows),
    *   enable (UpdateItem), redeliver (Query of discard markers, GetItem and UpdateItem of each job and the
    *   counters, conditional DeleteItem of each marker; a retried job runs now on the deliveries queue, and
-   *   may leave a schedule to delete).
+   *   may leave a schedule to delete); change (UpdateItem; a new URL wakes the lease holder on the
+   *   deliveries queue, or enqueues a webhook.restart on the webhooks queue), delete (UpdateItem of the row,
+   *   DeleteItem of its two index entries and the webhook.purge job's PutItem in one transaction, woken on
+   *   the webhooks queue), rotate-secret (the new secret encrypted; UpdateItem) (functions/webhooks/manage.ts).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
@@ -164,7 +167,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
-    sendTo: ['dial', 'deliveries'],
+    sendTo: ['dial', 'deliveries', 'webhooks'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
   },
@@ -293,7 +296,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    * endpoint, a promoted one rewritten), UpdateItem (lease given to a waiter, disable, release, unwatch),
    * DeleteItem (a stale entry); enqueues deliveries (PutItem, and GetItem of one a repeated fanout finds),
    * discards waiting ones of a disabled endpoint (`enqueueAttempted`: PutItem), wakes parked ones
-   * (UpdateItem) on the deliveries queue.
+   * (UpdateItem) on the deliveries queue; webhook.purge (manage.ts) discards what waited for a deleted
+   * endpoint the same way; webhook.notice (notices.ts) commits an endpoint's notice (the event's deliveries,
+   * the owner's owner.notify job: PutItem; noticedAt: UpdateItem) and wakes the mail on the mail queue.
    */
   webhooks: worker(
     {
@@ -301,7 +306,7 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
         webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], indexes: ['byWatch'] },
         jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       },
-      sendTo: ['deliveries'],
+      sendTo: ['deliveries', 'mail'],
     },
     'webhooks',
     // A delivery made a job with its failed attempt as its first waits out that attempt's backoff (up to

@@ -107,13 +107,13 @@ function ownerNotifyHandler(deps: MailDeps) {
       await recordNotice(deps, ctx, { ...base, status: 'skipped', skippedAt: iso(ctx.now()), reason: 'no_confirmed_owner' });
       return;
     }
-    if ((await reserve(deps, ctx, contact.email, tenantId)) === 'dropped') {
+    if ((await reserve(deps, ctx, contact.email, template.burstCapped ? tenantId : undefined)) === 'dropped') {
       deps.metrics.count(MailMetric.dropped, { kind: ctx.kind, reason: 'owner_burst_cap' });
       ctx.logger.warn('dropped: owner-notify burst cap spent', { tenantId, eventId, limit: caps.ownerNotify.limit });
       await recordNotice(deps, ctx, { ...base, status: 'dropped', droppedAt: iso(ctx.now()), reason: 'owner_burst_cap' });
       return;
     }
-    const mail = outgoing(deps, ctx, eventId, contact.email, template.render(tenantId, data.data));
+    const mail = outgoing(deps, ctx, eventId, contact.email, (template.render as (tenantId: string, data: unknown) => Rendered)(tenantId, data.data));
     const providerMessageId = await send(deps, ctx, mail);
     await recordNotice(deps, ctx, {
       ...base,

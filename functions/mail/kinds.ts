@@ -24,9 +24,10 @@ export const tenantIdSchema = z
 const legacyTokenArg = z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'not a link token').optional();
 
 /**
- * owner.notify: tells a tenant's owner something happened (a batch finalised). Subject to the
- * owner-notify burst cap (5 per owner per hour: over it, a deliberate, counted drop) and the
- * per-recipient cap (30 per hour: over it, a snooze to the next window).
+ * owner.notify: tells a tenant's owner something happened (a batch finalised, an endpoint disabled).
+ * Subject to the owner-notify burst cap (5 per owner per hour: over it, a deliberate, counted drop; an
+ * endpoint's disabling is exempt: templates.ts `burstCapped`) and the per-recipient cap (30 per hour: over
+ * it, a snooze to the next window).
  */
 export const ownerNotifyKind = defineKind({
   kind: 'owner.notify',
@@ -37,11 +38,11 @@ export const ownerNotifyKind = defineKind({
     tenantId: z.string().min(1),
     /** The domain event this mail is about; the Message-ID is `<eventId@MAIL_DOMAIN>`, so duplicates merge. */
     eventId: z.string().min(1),
-    template: z.enum(['batch.finalised']),
+    template: z.enum(['batch.finalised', 'endpoint.disabled']),
     data: z.record(z.string(), z.unknown()),
   }),
   discardReasons: [MailDiscardReason.mail_rejected],
-  description: 'Mails the tenant owner about a domain event (batch finalised)',
+  description: 'Mails the tenant owner about a domain event (batch finalised, endpoint disabled)',
 });
 
 /**

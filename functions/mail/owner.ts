@@ -102,3 +102,12 @@ export function ownerView(tenantId: string, contact: OwnerContact | undefined, n
 export function prepareBatchFinalisedNotice(jobs: JobClient, input: { tenantId: string; eventId: string; summary: Record<string, unknown> }): PreparedJob {
   return jobs.prepare(ownerNotifyKind, { tenantId: input.tenantId, eventId: input.eventId, template: 'batch.finalised', data: input.summary }, { id: `owner.notify:${input.eventId}` });
 }
+
+/**
+ * The owner.notify job that tells a tenant's owner redial disabled one of its endpoints, for the caller's
+ * transaction (functions/webhooks/notices.ts commits it with the disable's notice); its id follows from the
+ * notice's event, so a repeated notice prepares the same job. Exempt from the owner-notify burst cap.
+ */
+export function prepareEndpointDisabledNotice(jobs: JobClient, input: { tenantId: string; eventId: string; data: { endpointId: string; url: string; reason: string; disabledAt: string } }): PreparedJob {
+  return jobs.prepare(ownerNotifyKind, { tenantId: input.tenantId, eventId: input.eventId, template: 'endpoint.disabled', data: input.data }, { id: `owner.notify:${input.eventId}` });
+}

@@ -29,9 +29,24 @@ export const batchFinalisedData = z.object({
 });
 export type BatchFinalisedData = z.infer<typeof batchFinalisedData>;
 
-/** The owner.notify templates, by name (the kind's `template` argument). */
+/** What the webhooks context puts in owner.notify's `data` for `endpoint.disabled` (functions/webhooks/notices.ts). */
+export const endpointDisabledData = z.object({
+  endpointId: z.string().min(1).max(200),
+  url: z.string().min(1).max(2048),
+  /** `gone` (it answered 410) or `failing` (it failed for 5 days). */
+  reason: z.string().min(1).max(40),
+  disabledAt: z.string().min(1).max(40),
+});
+export type EndpointDisabledData = z.infer<typeof endpointDisabledData>;
+
+/**
+ * The owner.notify templates, by name (the kind's `template` argument). `burstCapped`: whether the
+ * owner-notify burst cap (5 per owner per hour) applies; an endpoint's disabling is rare and needs the
+ * owner's action, so it is exempt (the per-recipient cap still applies: a snooze, never a drop).
+ */
 export const notifyTemplates = {
-  'batch.finalised': { data: batchFinalisedData, render: renderBatchFinalised },
+  'batch.finalised': { data: batchFinalisedData, render: renderBatchFinalised, burstCapped: true },
+  'endpoint.disabled': { data: endpointDisabledData, render: renderEndpointDisabled, burstCapped: false },
 } as const;
 export type NotifyTemplate = keyof typeof notifyTemplates;
 
@@ -82,6 +97,28 @@ ${htmlRows || '<tr><td>(no outcomes)</td></tr>'}
 </table>${data.finalisedAt ? `\n<p>Finalised at ${escapeHtml(data.finalisedAt)}.</p>` : ''}`,
   );
   return { subject: subjectLine(`Batch ${data.batchId} finalised: ${contacts}`), text, html };
+}
+
+/** owner.notify / endpoint.disabled: redial stopped delivering to one of the tenant's endpoints, and why. */
+export function renderEndpointDisabled(tenantId: string, data: EndpointDisabledData): Rendered {
+  const why = data.reason === 'gone' ? 'it answered 410 Gone' : data.reason === 'failing' ? 'every delivery to it failed for 5 days' : data.reason;
+  const text = `redial disabled webhook endpoint ${data.endpointId} of tenant ${tenantId} at ${data.disabledAt}: ${why}.
+
+URL: ${data.url}
+
+No event is sent to it until it is enabled again (POST /v1/endpoints/${data.endpointId}/enable, or
+\`redial endpoints enable\`); its discarded deliveries can then be sent again (redeliver).
+
+This is an automated message from redial; replies are not read.
+`;
+  const html = page(
+    `Endpoint ${data.endpointId} disabled`,
+    `<h2 style="font-size: 18px;">Webhook endpoint <code>${escapeHtml(data.endpointId)}</code> is disabled</h2>
+<p>redial disabled it at ${escapeHtml(data.disabledAt)}: ${escapeHtml(why)}.</p>
+<p>URL: <code>${escapeHtml(data.url)}</code></p>
+<p>No event is sent to it until it is enabled again; its discarded deliveries can then be sent again (redeliver).</p>`,
+  );
+  return { subject: subjectLine(`Webhook endpoint ${data.endpointId} disabled: ${why}`), text, html };
 }
 
 /** owner.email_confirmation: a link that makes `email` the tenant's confirmed owner address. */

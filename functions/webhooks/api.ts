@@ -6,14 +6,16 @@ import type { ApiRoute } from '../platform/http.ts';
 import { idempotencyKeyHeaders, idempotencyKeyReused } from '../platform/idempotency.ts';
 import type { WebhooksContext } from './context.ts';
 import { endpointDetailSchema, endpointIds, endpointViewSchema } from './endpoint.ts';
-import { EndpointDisabledError, EndpointNotFoundError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
+import { EndpointDisabledError, EndpointNotFoundError, EndpointRotatedMeanwhileError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import { eventTypes } from './events.ts';
+import { manageRoutes } from './manage-api.ts';
 
 /** The body of `POST /v1/endpoints`. Unknown fields are refused, so a misspelt `eventType` is not silently dropped. */
 export const registerEndpointSchema = z.strictObject({
   tenantId: tenantIdSchema.optional().describe('optional: the tenant is your API key’s (the path’s, on the operator copy); another tenant’s id is a 403'),
   url: z.string().min(1).max(2048),
   eventTypes: z.array(z.enum(eventTypes)).min(1).max(20).optional(),
+  description: z.string().max(500).optional(),
 });
 
 const registeredSchema = z.object({ endpointId: z.string(), secret: z.string() });
@@ -68,7 +70,7 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
       422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
     },
     handler: async ({ body, headers, scope }) => {
-      const { replayed, ...registered } = await context().endpoints.register(scope, { url: body.url, eventTypes: body.eventTypes }, headers['idempotency-key']);
+      const { replayed, ...registered } = await context().endpoints.register(scope, { url: body.url, eventTypes: body.eventTypes, description: body.description }, headers['idempotency-key']);
       return { status: replayed ? 200 : 201, body: registered };
     },
   });
@@ -137,7 +139,7 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
       return { status: 200, body: await context().endpoints.redeliver(scope, params.id) };
     },
   });
-  return withErrors(webhooksHttpError, [register, list, listAll, show, deliveries, enable, redeliver]);
+  return withErrors(webhooksHttpError, [register, list, listAll, show, deliveries, enable, redeliver, ...manageRoutes(context)]);
 }
 
 /** The webhooks routes' errors as HTTP answers, in one place. */
@@ -146,6 +148,7 @@ export function webhooksHttpError(error: unknown): HttpError | undefined {
   if (error instanceof EndpointDisabledError) return conflict(error.message, { disabled: true });
   if (error instanceof UrlRefusedError) return new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });
   if (error instanceof IdempotencyKeyReusedError) return idempotencyKeyReused('endpoint');
+  if (error instanceof EndpointRotatedMeanwhileError) return conflict(error.message);
   if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
   return undefined;
 }

@@ -11,6 +11,9 @@ import type { JobClient, JobHandler } from '../jobs/index.ts';
 import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
+import { EndpointManagement, purgeDeleted, webhookPurgeKind } from './manage.ts';
+import { sendNotice, webhookNoticeKind } from './notices.ts';
+import type { OwnerMailPort } from './notices.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
 import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
@@ -65,12 +68,16 @@ export interface WebhookHost {
   webhooks?: WebhookOptions;
   /** The store. @default a WebhookStore over `db` and `table` */
   store?: WebhookStore;
+  /** The owner mail an endpoint's disabling sends (the mail context's). @default none */
+  ownerMail?: OwnerMailPort;
 }
 
 /** The webhooks context, assembled. */
 export interface WebhooksContext {
   deps: WebhookDeps;
   endpoints: Endpoints;
+  /** Changing, deleting and rotating an endpoint (manage.ts). */
+  manage: EndpointManagement;
   deliveries: Deliveries;
   waitList: WaitList;
   /** Publishing an event inside a domain's transaction (publish.ts). */
@@ -113,10 +120,12 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     drainBudgetMs: clockMs(host.clock, options.drainBudgetMs ?? DRAIN_BUDGET_MS),
     lease: webhookLeaseTerms(options, host.clock),
+    ...(host.ownerMail ? { ownerMail: host.ownerMail } : {}),
   };
   const waitList = new WaitList(deps);
   const deliveries = new Deliveries(deps, waitList);
   const endpoints = new Endpoints(deps);
+  const manage = new EndpointManagement(deps);
   const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger, lease: deps.lease });
 
   const handlers = [
@@ -137,18 +146,25 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
         throw error;
       }
     }),
+    handle(webhookNoticeKind, async (args, ctx) => {
+      await sendNotice(deps, publisher, args, ctx);
+    }),
+    handle(webhookPurgeKind, async (args) => {
+      await purgeDeleted(deps, args.endpointId);
+    }),
     handle(webhookRestartKind, async (args, ctx) => {
       await waitList.restart(args.endpointId, ctx.now());
     }),
     handle(webhookSweepKind, async (_args, ctx) => {
       const report = await sweep(deps, waitList, ctx.now());
-      if (report.disabled + report.restarted + report.released > 0) ctx.logger.info('webhook sweep', { ...report });
+      if (report.disabled + report.restarted + report.released + report.expired > 0) ctx.logger.info('webhook sweep', { ...report });
     }),
   ] as JobHandler<unknown>[];
 
   return {
     deps,
     endpoints,
+    manage,
     deliveries,
     waitList,
     publisher,

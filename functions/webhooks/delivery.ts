@@ -12,6 +12,8 @@ import type { WebhookEvent } from './events.ts';
 import { admit, afterAttempt, coversSend, leaseStateOf, PARK_MS } from './lease.ts';
 import type { Admission, EndpointChange } from './lease.ts';
 import { DeliveryDiscardReason, webhookDeliverKind } from './kinds.ts';
+import { disabledNoticeJob, webhookNoticeKind } from './notices.ts';
+import { signingSecrets } from './rotation.ts';
 import { signedRequest } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
 import { isPending } from './store.ts';
@@ -82,10 +84,10 @@ export class Deliveries {
     // Its own entry, if it waits in the list: found from its event (or, for a delivery enqueued before
     // deliveries carried their event, from its creation).
     const wait: Wait = waitKey(args.endpointId, carried?.timestamp ?? ctx.createdAt, ctx.id);
-    const read =
-      handover && handover.endpoint.holder === ctx.id && carried
-        ? { endpoint: handover.endpoint, event: carried, parked: true }
-        : await store.readForDelivery(args.endpointId, carried ? undefined : args.eventId, wait);
+    // A successor handed the lease starts from the endpoint the hand-off wrote, read again (consistent)
+    // so that a URL change, a rotation or a deletion committed since is what it sends by (manage.ts).
+    const fresh = handover && handover.endpoint.holder === ctx.id && carried ? await store.getEndpoint(args.endpointId) : undefined;
+    const read = fresh ? { endpoint: fresh, event: carried, parked: true } : await store.readForDelivery(args.endpointId, carried ? undefined : args.eventId, wait);
     const event = carried ?? read.event;
     if (!read.endpoint) {
       if (read.parked) await store.unpark(wait);
@@ -94,7 +96,7 @@ export class Deliveries {
     if (!event) return this.leave(read.endpoint, wait, read.parked, ctx, DeliveryDiscardReason.not_found, `event ${args.eventId} not found (pruned after its retention)`);
     // Before anything is sent: a key that cannot be used now (KMS throttled or down) fails this run
     // (retryable); a lease its publisher took for it stays its own until its retry or the lease's end.
-    const secret = await this.deps.secrets.open(read.endpoint);
+    const secret = await signingSecrets(this.deps.secrets, read.endpoint, now);
 
     const turn = await this.takeTurn(read.endpoint, wait, read.parked, ctx, now, event.id);
     const endpointId = args.endpointId;
@@ -113,12 +115,18 @@ export class Deliveries {
     const handOn: HandOn = { runNext: (id) => ctx.runNext(id) };
     const own = step.job.type === 'completed' ? 1 : 0;
     const lease = step.endpoint.lease;
+    // This run disables the endpoint (its own attempt, or one it drained): the notice follows the write.
+    let disabling = step.endpoint.disable !== undefined;
     if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) {
       // Its own delivery is done and the lease passes on: first to the deliveries waiting with no job.
-      const drained = await this.drain(turn.row, secret, await heads.catch(() => []), ctx, started);
+      const drained = await this.drain(turn.row, await heads.catch(() => []), ctx, started);
       const delivered = own + drained.delivered;
       const failed = drained.failed;
-      if (drained.fenced) {
+      if (failed?.change.disable) disabling = true;
+      if (drained.stopped) {
+        // Disabled or deleted mid-drain: nothing more is sent; the hand-off discards what waits (a deletion's purge does the rest).
+        await this.waitList.finish(endpointId, ctx.id, step.endpoint, drained.heads, ctx.now(), undefined, { delivered, disabled: true, deleted: drained.stopped.deletedAt !== undefined });
+      } else if (drained.fenced) {
         // The lease ran out mid-drain and another delivery holds it now: record what this run did, move nothing.
         await store.recordHealth(endpointId, step.endpoint, ctx.now(), delivered);
       } else if (!failed) {
@@ -133,7 +141,21 @@ export class Deliveries {
     } else {
       await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads.catch(() => []), at, handOn, { delivered: own });
     }
+    if (disabling) await this.noticeDisabled(endpointId, ctx);
     return outcome(step.job);
+  }
+
+  /**
+   * Enqueues the notice of the disable this run wrote (notices.ts). Never throws: the sweep enqueues the
+   * notice of a disabled endpoint that has none (sweep.ts), late but not lost.
+   */
+  private async noticeDisabled(endpointId: string, ctx: JobContext): Promise<void> {
+    const job = disabledNoticeJob(endpointId, new Date(ctx.now()).toISOString());
+    try {
+      await this.deps.jobs.enqueue(webhookNoticeKind, job.args, { id: job.id });
+    } catch (error) {
+      ctx.logger.warn('notice of a disable not enqueued; the sweep will', { endpointId, error: String(error) });
+    }
   }
 
   /** Counts and logs an endpoint's disabling, when an attempt's step disables it. */
@@ -153,11 +175,10 @@ export class Deliveries {
    */
   private async drain(
     endpoint: EndpointRow,
-    secret: string,
     first: readonly WaitEntry[],
     ctx: JobContext,
     started: number,
-  ): Promise<{ delivered: number; heads: WaitEntry[]; failed?: { jobId: string; change: EndpointChange }; fenced?: true }> {
+  ): Promise<{ delivered: number; heads: WaitEntry[]; failed?: { jobId: string; change: EndpointChange }; fenced?: true; stopped?: EndpointRow }> {
     const { store, jobs } = this.deps;
     const policy = webhookDeliverKind.policy;
     let heads = first.filter((h) => h.jobId !== ctx.id);
@@ -196,9 +217,22 @@ export class Deliveries {
         }
         busyUntil = until;
       }
+      // Before each send, the endpoint as committed now: a deletion or a disable stops the drain, a new URL
+      // or secret is used from this send on, and a lease lost meanwhile fences it off (manage.ts).
+      const current = await store.getEndpoint(endpoint.endpointId);
+      if (!current || current.disabled || current.deletedAt !== undefined) {
+        await removing;
+        return current ? { delivered, heads, stopped: current } : { delivered, heads, fenced: true };
+      }
+      if (current.holder !== ctx.id) {
+        await removing;
+        return { delivered, heads, fenced: true };
+      }
+      // Decrypted secrets are remembered (secrets.ts): asking again costs nothing unless the secret changed.
+      const secrets = await signingSecrets(this.deps.secrets, current, ctx.now());
       const startedAt = ctx.now();
       const t0 = performance.now();
-      const result = await this.attempt(endpoint, secret, head.event, ctx);
+      const result = await this.attempt(current, secrets, head.event, ctx);
       const durationMs = performance.now() - t0;
       this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
       heads = heads.slice(1);
@@ -214,7 +248,7 @@ export class Deliveries {
       if (!(await previous)) ctx.logger.warn('the drain ends after this delivery: an entry before it was not removed', { jobId: head.jobId });
       // Not delivered: from now on it is a job, with this attempt as its first, and the job layer decides the rest.
       const at = ctx.now();
-      const step = afterAttempt(leaseStateOf(endpoint), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy, leaseMs: this.deps.lease.leaseMs });
+      const step = afterAttempt(leaseStateOf(current), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy, leaseMs: this.deps.lease.leaseMs });
       await jobs.enqueueAttempted(
         webhookDeliverKind,
         { eventId: head.event.id, endpointId: endpoint.endpointId, event: head.event },
@@ -306,8 +340,11 @@ export class Deliveries {
   private async leave(row: EndpointRow, wait: Wait, parked: boolean, ctx: JobContext, reason: DeliveryDiscardReason, message: string): Promise<never> {
     const { store } = this.deps;
     const now = ctx.now();
+    const deleted = row.deletedAt !== undefined;
     if (parked) await store.unpark(wait);
-    if (row.holder === ctx.id) await this.waitList.finish(row.endpointId, ctx.id, undefined, await store.waitListHead(row.endpointId, 3), now, undefined, { disabled: row.disabled });
+    if (row.holder === ctx.id) await this.waitList.finish(row.endpointId, ctx.id, undefined, await store.waitListHead(row.endpointId, 3), now, undefined, { disabled: row.disabled, deleted });
+    // A deleted endpoint is disabled too: what waited for it is discarded as deleted.
+    if (deleted && reason === DeliveryDiscardReason.endpoint_disabled) throw discard(DeliveryDiscardReason.endpoint_deleted, 'endpoint deleted');
     throw discard(reason, message);
   }
 
@@ -322,7 +359,7 @@ export class Deliveries {
   }
 
   /** One attempt: check the URL, sign, send once to the vetted address, classify. Never throws a send error. */
-  private async attempt(endpoint: EndpointRow, secret: string, event: WebhookEvent, ctx: JobContext): Promise<DeliveryResult> {
+  private async attempt(endpoint: EndpointRow, secret: readonly string[], event: WebhookEvent, ctx: JobContext): Promise<DeliveryResult> {
     const { http, guard, requestTimeoutMs } = this.deps;
     const shape = checkUrlShape(endpoint.url, guard);
     if (!shape.ok) return { type: 'blocked', error: shape.reason };

@@ -4,6 +4,7 @@ import type { MetricsSink } from '../platform/metrics.ts';
 import type { ResolvedAddress, VettedRequest, VettedResponse } from '../platform/vetted-http.ts';
 import type { JobClient } from '../jobs/index.ts';
 import type { LeaseTerms } from './lease.ts';
+import type { OwnerMailPort } from './notices.ts';
 import type { EndpointSecrets } from './secrets.ts';
 import type { GuardOptions } from './ssrf.ts';
 import type { WebhookStore } from './store.ts';
@@ -36,4 +37,6 @@ export interface WebhookDeps {
   drainBudgetMs: number;
   /** The endpoint lease's length and what a holder needs left of it to start a send, on `clock` (lease.ts). */
   lease: LeaseTerms;
+  /** The owner mail an endpoint's disabling sends (the mail context's, wired by the app); none without it. */
+  ownerMail?: OwnerMailPort;
 }

@@ -53,6 +53,31 @@ export interface EndpointRow {
   idempotencyKey?: string;
   /** The sha256 of the keyed registration's canonical body, to tell a retry from a different request. */
   requestHash?: string;
+  /** The owner's note about the endpoint (`description` on POST and PATCH), at most 500 characters. */
+  description?: string;
+  /**
+   * The secret that signed before the last rotation (rotation.ts), sealed like `secretCiphertext`: every
+   * delivery is signed with both until `previousSecretUntil`, then with the new one alone. At most two are live.
+   */
+  previousSecretCiphertext?: string;
+  /** When the previous secret stops signing (24 h after its rotation, or at once with `expireOldNow`). */
+  previousSecretUntil?: string;
+  /** When the secret was last rotated. */
+  rotatedAt?: string;
+  /**
+   * Set when its owner deleted the endpoint (`DELETE /v1/endpoints/{id}`, manage.ts): from then on no
+   * delivery sends to it, every tenant route answers 404 for it, and it leaves its tenant's listing and
+   * routing. The item itself stays as a tombstone until `expiresAt` (30 days, the table's TTL) so its
+   * deliveries and attempts stay readable: a reader of the attempt log reads it with `getEndpoint` and
+   * checks `deletedAt` itself. A deleted endpoint is also `disabled`, so every lease condition refuses it.
+   */
+  deletedAt?: string;
+  /** The TTL of a deleted endpoint's tombstone (epoch seconds); absent on a live endpoint. */
+  expiresAt?: number;
+  /** Waiting deliveries the purge after its deletion discarded (`endpoint_deleted`), counted. */
+  purged?: number;
+  /** The `disabledAt` whose notice (owner mail, `endpoint.disabled` event) is committed: notices.ts. */
+  noticedAt?: string;
 }
 
 /** What `GET /v1/endpoints/{id}` shows: never the secret (docs/webhooks.md, "Endpoints"). */
@@ -68,6 +93,9 @@ export const endpointViewSchema = z.object({
   disabledAt: z.string().nullable(),
   /** Deliveries that succeeded, counted by the lease holder (a delivery sent within another's run has no job to list). */
   delivered: z.number().int(),
+  description: z.string().nullable(),
+  /** The secret's rotation state: when it was last rotated, and until when the previous secret still signs too (null: none live). */
+  rotation: z.object({ rotatedAt: z.string(), previousSecretUntil: z.string().nullable() }).nullable(),
 });
 export type EndpointView = z.infer<typeof endpointViewSchema>;
 
@@ -89,6 +117,8 @@ export const endpointView = (row: EndpointRow): EndpointView => ({
   disabledReason: row.disabledReason ?? null,
   disabledAt: row.disabledAt ?? null,
   delivered: row.delivered ?? 0,
+  description: row.description ?? null,
+  rotation: row.rotatedAt ? { rotatedAt: row.rotatedAt, previousSecretUntil: row.previousSecretCiphertext && row.previousSecretUntil ? row.previousSecretUntil : null } : null,
 });
 
 /** Whether an endpoint wants events of this type. */

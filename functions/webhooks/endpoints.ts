@@ -13,6 +13,7 @@ import type { EventType } from './events.ts';
 import { newSecret } from './signing.ts';
 import { checkUrlShape } from './ssrf.ts';
 import { webhookDeliverKind } from './kinds.ts';
+import { enabledNoticeJob, webhookNoticeKind } from './notices.ts';
 import type { DiscardMarker } from './store.ts';
 
 /** How many discarded deliveries redeliver handles at once. */
@@ -40,10 +41,15 @@ export class Endpoints {
    */
   async register(
     scope: TenantScope,
-    request: { url: string; eventTypes?: EventType[] | undefined },
+    request: { url: string; eventTypes?: EventType[] | undefined; description?: string | undefined },
     idempotencyKey?: string,
   ): Promise<{ endpointId: string; secret: string; replayed: boolean }> {
-    const input = { tenantId: scope.tenantId, url: request.url, ...(request.eventTypes ? { eventTypes: request.eventTypes } : {}) };
+    const input = {
+      tenantId: scope.tenantId,
+      url: request.url,
+      ...(request.eventTypes ? { eventTypes: request.eventTypes } : {}),
+      ...(request.description !== undefined ? { description: request.description } : {}),
+    };
     const { store, http, guard, clock, secrets } = this.deps;
     const shape = checkUrlShape(input.url, guard);
     if (!shape.ok) throw new UrlRefusedError(shape.reason);
@@ -64,6 +70,7 @@ export class Endpoints {
       tenantId: input.tenantId,
       url: shape.url.href,
       ...(eventTypes ? { eventTypes } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
       // Only its ciphertext is stored; the plaintext goes back in this answer, once.
       secretCiphertext: await secrets.seal({ endpointId, tenantId: input.tenantId }, secret),
       createdAt: iso(clock.now()),
@@ -95,10 +102,10 @@ export class Endpoints {
     return { endpoints: page.endpoints.map(endpointView), ...(page.cursor ? { cursor: page.cursor } : {}) };
   }
 
-  /** The scope's endpoint, or {@link EndpointNotFoundError}. */
+  /** The scope's endpoint, or {@link EndpointNotFoundError} (a deleted one too: manage.ts). */
   private async own(scope: TenantScope, endpointId: string): Promise<EndpointRow> {
     const row = await this.deps.store.getEndpointIn(scope, endpointId);
-    if (!row) throw new EndpointNotFoundError(endpointId);
+    if (!row || row.deletedAt !== undefined) throw new EndpointNotFoundError(endpointId);
     return row;
   }
 
@@ -131,10 +138,26 @@ export class Endpoints {
     return { ...endpointView(row), waiting: await this.deps.store.countWaiting(row.endpointId) };
   }
 
-  /** Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. */
+  /**
+   * Takes deliveries again, with a clean record: failingSince and the disable reason are cleared. Enabling a
+   * disabled endpoint commits, with it, the notice that sends `endpoint.enabled` to the tenant's other
+   * endpoints (notices.ts).
+   */
   async enable(scope: TenantScope, id: string): Promise<EndpointView> {
-    const { endpointId } = await this.own(scope, id);
-    return endpointView(await this.deps.store.enable(endpointId));
+    const row = await this.own(scope, id);
+    const { store, jobs, clock } = this.deps;
+    if (!row.disabled) return endpointView(await store.enable(row.endpointId));
+    const notice = enabledNoticeJob(row.endpointId, iso(clock.now()));
+    const job = jobs.prepare(webhookNoticeKind, notice.args, { id: notice.id });
+    const result = await store.transact([store.enableItem(row.endpointId), job.item]);
+    if (!result.committed) {
+      if (!result.contention && result.refused['endpoint']?.code === 'ConditionalCheckFailed') throw new EndpointNotFoundError(id);
+      throw result.error;
+    }
+    await jobs.afterCommit([job]);
+    const enabled = await store.getEndpoint(row.endpointId);
+    if (!enabled) throw new EndpointNotFoundError(id);
+    return endpointView(enabled);
   }
 
   /**

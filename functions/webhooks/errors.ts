@@ -56,6 +56,16 @@ export class UrlRefusedError extends WebhooksError {
   }
 }
 
+/** Two rotations of one endpoint's secret at once: this one lost (nothing written); rotate again to get a secret that signs. */
+export class EndpointRotatedMeanwhileError extends WebhooksError {
+  override readonly name = 'EndpointRotatedMeanwhileError';
+  readonly endpointId: string;
+  constructor(endpointId: string, options?: { cause?: unknown }) {
+    super(`endpoint ${endpointId} was rotated by another request meanwhile; nothing written`, options);
+    this.endpointId = endpointId;
+  }
+}
+
 /** A delivery attempt failed (5xx, 408, 429 without Retry-After, 3xx, timeout, connection failure): retryable. */
 export class DeliveryFailedError extends WebhooksError {
   override readonly name = 'DeliveryFailedError';

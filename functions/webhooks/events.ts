@@ -12,6 +12,10 @@ export const EventType = {
   callCompleted: 'call.completed',
   batchRoundScheduled: 'batch.round_scheduled',
   batchFinalised: 'batch.finalised',
+  /** redial disabled one of the tenant's endpoints (410 Gone, or failing for 5 days): sent to its other endpoints (notices.ts). */
+  endpointDisabled: 'endpoint.disabled',
+  /** One of the tenant's endpoints was enabled again: sent to its other endpoints (notices.ts). */
+  endpointEnabled: 'endpoint.enabled',
 } as const;
 
 export type EventType = (typeof EventType)[keyof typeof EventType];
@@ -90,7 +94,7 @@ export const webhookFanoutKind = defineKind({
   queue: 'webhooks',
   policy: defaultPolicy,
   timeoutSeconds: 30,
-  args: z.object({ eventId: z.string().min(1), event: eventSchema.optional() }),
+  args: z.object({ eventId: z.string().min(1), event: eventSchema.optional(), exclude: z.array(z.string().max(128)).max(10).optional() }),
   discardReasons: ['not_found'],
   description: 'Enqueues the deliveries of an event to its tenant’s subscribed, enabled endpoints',
 });

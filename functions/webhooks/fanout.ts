@@ -18,12 +18,12 @@ import type { WaitList } from './waitlist.ts';
  * that id, so a fanout that runs again creates no second job or entry; an entry it puts again after its
  * delivery was sent and removed is sent again (at least once, with the same webhook-id).
  */
-export async function fanout(deps: WebhookDeps, waitList: WaitList, args: { eventId: string; event?: WebhookEvent | undefined }, ctx: JobContext): Promise<{ created: number; parked: number }> {
+export async function fanout(deps: WebhookDeps, waitList: WaitList, args: { eventId: string; event?: WebhookEvent | undefined; exclude?: string[] | undefined }, ctx: JobContext): Promise<{ created: number; parked: number }> {
   const { store, jobs } = deps;
   const event = args.event ?? (await store.getEvent(args.eventId));
   if (!event) throw discard('not_found', `event ${args.eventId} not found (pruned after its retention, or never committed)`);
   const endpoints = await store.tenantEndpoints(event.tenantId);
-  const targets = endpoints.filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type));
+  const targets = endpoints.filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type) && !args.exclude?.includes(endpoint.endpointId));
   const now = ctx.now();
   const results = await Promise.all(
     targets.map(async (endpoint) => {

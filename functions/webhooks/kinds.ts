@@ -26,6 +26,10 @@ export const DeliveryDiscardReason = {
   endpoint_disabled: 'endpoint_disabled',
   /** The endpoint or the event is gone. */
   not_found: 'not_found',
+  /** Its owner deleted the endpoint (`DELETE /v1/endpoints/{id}`): what waited for it is discarded. */
+  endpoint_deleted: 'endpoint_deleted',
+  /** It waited in its endpoint's wait list for the whole retention (30 days) and the sweep expired it. */
+  wait_expired: 'wait_expired',
 } as const;
 
 export type DeliveryDiscardReason = (typeof DeliveryDiscardReason)[keyof typeof DeliveryDiscardReason];
@@ -96,5 +100,38 @@ export const webhookSweepKind = defineKind({
   description: 'Applies the 5-day rule to failing endpoints and restarts stalled wait lists',
 });
 
+/** Event and endpoint ids, in the characters a job id may hold. */
+const jobArgId = z.string().regex(/^[A-Za-z0-9._:@#-]{1,128}$/);
+
+/**
+ * webhook.purge: after an endpoint's deletion, discards everything that waited for it with reason
+ * `endpoint_deleted`, counted (manage.ts runs it): each waiting delivery with no job becomes a discarded
+ * job (a dead letter ops can see), each parked job and the lease holder is woken, finds the endpoint
+ * deleted, and discards itself. A long wait list takes several runs.
+ */
+export const webhookPurgeKind = defineKind({
+  kind: 'webhook.purge',
+  queue: 'webhooks',
+  policy: defaultPolicy,
+  timeoutSeconds: 50,
+  args: z.object({ endpointId: jobArgId }),
+  discardReasons: ['not_found'],
+  description: 'Discards what waited for a deleted endpoint (endpoint_deleted), counted',
+});
+
+/** The notices about an endpoint (notices.ts). */
+export const Notice = { disabled: 'disabled', enabled: 'enabled' } as const;
+export type Notice = (typeof Notice)[keyof typeof Notice];
+
+/** webhook.notice: tells the tenant's other endpoints (and, when disabled, its owner) that an endpoint was disabled or enabled. */
+export const webhookNoticeKind = defineKind({
+  kind: 'webhook.notice',
+  queue: 'webhooks',
+  policy: defaultPolicy,
+  timeoutSeconds: 30,
+  args: z.object({ endpointId: jobArgId, notice: z.enum([Notice.disabled, Notice.enabled]), at: z.string().min(1).max(40) }),
+  description: 'Sends endpoint.disabled (and the owner mail) or endpoint.enabled to the tenant’s other endpoints',
+});
+
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind] as const;
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookPurgeKind, webhookNoticeKind] as const;

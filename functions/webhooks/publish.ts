@@ -73,13 +73,15 @@ export class Publisher {
    * const outcome = await transact(db, [...domainItems, ...published.items]);
    * await (outcome.committed ? published.afterCommit() : published.abandon());
    */
-  async prepare(input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number): Promise<Publication> {
+  async prepare(input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number, options: { exclude?: readonly string[] } = {}): Promise<Publication> {
     const event = newEvent(input, now);
-    const targets = (await this.store.routing(event.tenantId)).filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type));
+    // `exclude`: endpoints not to tell (an endpoint's own notice goes to the tenant's others: notices.ts).
+    const exclude = options.exclude ?? [];
+    const targets = (await this.store.routing(event.tenantId)).filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type) && !exclude.includes(endpoint.endpointId));
     const nothing = () => Promise.resolve();
     if (targets.length === 0) return { event, items: [], afterCommit: nothing, abandon: nothing };
     if (targets.length > DIRECT_MAX_ENDPOINTS) {
-      const fanout = this.jobs.prepare(webhookFanoutKind, { eventId: event.id, event }, { id: `webhook.fanout:${event.id}` });
+      const fanout = this.jobs.prepare(webhookFanoutKind, { eventId: event.id, event, ...(exclude.length > 0 ? { exclude: [...exclude] } : {}) }, { id: `webhook.fanout:${event.id}` });
       return { event, items: [fanout.item], afterCommit: () => this.jobs.afterCommit([fanout]), abandon: nothing };
     }
     const routed = await Promise.all(

@@ -33,12 +33,17 @@ function sortedKeys(value: unknown): unknown {
   );
 }
 
-/** Headers and body of one attempt, signed at `attemptAt` (epoch ms). */
-export function signedRequest(secret: string, event: WebhookEvent, attemptAt: number): { headers: Record<string, string>; body: string } {
+/**
+ * Headers and body of one attempt, signed at `attemptAt` (epoch ms). With several secrets (the new and the
+ * previous one, for a day after a rotation: rotation.ts) `webhook-signature` carries one `v1,<signature>`
+ * per secret, space-separated, the first secret's first, as Standard Webhooks allows; a receiver that
+ * holds either secret verifies it.
+ */
+export function signedRequest(secrets: string | readonly string[], event: WebhookEvent, attemptAt: number): { headers: Record<string, string>; body: string } {
   const body = eventBody(event);
   // The package signs whole seconds; the header carries the same second.
   const timestamp = new Date(Math.floor(attemptAt / 1000) * 1000);
-  const signature = new Webhook(secret).sign(event.id, timestamp, body);
+  const signature = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) => new Webhook(secret).sign(event.id, timestamp, body)).join(' ');
   return {
     body,
     headers: {

@@ -3,7 +3,7 @@ import { DeleteCommand, GetCommand, paginateQuery, PutCommand, QueryCommand, Sca
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { assertNever } from '../platform/assert.ts';
 import { iso } from '../platform/clock.ts';
-import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, projection, putItem, queryKeyAttributes, transact } from '../platform/dynamo.ts';
+import { batchGet, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, named, projection, putItem, queryKeyAttributes, transact, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import { EndpointExistsError, EndpointNotFoundError } from './errors.ts';
 import type { TenantScope } from '../platform/tenancy.ts';
@@ -21,7 +21,7 @@ import {
 } from './endpoint.ts';
 import type { DisabledReason, EndpointRow } from './endpoint.ts';
 import { EVENT_RETENTION_SECONDS, eventKey, webhooksTable } from './events.ts';
-import type { WebhookEvent } from './events.ts';
+import type { EventType, WebhookEvent } from './events.ts';
 import type { EndpointChange } from './lease.ts';
 
 /**
@@ -90,6 +90,8 @@ const is = {
   absent: (e: Expression) => e.notExists('pk'),
   enabled: (e: Expression) => e.eq('disabled', false),
   heldBy: (e: Expression, jobId: string) => e.eq('holder', jobId),
+  /** Not deleted by its owner (a deleted endpoint's item stays as a tombstone: endpoint.ts `deletedAt`). */
+  live: (e: Expression) => e.notExists('deletedAt'),
   /** Nobody holds the lease, or the holder let it expire. */
   free: (e: Expression, now: number) => e.or(e.notExists('holder'), e.lt('busyUntil', iso(now))),
 };
@@ -218,7 +220,7 @@ export class WebhookStore {
   /** enable: the endpoint takes deliveries again, with a clean record (no failingSince). */
   async enable(id: string): Promise<EndpointRow> {
     const e = new Expression();
-    e.when(is.endpoint(e)).set('disabled', false).remove('disabledReason', 'disabledAt', 'failingSince', 'nextProbeAt');
+    e.when(is.endpoint(e)).when(is.live(e)).set('disabled', false).remove('disabledReason', 'disabledAt', 'failingSince', 'nextProbeAt', 'noticedAt');
     const row = await this.update(id, e);
     if (!row) throw new EndpointNotFoundError(id);
     return row;
@@ -234,6 +236,108 @@ export class WebhookStore {
     if (failingSince !== undefined) e.when(e.eq('failingSince', failingSince));
     e.set('disabled', true).set('disabledReason', reason).set('disabledAt', iso(now)).set('watch', watchValue(id));
     return this.update(id, e);
+  }
+
+  // ─── Management (manage.ts, rotation.ts, notices.ts) ─────────────────────────────────────────────────
+
+  /**
+   * update: the owner's change of URL, event types or description, on a live endpoint only. A new URL
+   * clears failingSince and the failing endpoint's rest (nextProbeAt): the old URL's failures say nothing
+   * of the new one. `eventTypes: null` subscribes to every type; `description: null` removes it. Returns
+   * the endpoint as it now is, or undefined if it is gone or deleted.
+   */
+  async updateEndpoint(id: string, patch: { url?: string; eventTypes?: EventType[] | null; description?: string | null }): Promise<EndpointRow | undefined> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.live(e));
+    if (patch.url !== undefined) e.set('url', patch.url).remove('failingSince', 'nextProbeAt');
+    if (patch.eventTypes === null) e.remove('eventTypes');
+    else if (patch.eventTypes !== undefined) e.set('eventTypes', patch.eventTypes);
+    if (patch.description === null) e.remove('description');
+    else if (patch.description !== undefined) e.set('description', patch.description);
+    return this.update(id, e);
+  }
+
+  /**
+   * delete: in one transaction, the endpoint becomes a tombstone (`deletedAt`, disabled, kept until
+   * `expiresAt`), leaves its tenant's index (listing, publishing) and the operators' index, and `extra`
+   * (the purge job that discards what waits for it) commits with it. False if it was gone or deleted already.
+   */
+  async deleteEndpoint(row: EndpointRow, now: number, expiresAt: number, extra: readonly TransactItem[]): Promise<boolean> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.live(e)).set('deletedAt', iso(now)).set('disabled', true).set('expiresAt', expiresAt).set('watch', watchValue(row.endpointId));
+    const result = await this.transact([
+      updateItem('endpoint', this.tableName, endpointKey(row.endpointId), e),
+      named('tenant index', { Delete: { TableName: this.tableName, Key: tenantEndpointKey(row.tenantId, row.createdAt, row.endpointId) } }),
+      named('endpoint index', { Delete: { TableName: this.tableName, Key: endpointIndexKey(row.createdAt, row.endpointId) } }),
+      ...extra,
+    ]);
+    if (result.committed) return true;
+    if (!result.contention && result.refused.endpoint?.code === 'ConditionalCheckFailed') return false;
+    throw result.error;
+  }
+
+  /**
+   * rotate: the new secret's ciphertext becomes the one that signs, on a live endpoint whose secret is still
+   * the one the caller read (`expected`); `previous` (the old one's ciphertext) signs too until
+   * `previousUntil`, or no previous is kept (`expireOldNow`). A secret older than the previous one is gone
+   * either way: at most two are live. Returns the endpoint as it now is, or undefined if refused (gone,
+   * deleted, or rotated meanwhile).
+   */
+  async rotateSecret(
+    id: string,
+    expected: Pick<EndpointRow, 'secretCiphertext' | 'secret'>,
+    next: { ciphertext: string; previous?: { ciphertext: string; until: number } },
+    now: number,
+  ): Promise<EndpointRow | undefined> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.live(e));
+    if (expected.secretCiphertext !== undefined) e.when(e.eq('secretCiphertext', expected.secretCiphertext));
+    else e.when(e.notExists('secretCiphertext')).when(e.eq('secret', expected.secret));
+    e.set('secretCiphertext', next.ciphertext).set('rotatedAt', iso(now)).remove('secret');
+    if (next.previous) e.set('previousSecretCiphertext', next.previous.ciphertext).set('previousSecretUntil', iso(next.previous.until));
+    else e.remove('previousSecretCiphertext', 'previousSecretUntil');
+    return this.update(id, e);
+  }
+
+  /** Ends the previous secret now (`expireOldNow` with nothing else to change). Undefined if the endpoint is gone or deleted. */
+  async expirePreviousSecret(id: string): Promise<EndpointRow | undefined> {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.live(e)).remove('previousSecretCiphertext', 'previousSecretUntil');
+    return this.update(id, e);
+  }
+
+  /** Counts deliveries the purge after a deletion discarded. */
+  async addPurged(id: string, n: number): Promise<void> {
+    if (n <= 0) return;
+    const e = new Expression();
+    e.when(is.endpoint(e)).add('purged', n);
+    await this.update(id, e);
+  }
+
+  /** The write that marks a disable's notice committed (notices.ts): only for that disable, and only once. */
+  noticedItem(id: string, disabledAt: string): TransactItem {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(e.eq('disabledAt', disabledAt)).when(e.notExists('noticedAt')).set('noticedAt', disabledAt);
+    return updateItem('noticed', this.tableName, endpointKey(id), e);
+  }
+
+  /** enable, for a transaction (with the endpoint.enabled notice's job: endpoints.ts): a live endpoint only. */
+  enableItem(id: string): TransactItem {
+    const e = new Expression();
+    e.when(is.endpoint(e)).when(is.live(e)).set('disabled', false).remove('disabledReason', 'disabledAt', 'failingSince', 'nextProbeAt', 'noticedAt');
+    return updateItem('endpoint', this.tableName, endpointKey(id), e);
+  }
+
+  /** The entries of one wait-list shard from `cursor` on, oldest first, a page at a time (the purge and the expiry). */
+  async waitListPage(partition: string, cursor?: string, limit = 100, olderThan?: string, filter?: string, filterExpression?: Expression): Promise<{ entries: WaitEntry[]; cursor?: string }> {
+    const pages = keyCursor(['pk', 'sk'], { pk: partition });
+    const startKey = pages.decode(cursor);
+    // A filter is built on the caller's expression (its placeholders are that expression's).
+    const e = filterExpression ?? new Expression();
+    const key = olderThan === undefined ? e.and(e.eq('pk', partition), e.beginsWith('sk', 'WAIT#')) : e.and(e.eq('pk', partition), e.between('sk', 'WAIT#', `WAIT#${olderThan}`));
+    const result = await this.db.send(new QueryCommand({ TableName: this.tableName, ...e.forQuery(key, filter), ConsistentRead: true, Limit: limit, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }));
+    const next = pages.encode(result.LastEvaluatedKey);
+    return { entries: (result.Items ?? []) as WaitEntry[], ...(next ? { cursor: next } : {}) };
   }
 
   // ─── Delivery ───────────────────────────────────────────────────────────────────────────────────────

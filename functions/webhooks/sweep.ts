@@ -2,6 +2,9 @@ import type { WebhookDeps } from './deps.ts';
 import { DISABLED_METRIC } from './delivery.ts';
 import { DisabledReason } from './endpoint.ts';
 import { DISABLE_AFTER_MS, leaseOf, leaseStateOf } from './lease.ts';
+import type { EndpointRow } from './endpoint.ts';
+import { disabledNoticeJob, webhookNoticeKind } from './notices.ts';
+import { expireWaiting } from './expiry.ts';
 import { watchPartitions } from './store.ts';
 import type { WaitList } from './waitlist.ts';
 
@@ -18,6 +21,8 @@ export interface SweepReport {
   disabled: number;
   restarted: number;
   released: number;
+  /** Waiting deliveries discarded (`wait_expired`) before their entries' TTL (expiry.ts). */
+  expired: number;
 }
 
 /**
@@ -28,11 +33,12 @@ export interface SweepReport {
  *    to notice (a probe notices it too, at its next attempt);
  * 2. a stalled wait list: a free or expired lease with deliveries parked behind it (its holder crashed,
  *    was cancelled, or its wake-up was lost) is given to the oldest of them, which runs now;
- * 3. tidying: an expired lease nobody waits for is released, and an endpoint idle for
+ * 3. expiry: a delivery waiting with no job whose entry nears its TTL is discarded (`wait_expired`), counted (expiry.ts);
+ * 4. tidying: an expired lease nobody waits for is released, and an endpoint idle for
  *    {@link UNWATCH_IDLE_MS} and healthy (or disabled, at once) leaves the index.
  */
 export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number): Promise<SweepReport> {
-  const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0 };
+  const report: SweepReport = { looked: 0, disabled: 0, restarted: 0, released: 0, expired: 0 };
   for (const partition of watchPartitions()) {
     let cursor: string | undefined;
     do {
@@ -47,19 +53,30 @@ export async function sweep(deps: WebhookDeps, waitList: WaitList, now: number):
   return report;
 }
 
+/**
+ * Enqueues the notice of an endpoint's current disable (notices.ts; a deterministic id: once per disable):
+ * the sweep's own disables, and any disable whose notice is not committed yet (its delivery's enqueue was lost).
+ */
+async function noticeOf(deps: WebhookDeps, row: EndpointRow): Promise<void> {
+  const job = disabledNoticeJob(row.endpointId, row.disabledAt!);
+  await deps.jobs.enqueue(webhookNoticeKind, job.args, { id: job.id });
+}
+
 async function sweepEndpoint(deps: WebhookDeps, waitList: WaitList, endpointId: string, now: number, report: SweepReport): Promise<void> {
   const { store } = deps;
   let row = await store.getEndpoint(endpointId);
   if (!row) return;
+  report.expired += await expireWaiting(deps, endpointId, now);
   if (!row.disabled && row.failingSince && now - Date.parse(row.failingSince) >= DISABLE_AFTER_MS) {
     const disabled = await store.disable(endpointId, DisabledReason.failing, now, row.failingSince);
     if (disabled) {
       row = disabled;
       report.disabled++;
+      await noticeOf(deps, disabled);
       deps.metrics.count(DISABLED_METRIC, { reason: DisabledReason.failing });
       deps.logger.warn('endpoint disabled: failing for 5 days', { endpointId, failingSince: disabled.failingSince });
     }
-  }
+  } else if (row.disabled && row.deletedAt === undefined && row.disabledAt !== undefined && row.noticedAt !== row.disabledAt) await noticeOf(deps, row);
   const state = leaseStateOf(row);
   // A live holder passes the lease on itself.
   if (leaseOf(state, '', now) !== 'free') return;

@@ -34,6 +34,8 @@ export interface FinishOptions {
   exclude?: string;
   /** The endpoint is disabled: the waiting deliveries with no job are discarded first (a bounded number at a time). */
   disabled?: boolean;
+  /** The endpoint is deleted (and so disabled): they are discarded as `endpoint_deleted`. */
+  deleted?: boolean;
 }
 
 type Start = 'claimed' | 'woken' | 'busy' | 'stale';
@@ -96,7 +98,7 @@ export class WaitList {
     const armed = armedUntil !== null;
     const disabled = options.disabled === true || change?.disable !== undefined;
     let pool = armedUntil !== null ? await store.eligibleHead(endpointId, armedUntil, 4) : candidates;
-    if (disabled) pool = await this.discardWaiting(endpointId, pool, now);
+    if (disabled) pool = await this.discardWaiting(endpointId, pool, now, options.deleted === true);
     const others = pool.filter((c) => c.jobId !== holder && c.jobId !== options.exclude);
     const next = others[0] && isPending(others[0]) ? await this.promote(endpointId, others[0], now) : others[0];
     const here = armed ? undefined : handOn;
@@ -169,7 +171,8 @@ export class WaitList {
    * {@link DISCARD_PER_HANDOFF} per hand-off; the next holder (which finds the endpoint disabled, and
    * discards itself) goes on. Returns the candidates that are left (parked jobs, and what was not reached).
    */
-  private async discardWaiting(endpointId: string, pool: readonly WaitEntry[], now: number): Promise<WaitEntry[]> {
+  private async discardWaiting(endpointId: string, pool: readonly WaitEntry[], now: number, deleted = false): Promise<WaitEntry[]> {
+    const reason = deleted ? DeliveryDiscardReason.endpoint_deleted : DeliveryDiscardReason.endpoint_disabled;
     const { jobs, store } = this.deps;
     const heads = pool.some(isPending) ? await store.waitListHead(endpointId, DISCARD_PER_HANDOFF) : [...pool];
     const pending = heads.filter(isPending);
@@ -178,7 +181,7 @@ export class WaitList {
         await jobs.enqueueAttempted(
           webhookDeliverKind,
           { eventId: entry.event.id, endpointId, event: entry.event },
-          { id: entry.jobId, outcome: { type: 'discarded', reason: DeliveryDiscardReason.endpoint_disabled, error: 'endpoint is disabled' } },
+          { id: entry.jobId, outcome: { type: 'discarded', reason, error: deleted ? 'endpoint deleted' : 'endpoint is disabled' } },
         );
         await store.unpark(entry);
       }),

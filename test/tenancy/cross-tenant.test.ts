@@ -67,6 +67,17 @@ const PROBES: Record<string, () => Probe[]> = {
   'GET /v1/endpoints/{id}/deliveries': () => a.endpoints.map((id) => ({ method: 'GET', path: `/v1/endpoints/${id}/deliveries`, status: 404, check: notFound('endpoint', id) })),
   'POST /v1/endpoints/{id}/enable': () => a.endpoints.map((id) => ({ method: 'POST', path: `/v1/endpoints/${id}/enable`, status: 404, check: notFound('endpoint', id) })),
   'POST /v1/endpoints/{id}/redeliver': () => a.endpoints.map((id) => ({ method: 'POST', path: `/v1/endpoints/${id}/redeliver`, status: 404, check: notFound('endpoint', id) })),
+  'PATCH /v1/endpoints/{id}': () =>
+    a.endpoints.flatMap((id) => [
+      { method: 'PATCH', path: `/v1/endpoints/${id}`, body: { description: 'mine now' }, status: 404, check: notFound('endpoint', id) },
+      { method: 'PATCH', path: `/v1/endpoints/${id}`, body: { url: `${receiver.url}/b` }, status: 404, check: notFound('endpoint', id) },
+    ]),
+  'DELETE /v1/endpoints/{id}': () => a.endpoints.map((id) => ({ method: 'DELETE', path: `/v1/endpoints/${id}`, status: 404, check: notFound('endpoint', id) })),
+  'POST /v1/endpoints/{id}/rotate-secret': () =>
+    a.endpoints.flatMap((id) => [
+      { method: 'POST', path: `/v1/endpoints/${id}/rotate-secret`, body: {}, status: 404, check: notFound('endpoint', id) },
+      { method: 'POST', path: `/v1/endpoints/${id}/rotate-secret`, body: { expireOldNow: true }, status: 404, check: notFound('endpoint', id) },
+    ]),
 };
 
 /** Exactly the answer an id that never existed gets. */

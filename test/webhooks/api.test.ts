@@ -97,6 +97,8 @@ describe('the endpoint API', () => {
         disabledReason: null,
         disabledAt: null,
         delivered: 0,
+        description: null,
+        rotation: null,
         waiting: 0,
       },
     });

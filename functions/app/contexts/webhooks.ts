@@ -1,3 +1,4 @@
+import { prepareEndpointDisabledNotice } from '../../mail/owner.ts';
 import { createWebhooksContext } from '../../webhooks/context.ts';
 import type { WebhooksContext } from '../../webhooks/module.ts';
 import type { SystemHost } from '../host.ts';
@@ -15,5 +16,12 @@ export function buildWebhooks(host: SystemHost): WebhooksContext {
     ...(host.secretKey ? { secretKey: host.secretKey } : {}),
     ...(host.webhooks ? { webhooks: host.webhooks } : {}),
     ...(host.webhookStore ? { store: host.webhookStore } : {}),
+    // An endpoint's disabling mails the tenant's owner: the mail context's owner.notify, committed with the notice.
+    ownerMail: {
+      endpointDisabled: (input) => {
+        const job = prepareEndpointDisabledNotice(host.jobs.client, input);
+        return { items: [job.item], jobs: [job] };
+      },
+    },
   });
 }

@@ -207,6 +207,19 @@ async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[
   if (!(Number(redelivered.body.requeued) > 0)) throw new Error(`the tour's redeliver ran nothing: ${JSON.stringify(redelivered.body)}`);
   await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/enable`, undefined, [200]);
   await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/redeliver`);
+  // Managed: one changed (its URL, so its held deliveries are released), one's secret rotated, two deleted
+  // (their purge runs at the rest that follows); as the tenant and as an operator.
+  const named = (name: string) => {
+    const found = endpoints.find((e) => e.url.endsWith(`/e/${name}`));
+    if (!found) throw new Error(`the tour found no endpoint /e/${name}`);
+    return found.endpointId;
+  };
+  await asTenant('PATCH', `/v1/endpoints/${named('c')}`, { url: host.receivers.url('c'), description: 'the tour changed it' }, [200]);
+  await request('PATCH', `/v1/ops/tenants/acme/endpoints/${named('c')}`, { eventTypes: ['batch.finalised', 'endpoint.disabled'] }, [200]);
+  await asTenant('POST', `/v1/endpoints/${named('b')}/rotate-secret`, {}, [200]);
+  await request('POST', `/v1/ops/tenants/acme/endpoints/${named('b')}/rotate-secret`, { expireOldNow: true }, [200]);
+  await asTenant('DELETE', `/v1/endpoints/${named('e')}`, undefined, [202]);
+  await request('DELETE', `/v1/ops/tenants/acme/endpoints/${named('d')}`, undefined, [202]);
   // An operator registers an endpoint for the tenant, and sends it again as a client whose answer was lost.
   const registration = { url: host.receivers.url('calls'), eventTypes: ['batch.finalised'] };
   await request('POST', '/v1/ops/tenants/acme/endpoints', registration, [201], { 'idempotency-key': 'tour-operator-endpoint' });
