@@ -8,15 +8,18 @@ import { VettedHttpClient } from '../platform/vetted-http.ts';
 import type { Resolver } from '../platform/vetted-http.ts';
 import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobHandler } from '../jobs/index.ts';
+import { AttemptLog } from './attempt-log.ts';
 import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
-import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { webhookDeliverKind, webhookRecoverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { KeptEvents } from './kept-events.ts';
 import { leaseTerms } from './lease.ts';
 import type { LeaseTerms } from './lease.ts';
 import { Publisher } from './publish.ts';
+import { Recoveries } from './recover.ts';
 import { EndpointSecrets } from './secrets.ts';
 import { addressPolicy } from './ssrf.ts';
 import { WebhookStore } from './store.ts';
@@ -79,11 +82,13 @@ export interface WebhookHost {
 export interface WebhooksContext {
   deps: WebhookDeps;
   endpoints: Endpoints;
+  /** Recoveries of an endpoint's missed events (recover.ts). */
+  recoveries: Recoveries;
   deliveries: Deliveries;
   waitList: WaitList;
   /** Publishing an event inside a domain's transaction (publish.ts). */
   publisher: Publisher;
-  /** webhook.fanout, webhook.deliver, webhook.wake, webhook.restart and webhook.sweep, for the webhooks and deliveries queues' workers. */
+  /** webhook.fanout, webhook.deliver, webhook.wake, webhook.restart, webhook.sweep and webhook.recover, for the webhooks and deliveries queues' workers. */
   handlers: JobHandler<unknown>[];
   sweep(now: number): Promise<SweepReport>;
   /** Closes the HTTP client's pooled connections. */
@@ -97,7 +102,7 @@ const noSecretKey: SecretKey = {
 };
 
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind] as const;
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookRecoverKind] as const;
 
 /**
  * Builds the webhooks context. `http` replaces the vetted client (tests that need a client of their
@@ -111,6 +116,8 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const client = options.wrapHttp ? options.wrapHttp(own) : own;
   const deps: WebhookDeps = {
     store: host.store ?? new WebhookStore(host.db, host.table),
+    attemptLog: new AttemptLog(host.db, host.table),
+    keptEvents: new KeptEvents(host.db, host.table),
     secrets: new EndpointSecrets(host.secretKey ?? noSecretKey, host.clock),
     jobs: host.jobs,
     clock: host.clock,
@@ -126,6 +133,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const waitList = new WaitList(deps);
   const deliveries = new Deliveries(deps, waitList);
   const endpoints = new Endpoints(deps);
+  const recoveries = new Recoveries(deps, host.db);
   const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger, lease: deps.lease });
 
   const handlers = [
@@ -149,6 +157,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     handle(webhookRestartKind, async (args, ctx) => {
       await waitList.restart(args.endpointId, ctx.now());
     }),
+    handle(webhookRecoverKind, (args, ctx) => recoveries.run(args, ctx), { onDiscard: (args, job) => recoveries.discarded(args, job) }),
     handle(webhookSweepKind, async (_args, ctx) => {
       const report = await sweep(deps, waitList, ctx.now());
       if (report.disabled + report.restarted + report.released > 0) ctx.logger.info('webhook sweep', { ...report });
@@ -158,6 +167,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   return {
     deps,
     endpoints,
+    recoveries,
     deliveries,
     waitList,
     publisher,

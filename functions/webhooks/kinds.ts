@@ -95,3 +95,17 @@ export const webhookSweepKind = defineKind({
   args: z.object({}),
   description: 'Applies the 5-day rule to failing endpoints and restarts stalled wait lists',
 });
+
+/**
+ * webhook.recover: one recovery of an endpoint (recover.ts), page by page through the tenant's kept events
+ * of its window, each page's requeued deliveries committed with the recovery's position; it snoozes between
+ * runs (no attempt spent) and goes on from that position. Exhausted: the recovery is marked failed.
+ */
+export const webhookRecoverKind = defineKind({
+  kind: 'webhook.recover',
+  queue: 'webhooks',
+  policy: defaultPolicy,
+  timeoutSeconds: 50,
+  args: z.object({ endpointId: id, recoveryId: z.string().regex(/^rcv_[0-9a-f]{24}$/) }),
+  description: 'Sends an endpoint again the events of a window it subscribed to and did not receive',
+});
