@@ -40,8 +40,13 @@ import { webhookDeliverKind, webhookRecoverKind } from './kinds.ts';
 
 /** Events read per page (each requeued one is two items of the page's transaction, which holds at most 100). */
 export const RECOVERY_PAGE = 40;
-/** Pages a run reads before it snoozes and goes on in its next run. */
+/** Pages with events a run commits before it snoozes and goes on in its next run. */
 export const PAGES_PER_RUN = 25;
+/**
+ * Queries of kept events a run sends at most: an hour with no events is one empty Query per shard
+ * (kept-events.ts `KEPT_SHARDS`), which commit nothing (a rerun reads them again), so a sparse 30-day window is a few runs, not hundreds.
+ */
+export const QUERIES_PER_RUN = 400;
 /** How far back a recovery may reach: events are kept this long. */
 export const RECOVERY_WINDOW_MS = EVENT_RETENTION_SECONDS * 1000;
 
@@ -144,6 +149,9 @@ export class RecoveryNotFoundError extends Error {
 /** The id of the delivery a recovery requeues for one event: the original's, and the recovery's. */
 export const recoveredJobId = (eventId: string, endpointId: string, recoveryId: string): string => `${deliveryJobId(eventId, endpointId)}:${recoveryId}`;
 
+const samePosition = (a: KeptPosition | undefined, b: KeptPosition | undefined): boolean =>
+  a === b || (a !== undefined && b !== undefined && a.hour === b.hour && a.shard === b.shard && a.after === b.after);
+
 /** An endpoint that was deleted (kept a while, so its attempt log stays readable): read tolerantly. */
 const deleted = (row: EndpointRow): boolean => typeof (row as { deletedAt?: unknown }).deletedAt === 'string';
 
@@ -228,12 +236,28 @@ export class Recoveries {
       await this.finish(row, 'failed', ctx.now(), 'the endpoint was deleted');
       return;
     }
-    for (let page = 0; page < PAGES_PER_RUN && row.position && !ctx.signal.aborted; page++) {
-      const next = await this.page(row, endpoint, ctx);
+    let position: KeptPosition | undefined = row.position;
+    let committed = 0;
+    for (let queries = 0; position && committed < PAGES_PER_RUN && queries < QUERIES_PER_RUN && !ctx.signal.aborted; queries++) {
+      const page = await this.deps.keptEvents.page(row.tenantId, { since: row.since, until: row.until }, position, RECOVERY_PAGE);
+      // An empty page commits nothing: only the position moves, recorded with the next page that has events (or below).
+      if (page.events.length === 0 && page.next) {
+        position = page.next;
+        continue;
+      }
+      const next = await this.commit(row, endpoint, page.events, page.next, ctx);
+      if (!next) return;
+      row = next;
+      position = row.position;
+      committed++;
+    }
+    // Where the empty pages read since the last commit ended, recorded before the run ends.
+    if (!samePosition(position, row.position)) {
+      const next = await this.commit(row, endpoint, [], position, ctx);
       if (!next) return;
       row = next;
     }
-    if (row.position) throw snooze({ delayMs: 0 }, `recovery ${row.recoveryId} goes on from its position (${row.step} pages read)`);
+    if (row.position) throw snooze({ delayMs: 0 }, `recovery ${row.recoveryId} goes on from its position (${row.step} pages committed)`);
   }
 
   /** webhook.recover's discard hook: the recovery failed (its job ran out of attempts, or was discarded). */
@@ -243,13 +267,12 @@ export class Recoveries {
   }
 
   /**
-   * One page: read it, decide, and commit the requeued deliveries with the row's advance. Returns the row as
-   * it now is, or undefined when another run advanced it first (this one stops).
+   * One page read: decide, and commit the requeued deliveries with the row's advance to `next` (the window
+   * read to its end when undefined). Returns the row as it now is, or undefined when another run advanced
+   * it first (this one stops).
    */
-  private async page(row: RecoveryRow, endpoint: EndpointRow, ctx: JobContext): Promise<RecoveryRow | undefined> {
-    const { store, jobs, keptEvents, attemptLog } = this.deps;
-    const position = row.position!;
-    const { events, next } = await keptEvents.page(row.tenantId, { since: row.since, until: row.until }, position, RECOVERY_PAGE);
+  private async commit(row: RecoveryRow, endpoint: EndpointRow, events: readonly WebhookEvent[], next: KeptPosition | undefined, ctx: JobContext): Promise<RecoveryRow | undefined> {
+    const { store, jobs, attemptLog } = this.deps;
     const candidates = events.filter((event) => event.timestamp >= endpoint.createdAt && subscribes(endpoint, event.type));
     const received = candidates.length > 0 ? await attemptLog.received(endpoint.endpointId, candidates.map((e) => e.id)) : new Set<string>();
     const missing = candidates.filter((event) => !received.has(event.id));
@@ -292,7 +315,7 @@ export class Recoveries {
     if (events.length === 0) return new Set();
     const { jobs, store } = this.deps;
     const rows = await Promise.all(events.map((event) => jobs.get(deliveryJobId(event.id, endpointId))));
-    const pendingJobs = new Set(events.filter((_, i) => rows[i] !== undefined && (pendingStates as readonly string[]).includes(rows[i]!.state)).map((e) => e.id));
+    const pendingJobs = new Set(events.filter((_, i) => rows[i] !== undefined && (pendingStates as readonly string[]).includes(rows[i].state)).map((e) => e.id));
     const noJob = events.filter((_, i) => rows[i] === undefined);
     const entries = noJob.length === 0 ? [] : await batchGet(this.db, store.tableName, noJob.map((event) => waitKey(endpointId, event.timestamp, deliveryJobId(event.id, endpointId))));
     const waiting = new Set(entries.map((entry) => (entry as { jobId: string }).jobId));

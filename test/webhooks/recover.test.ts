@@ -5,7 +5,6 @@ import { policy, schedule } from '../../functions/jobs/index.ts';
 import { createLogger } from '../../functions/platform/logger.ts';
 import { operatorScope } from '../../functions/platform/tenancy.ts';
 import { deliveryJobId, discardMarkerKey } from '../../functions/webhooks/endpoint.ts';
-import { KEPT_SHARDS } from '../../functions/webhooks/kept-events.ts';
 import { PAGES_PER_RUN, recoveredJobId } from '../../functions/webhooks/recover.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
 import type { Answer } from '../support/webhooks.ts';
@@ -132,8 +131,9 @@ describe('recovering what an endpoint did not receive', { timeout: 120_000 }, ()
     const { fx, endpointId, receiver } = s;
     await fx.webhooks.deps.store.disable(endpointId, 'gone', fx.clock.now());
     const since = fx.clock.now();
-    // One event an hour: every hour is KEPT_SHARDS pages, so the window is more pages than one run reads.
-    const hoursOfEvents = Math.ceil(PAGES_PER_RUN / KEPT_SHARDS) + 3;
+    // One event an hour: each a page of its own (the empty shards and hours between commit nothing), so the
+    // window is more pages than one run commits.
+    const hoursOfEvents = PAGES_PER_RUN + 3;
     const events = [];
     for (let h = 0; h < hoursOfEvents; h++) {
       fx.clock.advance(hours);
