@@ -93,15 +93,15 @@ const union = <T>(a: readonly T[], b: readonly T[]): T[] => [...new Set([...a, .
  * What publishing an event touches in the webhooks table (functions/webhooks/publish.ts): the tenant's
  * endpoints read for their routing attributes only (never the secret: `ROUTING_ATTRIBUTES` in
  * functions/webhooks/store.ts, a test holds the two lists together), a free endpoint's lease taken for
- * the delivery committed to it (its lease attributes only, nothing read back), and the entries of
- * deliveries put behind a busy endpoint.
+ * the delivery committed to it (its lease attributes only, nothing read back), the entries of
+ * deliveries put behind a busy endpoint, and the event kept 30 days for recovery (kept-events.ts).
  */
 const publishing: readonly TableAccess[] = [
   // A tenant's endpoint entries (`TENANT#<tenantId>`) and its endpoints' rows (`TENANT#<tenantId>#ENDPOINT#…`).
   { actions: ['GetItem', 'BatchGetItem', 'Query'], partitionKeyPrefixes: ['TENANT#'], attributes: ['pk', 'sk', 'endpointId', 'tenantId', 'eventTypes', 'disabled', 'holder', 'busyUntil'] },
   // The lease of a free endpoint, taken for the delivery just committed to it (`LEASE_ATTRIBUTES`, `takeLeaseFor`).
   { actions: ['UpdateItem'], partitionKeyPrefixes: ['TENANT#*#ENDPOINT#'], attributes: ['pk', 'sk', 'disabled', 'holder', 'busyUntil', 'watch'], returnValues: ['NONE'] },
-  { actions: ['PutItem'], partitionKeyPrefixes: ['TENANT#*#WAITLIST#'] },
+  { actions: ['PutItem'], partitionKeyPrefixes: ['TENANT#*#WAITLIST#', 'TENANT#*#EVENTS#'] },
 ];
 
 /**
@@ -157,7 +157,10 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   may leave a schedule to delete); change (UpdateItem; a new URL wakes the lease holder on the
    *   deliveries queue, or enqueues a webhook.restart on the webhooks queue), delete (UpdateItem of the row,
    *   DeleteItem of its two index entries and the webhook.purge job's PutItem in one transaction, woken on
-   *   the webhooks queue), rotate-secret (the new secret encrypted; UpdateItem) (functions/webhooks/manage.ts).
+   *   the webhooks queue), rotate-secret (the new secret encrypted; UpdateItem) (functions/webhooks/manage.ts);
+   *   the attempt log (Query of the endpoint's attempt partition,
+   *   functions/webhooks/attempt-log.ts), recover (PutItem of the recovery row and of its webhook.recover
+   *   job in a transaction, woken on the webhooks queue) and a recovery shown (GetItem).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
@@ -269,7 +272,8 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   /**
    * webhook.deliver (functions/webhooks/delivery.ts, waitlist.ts → store.ts): GetItem (endpoint; a stored
    * event of a delivery enqueued before events travelled with jobs), BatchGetItem (delivery read), Query
-   * (wait list, and its count), PutItem (park, discard marker), UpdateItem (lease, health, disable),
+   * (wait list, and its count), PutItem (park, discard marker, one attempt row per attempt:
+   * functions/webhooks/attempt-log.ts), UpdateItem (lease, health, disable),
    * DeleteItem (unpark, and a delivery sent from the list); claims the next parked delivery (`runNext`) or
    * wakes it (UpdateItem); makes a job of a delivery from the list that failed (`enqueueAttempted`) or that
    * is handed the lease (`promote`: PutItem, and GetItem of one made already), enqueues webhook.wake
@@ -299,11 +303,16 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    * (UpdateItem) on the deliveries queue; webhook.purge (manage.ts) discards what waited for a deleted
    * endpoint the same way; webhook.notice (notices.ts) commits an endpoint's notice (the event's deliveries,
    * the owner's owner.notify job: PutItem; noticedAt: UpdateItem) and wakes the mail on the mail queue.
+   * webhook.recover (functions/webhooks/recover.ts): GetItem (the
+   * recovery, the endpoint, each candidate's original delivery job), Query (the tenant's kept events;
+   * `byReceived` per event), BatchGetItem (wait-list entries), a transaction per page (UpdateItem of the
+   * recovery, PutItem of the requeued deliveries, DeleteItem of their originals' discard markers), woken
+   * on the deliveries queue.
    */
   webhooks: worker(
     {
       tables: {
-        webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], indexes: ['byWatch'] },
+        webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], indexes: ['byWatch', 'byReceived'] },
         jobs: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       },
       sendTo: ['deliveries', 'mail'],

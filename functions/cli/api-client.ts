@@ -12,6 +12,10 @@ import { batchIds } from '../calls/model.ts';
 import { apiKeyViewSchema } from '../calls/keys.ts';
 import type { ApiKeyView } from '../calls/keys.ts';
 import { endpointDetailSchema, endpointIds, endpointViewSchema } from '../webhooks/endpoint.ts';
+import { attemptViewSchema } from '../webhooks/attempts.ts';
+import type { AttemptView } from '../webhooks/attempts.ts';
+import { recoveryViewSchema } from '../webhooks/recover.ts';
+import type { RecoveryView } from '../webhooks/recover.ts';
 import type { OwnedIds } from '../platform/tenancy.ts';
 
 /**
@@ -363,6 +367,26 @@ export class OpsApiClient {
   /** Requeues every discarded delivery of an endpoint (409 while it is disabled). */
   redeliverEndpoint(id: string): Promise<{ requeued: number }> {
     return this.request('POST', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/redeliver`), z.object({ requeued: z.number().int() }));
+  }
+
+  /** One page of an endpoint's attempt log, newest first (`status`: a result or an HTTP status). */
+  endpointAttempts(
+    id: string,
+    query: { since?: string; until?: string; status?: string; eventType?: string; limit?: number; cursor?: string } = {},
+  ): Promise<{ endpointId: string; attempts: AttemptView[]; cursor?: string | undefined }> {
+    return this.request('GET', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/attempts`), z.object({ endpointId: z.string(), attempts: z.array(attemptViewSchema), cursor: z.string().optional() }), {
+      query: { since: query.since, until: query.until, status: query.status, eventType: query.eventType, limit: query.limit?.toString(), cursor: query.cursor },
+    });
+  }
+
+  /** Starts a recovery of what an endpoint did not receive in a window (409 while it is disabled). */
+  recoverEndpoint(id: string, body: { since: string; until?: string; dryRun?: boolean }): Promise<{ recoveryId: string }> {
+    return this.request('POST', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/recover`), z.object({ recoveryId: z.string() }), { body });
+  }
+
+  /** One recovery of an endpoint. */
+  endpointRecovery(id: string, recoveryId: string): Promise<RecoveryView> {
+    return this.request('GET', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/recoveries/${encodePathSegment(recoveryId)}`), recoveryViewSchema);
   }
 
   /** `POST /v1/tenants/{tenantId}/keys` (operators): a new API key for a tenant, shown in this answer only. */

@@ -333,6 +333,62 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       if (options.json) return json(result);
       out(`requeued ${result.requeued} deliver${result.requeued === 1 ? 'y' : 'ies'} of ${id}`);
     });
+  endpoints
+    .command('attempts')
+    .description("an endpoint's attempt log, newest first: every attempt of the last 30 days, a page at a time")
+    .argument('<id>', 'endpoint id')
+    .option('--since <time>', 'attempts at or after: an ISO time or an age (30m, 2h, 7d)')
+    .option('--until <time>', 'attempts before: an ISO time or an age')
+    .option('--status <status>', 'a result (delivered, throttled, failed, gone, rejected, blocked) or an HTTP status')
+    .option('--event-type <type>', 'only this event type')
+    .option('--limit <n>', 'at most this many (1–200, default 50)', intInRange(1, 200))
+    .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+    .action(async (id: string, flags: { since?: string; until?: string; status?: string; eventType?: string; limit?: number; cursor?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const now = deps.now();
+      const page = await api.endpointAttempts(id, {
+        ...(flags.since ? { since: timeOf('--since', flags.since, now) } : {}),
+        ...(flags.until ? { until: timeOf('--until', flags.until, now) } : {}),
+        ...(flags.status ? { status: flags.status } : {}),
+        ...(flags.eventType ? { eventType: flags.eventType } : {}),
+        ...(flags.limit ? { limit: flags.limit } : {}),
+        ...(flags.cursor ? { cursor: flags.cursor } : {}),
+      });
+      if (options.json) return json(page);
+      const text =
+        page.attempts.length === 0
+          ? 'no attempts'
+          : table(
+              ['AT', 'EVENT', 'TYPE', 'ATTEMPT', 'RESULT', 'STATUS', 'MS', 'NEXT RETRY', 'SOURCE'],
+              page.attempts.map((a) => [a.at, a.eventId, a.eventType, String(a.attempt), a.result, a.status === null ? (a.errorClass ?? '-') : String(a.status), String(a.durationMs), a.nextRetryAt ?? '-', a.source]),
+            );
+      out(page.cursor ? `${text}\nmore: --cursor ${page.cursor}` : text);
+    });
+  endpoints
+    .command('recover')
+    .description('send an endpoint again every event of a window it subscribed to and did not receive (same webhook-id); with a recovery id, show that recovery')
+    .argument('<id>', 'endpoint id')
+    .argument('[recoveryId]', 'show this recovery instead of starting one')
+    .option('--since <time>', 'the window start: an ISO time or an age (30m, 2h, 7d), at most 30 days back')
+    .option('--until <time>', 'the window end (default now)')
+    .option('--dry-run', 'count what would be requeued, requeue nothing')
+    .action(async (id: string, recoveryId: string | undefined, flags: { since?: string; until?: string; dryRun?: boolean }, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      if (recoveryId === undefined) {
+        if (!flags.since) throw new CliUsageError('endpoints recover: pass --since (and --until, --dry-run), or a recovery id to show one');
+        const now = deps.now();
+        const started = await api.recoverEndpoint(id, {
+          since: timeOf('--since', flags.since, now),
+          ...(flags.until ? { until: timeOf('--until', flags.until, now) } : {}),
+          ...(flags.dryRun ? { dryRun: true } : {}),
+        });
+        if (options.json) return json(started);
+        return out(`recovery ${started.recoveryId} started; follow it with: endpoints recover ${id} ${started.recoveryId}`);
+      }
+      const r = await api.endpointRecovery(id, recoveryId);
+      if (options.json) return json(r);
+      out(`recovery ${r.recoveryId} ${r.status}${r.dryRun ? ' (dry run)' : ''}: ${r.since} – ${r.until}; matched ${r.matched}, requeued ${r.requeued}, in flight ${r.inFlight}${r.error ? `; ${r.error}` : ''}`);
+    });
 
   program
     .command('panel')

@@ -9,6 +9,7 @@ import { endpointDetailSchema, endpointIds, endpointViewSchema } from './endpoin
 import { EndpointDisabledError, EndpointNotFoundError, EndpointRotatedMeanwhileError, IdempotencyKeyReusedError, UrlRefusedError } from './errors.ts';
 import { eventTypes } from './events.ts';
 import { manageRoutes } from './manage-api.ts';
+import { endpointLogHttpError, endpointLogRoutes } from './log-api.ts';
 
 /** The body of `POST /v1/endpoints`. Unknown fields are refused, so a misspelt `eventType` is not silently dropped. */
 export const registerEndpointSchema = z.strictObject({
@@ -139,11 +140,13 @@ export function webhookRoutes(context: () => WebhooksContext): ApiRoute[] {
       return { status: 200, body: await context().endpoints.redeliver(scope, params.id) };
     },
   });
-  return withErrors(webhooksHttpError, [register, list, listAll, show, deliveries, enable, redeliver, ...manageRoutes(context)]);
+  return withErrors(webhooksHttpError, [register, list, listAll, show, deliveries, enable, redeliver, ...manageRoutes(context), ...endpointLogRoutes(context)]);
 }
 
 /** The webhooks routes' errors as HTTP answers, in one place. */
 export function webhooksHttpError(error: unknown): HttpError | undefined {
+  const logged = endpointLogHttpError(error);
+  if (logged) return logged;
   if (error instanceof EndpointNotFoundError) return notFound(`endpoint ${error.endpointId}`);
   if (error instanceof EndpointDisabledError) return conflict(error.message, { disabled: true });
   if (error instanceof UrlRefusedError) return new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.url', message: error.reason }] });

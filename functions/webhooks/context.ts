@@ -8,6 +8,7 @@ import { VettedHttpClient } from '../platform/vetted-http.ts';
 import type { Resolver } from '../platform/vetted-http.ts';
 import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobHandler } from '../jobs/index.ts';
+import { AttemptLog } from './attempt-log.ts';
 import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
 import type { WebhookDeps, WebhookHttp } from './deps.ts';
 import { Endpoints } from './endpoints.ts';
@@ -16,10 +17,12 @@ import { sendNotice, webhookNoticeKind } from './notices.ts';
 import type { OwnerMailPort } from './notices.ts';
 import { webhookFanoutKind } from './events.ts';
 import { fanout } from './fanout.ts';
-import { webhookDeliverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { webhookDeliverKind, webhookRecoverKind, webhookRestartKind, webhookSweepKind, webhookWakeKind } from './kinds.ts';
+import { KeptEvents } from './kept-events.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS, webhookLeaseTerms } from './lease.ts';
 import type { LeaseTerms } from './lease.ts';
 import { Publisher } from './publish.ts';
+import { Recoveries } from './recover.ts';
 import { EndpointSecrets } from './secrets.ts';
 import { addressPolicy } from './ssrf.ts';
 import { WebhookStore } from './store.ts';
@@ -78,11 +81,13 @@ export interface WebhooksContext {
   endpoints: Endpoints;
   /** Changing, deleting and rotating an endpoint (manage.ts). */
   manage: EndpointManagement;
+  /** Recoveries of an endpoint's missed events (recover.ts). */
+  recoveries: Recoveries;
   deliveries: Deliveries;
   waitList: WaitList;
   /** Publishing an event inside a domain's transaction (publish.ts). */
   publisher: Publisher;
-  /** webhook.fanout, webhook.deliver, webhook.wake, webhook.restart and webhook.sweep, for the webhooks and deliveries queues' workers. */
+  /** webhook.fanout, webhook.deliver, webhook.wake, webhook.restart, webhook.sweep and webhook.recover, for the webhooks and deliveries queues' workers. */
   handlers: JobHandler<unknown>[];
   sweep(now: number): Promise<SweepReport>;
   /** Closes the HTTP client's pooled connections. */
@@ -109,6 +114,8 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const client = options.wrapHttp ? options.wrapHttp(own) : own;
   const deps: WebhookDeps = {
     store: host.store ?? new WebhookStore(host.db, host.table),
+    attemptLog: new AttemptLog(host.db, host.table),
+    keptEvents: new KeptEvents(host.db, host.table),
     secrets: new EndpointSecrets(host.secretKey ?? noSecretKey, host.clock),
     jobs: host.jobs,
     clock: host.clock,
@@ -126,6 +133,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
   const deliveries = new Deliveries(deps, waitList);
   const endpoints = new Endpoints(deps);
   const manage = new EndpointManagement(deps);
+  const recoveries = new Recoveries(deps, host.db);
   const publisher = new Publisher({ store: deps.store, jobs: deps.jobs, clock: deps.clock, logger: deps.logger, lease: deps.lease });
 
   const handlers = [
@@ -155,6 +163,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     handle(webhookRestartKind, async (args, ctx) => {
       await waitList.restart(args.endpointId, ctx.now());
     }),
+    handle(webhookRecoverKind, (args, ctx) => recoveries.run(args, ctx), { onDiscard: (args, job) => recoveries.discarded(args, job) }),
     handle(webhookSweepKind, async (_args, ctx) => {
       const report = await sweep(deps, waitList, ctx.now());
       if (report.disabled + report.restarted + report.released + report.expired > 0) ctx.logger.info('webhook sweep', { ...report });
@@ -165,6 +174,7 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
     deps,
     endpoints,
     manage,
+    recoveries,
     deliveries,
     waitList,
     publisher,

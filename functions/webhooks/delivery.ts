@@ -2,6 +2,8 @@ import { assertNever } from '../platform/assert.ts';
 import { discard, snooze } from '../jobs/index.ts';
 import type { DiscardedJob, JobContext, RunOutcome } from '../jobs/index.ts';
 import { AddressRefusedError } from '../platform/vetted-http.ts';
+import { attemptRow, nextRetryOf } from './attempts.ts';
+import type { AttemptRow } from './attempts.ts';
 import { classifyResponse } from './classify.ts';
 import type { DeliveryResult } from './classify.ts';
 import type { WebhookDeps } from './deps.ts';
@@ -105,9 +107,14 @@ export class Deliveries {
     const heads = store.waitListHead(endpointId, DRAIN_READ);
     heads.catch(() => undefined);
 
+    const sentAt = ctx.now();
+    const t0 = performance.now();
     const result = await this.attempt(turn.row, secret, event, ctx);
+    const durationMs = performance.now() - t0;
     const at = ctx.now();
     const step = afterAttempt(leaseStateOf(turn.row), result, { now: at, attempt: ctx.attempt, maxAttempts: ctx.maxAttempts, policy: ctx.policy, leaseMs: this.deps.lease.leaseMs });
+    // The attempt log's row goes out beside the writes below (one PutItem); awaited before the run ends.
+    const logs = [this.log(attemptRow({ endpointId, event, attempt: ctx.attempt, startedAt: sentAt, durationMs, result, nextRetryAt: nextRetryOf(step.job, at, ctx.attempt, ctx.policy), source: 'job' }), ctx)];
     this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
     this.disabled(endpointId, step.endpoint, ctx);
     await unparked;
@@ -119,7 +126,7 @@ export class Deliveries {
     let disabling = step.endpoint.disable !== undefined;
     if (lease.type === 'pass' && lease.armedUntil === null && !step.endpoint.disable) {
       // Its own delivery is done and the lease passes on: first to the deliveries waiting with no job.
-      const drained = await this.drain(turn.row, await heads.catch(() => []), ctx, started);
+      const drained = await this.drain(turn.row, await heads.catch(() => []), ctx, started, logs);
       const delivered = own + drained.delivered;
       const failed = drained.failed;
       if (failed?.change.disable) disabling = true;
@@ -142,6 +149,7 @@ export class Deliveries {
       await this.waitList.finish(endpointId, ctx.id, step.endpoint, await heads.catch(() => []), at, handOn, { delivered: own });
     }
     if (disabling) await this.noticeDisabled(endpointId, ctx);
+    await Promise.all(logs);
     return outcome(step.job);
   }
 
@@ -156,6 +164,14 @@ export class Deliveries {
     } catch (error) {
       ctx.logger.warn('notice of a disable not enqueued; the sweep will', { endpointId, error: String(error) });
     }
+  }
+
+  /**
+   * Writes one attempt's row to the attempt log (attempts.ts). Never throws: the log records the delivery
+   * and never changes it; a row DynamoDB refused is missing from the log (a warning says which).
+   */
+  private log(row: AttemptRow, ctx: JobContext): Promise<void> {
+    return this.deps.attemptLog.put(row).catch((error: unknown) => ctx.logger.warn('attempt not logged', { endpointId: row.endpointId, eventId: row.eventId, attempt: row.attempt, error: String(error) }));
   }
 
   /** Counts and logs an endpoint's disabling, when an attempt's step disables it. */
@@ -178,6 +194,7 @@ export class Deliveries {
     first: readonly WaitEntry[],
     ctx: JobContext,
     started: number,
+    logs: Promise<void>[],
   ): Promise<{ delivered: number; heads: WaitEntry[]; failed?: { jobId: string; change: EndpointChange }; fenced?: true; stopped?: EndpointRow }> {
     const { store, jobs } = this.deps;
     const policy = webhookDeliverKind.policy;
@@ -235,10 +252,13 @@ export class Deliveries {
       const result = await this.attempt(current, secrets, head.event, ctx);
       const durationMs = performance.now() - t0;
       this.deps.metrics.count(DELIVERY_METRIC, { result: result.type });
+      const logged = (outcome: RunOutcome) =>
+        logs.push(this.log(attemptRow({ endpointId: endpoint.endpointId, event: head.event, attempt: 1, startedAt, durationMs, result, nextRetryAt: nextRetryOf(outcome, ctx.now(), 1, policy), source: 'wait_list' }), ctx));
       heads = heads.slice(1);
       if (heads.length === 0) fresh = false;
       const previous = removing;
       if (result.type === 'delivered') {
+        logged({ type: 'completed' });
         removing = removed(head);
         delivered++;
         if (await previous) continue;
@@ -249,6 +269,7 @@ export class Deliveries {
       // Not delivered: from now on it is a job, with this attempt as its first, and the job layer decides the rest.
       const at = ctx.now();
       const step = afterAttempt(leaseStateOf(current), result, { now: at, attempt: 1, maxAttempts: policy.maxAttempts, policy, leaseMs: this.deps.lease.leaseMs });
+      logged(step.job);
       await jobs.enqueueAttempted(
         webhookDeliverKind,
         { eventId: head.event.id, endpointId: endpoint.endpointId, event: head.event },

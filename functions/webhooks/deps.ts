@@ -3,6 +3,8 @@ import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { ResolvedAddress, VettedRequest, VettedResponse } from '../platform/vetted-http.ts';
 import type { JobClient } from '../jobs/index.ts';
+import type { AttemptLog } from './attempt-log.ts';
+import type { KeptEvents } from './kept-events.ts';
 import type { LeaseTerms } from './lease.ts';
 import type { OwnerMailPort } from './notices.ts';
 import type { EndpointSecrets } from './secrets.ts';
@@ -18,6 +20,10 @@ export interface WebhookHttp {
 /** What the webhooks context runs on. */
 export interface WebhookDeps {
   store: WebhookStore;
+  /** The attempt log: one item per attempt, kept 30 days (attempts.ts). */
+  attemptLog: AttemptLog;
+  /** Events kept 30 days for recovery (kept-events.ts). */
+  keptEvents: KeptEvents;
   /** Endpoint signing secrets: encrypted at registration, decrypted to sign. */
   secrets: EndpointSecrets;
   jobs: JobClient;

@@ -63,18 +63,27 @@ export const newEvent = (input: { tenantId: string; type: EventType; data: Recor
  * | a tenant's endpoint (publishing and `GET /v1/endpoints` read these) | `TENANT#<tenantId>` | `ENDPOINT#<createdAt>#<endpoint id>` |
  * | the operators' index of every tenant's endpoints | `ENDPOINTS` | `<createdAt>#<endpoint id>` |
  * | an event, as written before deliveries carried theirs (read, never written) | `EVENT#<id>` | `EVENT` |
+ * | an attempt to send an event to an endpoint, kept 30 days (attempts.ts) | `TENANT#<tenantId>#ATTEMPTS#<hex>` | `AT#<attempt time>#<event id>#<attempt>` |
+ * | an event kept 30 days for recovery (kept-events.ts, `KEPT_SHARDS` = 4 shards an hour) | `TENANT#<tenantId>#EVENTS#<yyyy-mm-ddThh>#<0–3>` | `<event timestamp>#<event id>` |
+ * | a recovery of an endpoint (recover.ts) | `TENANT#<tenantId>#ENDPOINT#<hex>` | `RECOVERY#<recovery id>` |
  *
  * An event travels with what delivers it: in its webhook.deliver job's arguments, or in its wait-list entry
  * while the endpoint is busy (publish.ts). `byWatch` is sparse: only endpoints that hold a lease, held one
  * since the last sweep, or are failing carry `watch`, so the periodic sweep reads just those. Keys only:
  * lease updates that leave `watch` alone (or set it to the value it has) write nothing to the index; the
- * sweep unwatches idle endpoints.
+ * sweep unwatches idle endpoints. `byReceived` is sparse too: only attempts that delivered carry its keys
+ * (`receivedBy = TENANT#<tenantId>#RECEIVED#<hex>`, `receivedEvent = <event id>`).
  */
 export const webhooksTable = {
   name: 'webhooks',
   partitionKey: 'pk',
   sortKey: 'sk',
-  indexes: [{ name: 'byWatch', partitionKey: 'watch', sortKey: 'pk', projection: 'KEYS_ONLY' }],
+  indexes: [
+    { name: 'byWatch', partitionKey: 'watch', sortKey: 'pk', projection: 'KEYS_ONLY' },
+    // Sparse: only an attempt that delivered carries these (attempts.ts), so a recovery asks by key whether
+    // an event reached an endpoint, and the attempt's own PutItem is the only request.
+    { name: 'byReceived', partitionKey: 'receivedBy', sortKey: 'receivedEvent', projection: 'KEYS_ONLY' },
+  ],
   ttlAttribute: 'expiresAt',
 } as const satisfies TableDefinition;
 

@@ -114,7 +114,7 @@ export const webhookPurgeKind = defineKind({
   queue: 'webhooks',
   policy: defaultPolicy,
   timeoutSeconds: 50,
-  args: z.object({ endpointId: jobArgId }),
+  args: z.object({ endpointId: id }),
   discardReasons: ['not_found'],
   description: 'Discards what waited for a deleted endpoint (endpoint_deleted), counted',
 });
@@ -129,9 +129,23 @@ export const webhookNoticeKind = defineKind({
   queue: 'webhooks',
   policy: defaultPolicy,
   timeoutSeconds: 30,
-  args: z.object({ endpointId: jobArgId, notice: z.enum([Notice.disabled, Notice.enabled]), at: z.string().min(1).max(40) }),
+  args: z.object({ endpointId: id, notice: z.enum([Notice.disabled, Notice.enabled]), at: z.string().min(1).max(40) }),
   description: 'Sends endpoint.disabled (and the owner mail) or endpoint.enabled to the tenant’s other endpoints',
 });
 
+/**
+ * webhook.recover: one recovery of an endpoint (recover.ts), page by page through the tenant's kept events
+ * of its window, each page's requeued deliveries committed with the recovery's position; it snoozes between
+ * runs (no attempt spent) and goes on from that position. Exhausted: the recovery is marked failed.
+ */
+export const webhookRecoverKind = defineKind({
+  kind: 'webhook.recover',
+  queue: 'webhooks',
+  policy: defaultPolicy,
+  timeoutSeconds: 50,
+  args: z.object({ endpointId: id, recoveryId: z.string().regex(/^rcv_[0-9a-f]{24}$/) }),
+  description: 'Sends an endpoint again the events of a window it subscribed to and did not receive',
+});
+
 /** Every kind of the webhooks context (data only). */
-export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookPurgeKind, webhookNoticeKind] as const;
+export const webhookKinds = [webhookFanoutKind, webhookDeliverKind, webhookWakeKind, webhookRestartKind, webhookSweepKind, webhookPurgeKind, webhookNoticeKind, webhookRecoverKind] as const;

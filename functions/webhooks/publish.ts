@@ -5,6 +5,7 @@ import { deliveryJobId, subscribes, waitKey } from './endpoint.ts';
 import { newEvent, webhookFanoutKind } from './events.ts';
 import type { EventType, WebhookEvent } from './events.ts';
 import { webhookDeliverKind, webhookRestartKind } from './kinds.ts';
+import { keptEventItem } from './kept-events.ts';
 import { leaseTaken } from './lease.ts';
 import type { LeaseTerms } from './lease.ts';
 import type { WebhookStore } from './store.ts';
@@ -31,8 +32,9 @@ export interface Publication {
  * Publishing an event, inside the transaction of the change it announces (the transactional outbox):
  *
  * ```
+ *  the tenant has an endpoint at all ─► the event kept 30 days (kept-events.ts), for recovery
  *  subscribed, enabled endpoints of the tenant (read before, eventually consistent; never the secret)
- *    none ───────────► nothing at all
+ *    none ───────────► nothing more
  *    more than 5 ────► one webhook.fanout job, the event in its arguments (fanout.ts does the rest)
  *    each endpoint:
  *      lease free, and taken now for this delivery (a conditional write, before the commit)
@@ -45,8 +47,8 @@ export interface Publication {
  *
  * The second look closes the race with a holder that let go between the first read and the commit: the
  * holder reads the list once more after it lets go, and this look sees the lease let go, so one of the
- * two always sees the other (docs/webhooks.md, "Races"). The event is not stored apart: it travels in each
- * delivery's job or entry.
+ * two always sees the other (docs/webhooks.md, "Races"). A delivery carries its event (in its job or
+ * entry); the kept copy is read only by a recovery.
  */
 export class Publisher {
   private readonly store: WebhookStore;
@@ -75,14 +77,18 @@ export class Publisher {
    */
   async prepare(input: { tenantId: string; type: EventType; data: Record<string, unknown>; id?: string }, now: number, options: { exclude?: readonly string[] } = {}): Promise<Publication> {
     const event = newEvent(input, now);
+    const endpoints = await this.store.routing(event.tenantId);
+    // Kept for a recovery (recover.ts) when the tenant has any endpoint, subscribed or not, enabled or not;
+    // a tenant with none has nothing to recover to.
+    const kept = endpoints.length > 0 ? [keptEventItem(this.store.tableName, event)] : [];
     // `exclude`: endpoints not to tell (an endpoint's own notice goes to the tenant's others: notices.ts).
     const exclude = options.exclude ?? [];
-    const targets = (await this.store.routing(event.tenantId)).filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type) && !exclude.includes(endpoint.endpointId));
+    const targets = endpoints.filter((endpoint) => !endpoint.disabled && subscribes(endpoint, event.type) && !exclude.includes(endpoint.endpointId));
     const nothing = () => Promise.resolve();
-    if (targets.length === 0) return { event, items: [], afterCommit: nothing, abandon: nothing };
+    if (targets.length === 0) return { event, items: kept, afterCommit: nothing, abandon: nothing };
     if (targets.length > DIRECT_MAX_ENDPOINTS) {
       const fanout = this.jobs.prepare(webhookFanoutKind, { eventId: event.id, event, ...(exclude.length > 0 ? { exclude: [...exclude] } : {}) }, { id: `webhook.fanout:${event.id}` });
-      return { event, items: [fanout.item], afterCommit: () => this.jobs.afterCommit([fanout]), abandon: nothing };
+      return { event, items: [fanout.item, ...kept], afterCommit: () => this.jobs.afterCommit([fanout]), abandon: nothing };
     }
     const routed = await Promise.all(
       targets.map(async (endpoint) => {
@@ -97,7 +103,7 @@ export class Publisher {
     const busy = routed.flatMap((r) => (r.entry ? [r.endpointId] : []));
     return {
       event,
-      items: routed.map((r) => r.job?.item ?? r.entry!),
+      items: [...routed.map((r) => r.job?.item ?? r.entry!), ...kept],
       afterCommit: () => Promise.all([this.jobs.afterCommit(taken.map((t) => t.job)), this.secondLook(busy, event.id)]).then(() => undefined),
       abandon: () => this.release(taken, event.id),
     };

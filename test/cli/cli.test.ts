@@ -166,6 +166,49 @@ describe('ops CLI against the local runtime', () => {
 });
 
 describe('ops CLI: tenants’ keys, and a tenant’s batches and endpoints with its key or as an operator', () => {
+  it('endpoints attempts lists the attempt log with --api-key; endpoints recover starts a recovery and shows it by id', async () => {
+    const receiver = (await import('node:http')).createServer((_req, res) => res.writeHead(200).end());
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      expect((await fetch(`${runtime.url}/v1/tenants/cli-log`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 1 }) })).status).toBe(200);
+      const key = (await ops('keys', 'create', 'cli-log')).stdout.trim();
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const registered = await fetch(`${runtime.url}/v1/endpoints`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ url }) });
+      const { endpointId } = (await registered.json()) as { endpointId: string };
+      const since = new Date(Date.now() - 60_000).toISOString();
+      const published = await fetch(`${runtime.url}/v1/dev/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tenantId: 'cli-log', type: 'call.completed', data: { n: 1 } }) });
+      const { eventId } = (await published.json()) as { eventId: string };
+      const page = await vi.waitFor(
+        async () => {
+          const listed = await opsJson<{ attempts: { eventId: string; result: string; status: number }[] }>('--api-key', key, 'endpoints', 'attempts', endpointId);
+          expect(listed.attempts).toHaveLength(1);
+          return listed;
+        },
+        { timeout: 20_000, interval: 100 },
+      );
+      expect(page.attempts[0]).toMatchObject({ eventId, result: 'delivered', status: 200 });
+      const text = await ops('--api-key', key, 'endpoints', 'attempts', endpointId, '--status', 'delivered');
+      expect(text.code, text.stderr).toBe(0);
+      expect(text.stdout).toContain(eventId);
+
+      const started = await opsJson<{ recoveryId: string }>('--api-key', key, 'endpoints', 'recover', endpointId, '--since', since, '--dry-run');
+      expect(started.recoveryId).toMatch(/^rcv_/);
+      const shown = await vi.waitFor(
+        async () => {
+          const r = await opsJson<{ status: string; matched: number; requeued: number }>('--api-key', key, 'endpoints', 'recover', endpointId, started.recoveryId);
+          expect(r.status).toBe('completed');
+          return r;
+        },
+        { timeout: 20_000, interval: 100 },
+      );
+      // The one event was received: nothing to recover.
+      expect(shown).toMatchObject({ matched: 0, requeued: 0 });
+      expect((await ops('--api-key', key, 'endpoints', 'recover', endpointId)).code).toBe(2);
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+
   it('keys create prints a key once; --api-key acts as its tenant, the operator through the copies; a revoked key exits 1 naming the key', async () => {
     const tenant = await fetch(`${runtime.url}/v1/tenants/cli-tenant`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 2 }) });
     expect(tenant.status).toBe(200);

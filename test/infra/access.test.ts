@@ -23,13 +23,14 @@ const endpointContext = ' if kms:EncryptionContextKeys=endpointId|tenantId if km
 
 /**
  * Publishing an event (functions/webhooks/publish.ts): the tenant's endpoints read for their routing
- * attributes only — never the secret — and a delivery's entry put behind a busy endpoint.
+ * attributes only — never the secret — a delivery's entry put behind a busy endpoint, and the event kept
+ * for recovery.
  */
 const routing = ' if dynamodb:LeadingKeys=TENANT#* if dynamodb:Attributes=pk|sk|endpointId|tenantId|eventTypes|disabled|holder|busyUntil if dynamodb:Select=SPECIFIC_ATTRIBUTES';
 const publishes = [
   ...['GetItem', 'BatchGetItem', 'Query'].map((a) => `dynamodb:${a} table:webhooks${routing}`),
   'dynamodb:UpdateItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#ENDPOINT#* if dynamodb:Attributes=pk|sk|disabled|holder|busyUntil|watch if dynamodb:ReturnValues=NONE',
-  'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#WAITLIST#*',
+  'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#WAITLIST#*|TENANT#*#EVENTS#*',
 ];
 
 const EXPECTED: Record<string, string[]> = {
@@ -48,7 +49,7 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:Query table:jobs/index/byDeadLetter',
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks if dynamodb:LeadingKeys=TENANT#*|ENDPOINTS*`),
-    ...sendsTo('dial', 'deliveries'),
+    ...sendsTo('dial', 'deliveries', 'webhooks'),
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
@@ -111,6 +112,7 @@ const EXPECTED: Record<string, string[]> = {
     ...consumes('webhooks'),
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
     'dynamodb:Query table:webhooks/index/byWatch',
+    'dynamodb:Query table:webhooks/index/byReceived',
     'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
@@ -225,7 +227,7 @@ describe('functions that serve public routes', () => {
     }
   });
 
-  it('cannot read endpoint secrets: in the webhooks table only routing attributes read and wait-list entries written, and never the secrets key', () => {
+  it('cannot read endpoint secrets: in the webhooks table only routing attributes read, wait-list entries and kept events written, and never the secrets key', () => {
     const webhooksTable = s.idOf(s.stack.tables.webhooks);
     const key = s.idOf(s.stack.webhookSecretsKey);
     for (const id of publicFunctionIds()) {
@@ -235,7 +237,7 @@ describe('functions that serve public routes', () => {
         const actions = actionsOf(st);
         if (actions.includes('dynamodb:PutItem')) {
           expect(actions, id).toEqual(['dynamodb:PutItem']);
-          expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*#WAITLIST#*'] } });
+          expect(st.Condition, id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TENANT#*#WAITLIST#*', 'TENANT#*#EVENTS#*'] } });
           continue;
         }
         if (actions.includes('dynamodb:UpdateItem')) {

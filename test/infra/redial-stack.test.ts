@@ -413,10 +413,11 @@ describe('webhooks', () => {
     for (const kind of allKinds.filter((k) => k.queue === 'webhooks')) expect(kind.timeoutSeconds, kind.kind).toBeLessThanOrEqual(worker?.Properties['Timeout'] as number);
   });
 
-  it('keep the sparse byWatch index keys-only, so lease updates write nothing to it', () => {
+  it('keep the sparse byWatch and byReceived indexes keys-only, so lease updates write nothing to them and an attempt that delivered only its keys', () => {
     const table = s.resources[s.idOf(s.stack.tables.webhooks)];
     expect(table?.Properties['GlobalSecondaryIndexes']).toEqual([
       { IndexName: 'byWatch', KeySchema: [{ AttributeName: 'watch', KeyType: 'HASH' }, { AttributeName: 'pk', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
+      { IndexName: 'byReceived', KeySchema: [{ AttributeName: 'receivedBy', KeyType: 'HASH' }, { AttributeName: 'receivedEvent', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } },
     ]);
   });
 });

@@ -47,7 +47,7 @@ describe('a panel page that refreshes itself', () => {
     await page.clock.install();
     await page.getByLabel('Filter').focus();
     await page.clock.runFor(10_000);
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Filter');
+    expect(await page.locator(':focus').getAttribute('aria-label')).toBe('Filter');
     expect(requests).toEqual(['/list', '/list']);
   });
 });

@@ -17,7 +17,7 @@ import type { CallsFixture } from '../support/calls.ts';
 let fx: CallsFixture;
 let receiver: { url: string; close: () => Promise<void> };
 /** What tenant A has, as A's own key saw it. */
-const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '' };
+const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', recoveryId: '' };
 /** B's own batch (to present A's contacts cursor on). */
 let bBatch = '';
 let asA: Record<string, string>;
@@ -78,6 +78,14 @@ const PROBES: Record<string, () => Probe[]> = {
       { method: 'POST', path: `/v1/endpoints/${id}/rotate-secret`, body: {}, status: 404, check: notFound('endpoint', id) },
       { method: 'POST', path: `/v1/endpoints/${id}/rotate-secret`, body: { expireOldNow: true }, status: 404, check: notFound('endpoint', id) },
     ]),
+  'GET /v1/endpoints/{id}/attempts': () => [
+    ...a.endpoints.map((id) => ({ method: 'GET', path: `/v1/endpoints/${id}/attempts`, status: 404, check: notFound('endpoint', id) })),
+    { method: 'GET', path: `/v1/endpoints/${a.endpoints[0]}/attempts?status=delivered&since=2020-01-01T00:00:00Z`, status: 404, check: notFound('endpoint', a.endpoints[0]!) },
+  ],
+  'POST /v1/endpoints/{id}/recover': () =>
+    a.endpoints.map((id) => ({ method: 'POST', path: `/v1/endpoints/${id}/recover`, body: { since: new Date(fx.clock.now() - 3600_000).toISOString() }, status: 404, check: notFound('endpoint', id) })),
+  'GET /v1/endpoints/{id}/recoveries/{recoveryId}': () =>
+    a.endpoints.map((id) => ({ method: 'GET', path: `/v1/endpoints/${id}/recoveries/${a.recoveryId}`, status: 404, check: notFound('endpoint', id) })),
 };
 
 /** Exactly the answer an id that never existed gets. */
@@ -129,6 +137,9 @@ beforeAll(async () => {
   a.endpointsCursor = (await fx.api('GET', '/v1/endpoints?limit=1', undefined, asA)).body.cursor;
   a.contactsCursor = (await fx.api('GET', `/v1/batches/${a.batches[0]}/contacts?limit=1`, undefined, asA)).body.cursor;
   for (const cursor of [a.batchesCursor, a.endpointsCursor, a.contactsCursor]) expect(cursor).toEqual(expect.any(String));
+  // A recovery of A's first endpoint (a dry run, never run here: no workers), for B to ask after.
+  a.recoveryId = (await fx.api('POST', `/v1/endpoints/${a.endpoints[0]}/recover`, { since: new Date(fx.clock.now() - 60_000).toISOString(), dryRun: true }, asA)).body.recoveryId;
+  expect(a.recoveryId).toMatch(/^rcv_/);
   // B: one batch of its own, no endpoint.
   bBatch = (await fx.api('POST', '/v1/batches', { contacts: numbers(2, '+1415557').map((number) => ({ number })), maxAttempts: 1 }, asB)).body.batchId;
 });
@@ -170,6 +181,7 @@ describe("tenant B's key against tenant A's things", () => {
   it('LeavesAsThingsAsAsKeySeesThem', async () => {
     for (const id of a.batches) expect((await fx.api('GET', `/v1/batches/${id}`, undefined, asA)).body).toMatchObject({ batchId: id, tenantId: 'tenant-a', status: 'Pending' });
     for (const id of a.endpoints) expect((await fx.api('GET', `/v1/endpoints/${id}`, undefined, asA)).body).toMatchObject({ endpointId: id, tenantId: 'tenant-a', disabled: false });
+    expect((await fx.api('GET', `/v1/endpoints/${a.endpoints[0]}/recoveries/${a.recoveryId}`, undefined, asA)).body).toMatchObject({ recoveryId: a.recoveryId, status: 'running', requeued: 0 });
     // B's own listing and its own batch are B's, and A's key finds B's batch no more than B's found A's.
     expect((await fx.api('GET', `/v1/batches/${bBatch}`, undefined, asA)).status).toBe(404);
     expect((await fx.api('GET', '/v1/batches', undefined, asA)).body.batches.map((b: any) => b.batchId).sort()).toEqual([...a.batches].sort());

@@ -66,11 +66,12 @@ describe('deliveries behind a busy endpoint: in the wait list with their event, 
     const endpoint = await store.getEndpoint(endpointId);
     expect(endpoint?.holder).toBeUndefined();
     expect(endpoint?.delivered).toBe(4);
-    // The three cost their entries' removal and nothing else: the job layer wrote the first's claim and
-    // completion; the webhooks table three deletes and the lease's release (with the count).
+    // The three cost their entries' removal and their attempt rows, nothing else: the job layer wrote the
+    // first's claim and completion; the webhooks table three deletes, four attempt rows (one PutItem per
+    // attempt: the first's and the three sent from the list) and the lease's release (with the count).
     const counts = fx.counter.toJSON();
     expect(counts['DynamoDB.DeleteItem']).toBe(3);
-    expect(counts['DynamoDB.PutItem'] ?? 0).toBe(0);
+    expect(counts['DynamoDB.PutItem'] ?? 0).toBe(4);
     expect(counts['DynamoDB.TransactWriteItems'] ?? 0).toBe(0);
   });
 

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLocalHost } from '../../functions/local/host.ts';
 import type { LocalHost } from '../../functions/local/host.ts';
 import type { MailConfig } from '../../functions/mail/config.ts';
-import { SmtpMailTransport } from '../../functions/mail/transport.ts';
+import { SmtpMailTransport } from '../../functions/mail/smtp-transport.ts';
 import { createSmtpClient } from '../../functions/platform/smtp.ts';
 import { ManualClock } from '../../functions/platform/clock.ts';
 import { createLogger } from '../../functions/platform/logger.ts';

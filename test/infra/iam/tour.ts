@@ -207,6 +207,17 @@ async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[
   if (!(Number(redelivered.body.requeued) > 0)) throw new Error(`the tour's redeliver ran nothing: ${JSON.stringify(redelivered.body)}`);
   await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/enable`, undefined, [200]);
   await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/redeliver`);
+  // Its attempt log, and a recovery of everything it missed (dry, then for real: the gone endpoint answers
+  // 410 again and is disabled again, which nothing after this needs).
+  await asTenant('GET', `/v1/endpoints/${gone.endpointId}/attempts?limit=50`);
+  await request('GET', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/attempts?status=gone&limit=50`);
+  await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/enable`, undefined, [200]);
+  const since = new Date(host.clock.now() - 29 * 86400_000).toISOString();
+  const dry = (await request('POST', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/recover`, { since, dryRun: true }, [202])).body as { recoveryId: string };
+  const counted = (await request('GET', `/v1/ops/tenants/acme/endpoints/${gone.endpointId}/recoveries/${dry.recoveryId}`)).body;
+  const recovery = (await asTenant('POST', `/v1/endpoints/${gone.endpointId}/recover`, { since }, [202])).body as { recoveryId: string };
+  const recovered = (await asTenant('GET', `/v1/endpoints/${gone.endpointId}/recoveries/${recovery.recoveryId}`)).body;
+  if (!(Number(counted.matched) > 0 && Number(recovered.requeued) > 0)) throw new Error(`the tour's recovery requeued nothing: ${JSON.stringify({ counted, recovered })}`);
   // Managed: one changed (its URL, so its held deliveries are released), one's secret rotated, two deleted
   // (their purge runs at the rest that follows); as the tenant and as an operator.
   const named = (name: string) => {
