@@ -100,9 +100,6 @@ export const webhookSweepKind = defineKind({
   description: 'Applies the 5-day rule to failing endpoints and restarts stalled wait lists',
 });
 
-/** Event and endpoint ids, in the characters a job id may hold. */
-const jobArgId = z.string().regex(/^[A-Za-z0-9._:@#-]{1,128}$/);
-
 /**
  * webhook.purge: after an endpoint's deletion, discards everything that waited for it with reason
  * `endpoint_deleted`, counted (manage.ts runs it): each waiting delivery with no job becomes a discarded

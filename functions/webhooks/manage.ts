@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { iso } from '../platform/clock.ts';
 import type { TenantScope } from '../platform/tenancy.ts';
 import { AddressRefusedError, HostResolutionError } from '../platform/vetted-http.ts';
-import { defaultPolicy, defineKind, discard, JobNotFoundError, snooze, terminalStates, TransitionRefusedError } from '../jobs/index.ts';
+import { discard, JobNotFoundError, snooze, terminalStates, TransitionRefusedError } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { endpointView, waitListPartitions } from './endpoint.ts';
 import type { EndpointRow, EndpointView } from './endpoint.ts';
@@ -26,9 +26,6 @@ export const PURGED_METRIC = 'WebhookEndpointPurged';
 
 /** Entries the purge handles per run before it hands the rest to its next run (a snooze: no attempt spent). */
 export const PURGE_PER_RUN = 500;
-
-/** Event and endpoint ids, in the characters a job id may hold. */
-const id = z.string().regex(/^[A-Za-z0-9._:@#-]{1,128}$/);
 
 
 /** The body of `PATCH /v1/endpoints/{id}`: at least one field; unknown fields refused. */

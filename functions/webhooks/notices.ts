@@ -1,7 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import * as z from 'zod';
 import type { TransactOutcome } from '../platform/dynamo.ts';
-import { defaultPolicy, defineKind } from '../jobs/index.ts';
 import type { JobContext, PreparedJob, TransactItem } from '../jobs/index.ts';
 import type { WebhookDeps } from './deps.ts';
 import { EventType } from './events.ts';
