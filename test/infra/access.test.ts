@@ -116,7 +116,7 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
-    ...sendsTo('webhooks', 'deliveries'),
+    ...sendsTo('webhooks', 'deliveries', 'mail'),
     ...createsSchedules,
     ...deletesSchedules,
   ],
