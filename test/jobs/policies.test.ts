@@ -67,7 +67,7 @@ describe('policies: the table is assembled from the contexts', () => {
     expect(allKinds.map((k) => k.kind).sort()).toEqual(
       [
         'access_request.approval_mail', 'calls.dial', 'calls.finalise', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',
-        'owner.notify', 'webhook.deliver', 'webhook.fanout', 'webhook.notice', 'webhook.purge', 'webhook.restart', 'webhook.sweep', 'webhook.wake',
+        'owner.notify', 'webhook.deliver', 'webhook.fanout', 'webhook.notice', 'webhook.purge', 'webhook.recover', 'webhook.restart', 'webhook.sweep', 'webhook.wake',
       ],
     );
     expect(policyOf('webhook.sweep')).toMatchObject({ maxAttempts: 1, backoff: { type: 'none' }, onExhausted: 'next_period' });
