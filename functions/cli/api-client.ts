@@ -13,6 +13,7 @@ import { apiKeyViewSchema } from '../calls/keys.ts';
 import type { ApiKeyView } from '../calls/keys.ts';
 import { endpointDetailSchema, endpointIds, endpointViewSchema } from '../webhooks/endpoint.ts';
 import { attemptViewSchema } from '../webhooks/attempts.ts';
+import { deletedSchema, rotatedSchema } from '../webhooks/manage-api.ts';
 import type { AttemptView } from '../webhooks/attempts.ts';
 import { recoveryViewSchema } from '../webhooks/recover.ts';
 import type { RecoveryView } from '../webhooks/recover.ts';
@@ -369,6 +370,21 @@ export class OpsApiClient {
     return this.request('POST', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/redeliver`), z.object({ requeued: z.number().int() }));
   }
 
+  /** Changes an endpoint's URL, event types (null: every type) or description (null removes it). */
+  updateEndpoint(id: string, body: { url?: string; eventTypes?: string[] | null; description?: string | null }): Promise<EndpointView> {
+    return this.request('PATCH', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}`), endpointViewSchema, { body });
+  }
+
+  /** Deletes an endpoint: nothing more is sent to it, and a purge job discards what waited for it. */
+  deleteEndpoint(id: string): Promise<z.infer<typeof deletedSchema>> {
+    return this.request('DELETE', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}`), deletedSchema);
+  }
+
+  /** A new signing secret, shown once; the previous one also signs for 24 h unless `expireOldNow`. */
+  rotateEndpointSecret(id: string, body: { expireOldNow?: boolean } = {}): Promise<z.infer<typeof rotatedSchema>> {
+    return this.request('POST', this.tenantPath(endpointIds, id, `/endpoints/${encodePathSegment(id)}/rotate-secret`), rotatedSchema, { body });
+  }
+
   /** One page of an endpoint's attempt log, newest first (`status`: a result or an HTTP status). */
   endpointAttempts(
     id: string,
@@ -455,7 +471,7 @@ export class OpsApiClient {
   }
 
   private async request<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     schema: z.ZodType<T>,
     options: { query?: Record<string, string | undefined>; body?: unknown } = {},
@@ -473,7 +489,7 @@ export class OpsApiClient {
 
   /** Signs (when a signer is set) and sends one request, once; 4xx and 5xx become an {@link OpsApiError}. */
   private async exchange(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     options: { query?: Record<string, string | undefined>; body?: unknown },
   ): Promise<{ response: OutboundResponse; url: string; text: string }> {

@@ -310,6 +310,8 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
           `events     ${e.eventTypes?.join(', ') ?? 'every type'}`,
           `state      ${e.disabled ? `disabled (${e.disabledReason ?? '?'}) at ${e.disabledAt ?? '?'}` : 'enabled'}${e.failingSince ? `; failing since ${e.failingSince}` : ''}`,
           `delivered  ${e.delivered}; waiting ${e.waiting}`,
+          ...(e.description ? [`note       ${e.description}`] : []),
+          ...(e.rotation ? [`secret     rotated ${e.rotation.rotatedAt}; previous ${e.rotation.previousSecretUntil ? `signs too until ${e.rotation.previousSecretUntil}` : 'ended'}`] : []),
         ].join('\n'),
       );
     });
@@ -332,6 +334,45 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       const result = await api.redeliverEndpoint(id);
       if (options.json) return json(result);
       out(`requeued ${result.requeued} deliver${result.requeued === 1 ? 'y' : 'ies'} of ${id}`);
+    });
+  endpoints
+    .command('update')
+    .description("change an endpoint's URL (checked as at registration), event types or description")
+    .argument('<id>', 'endpoint id')
+    .option('--url <url>', 'the new URL: every request that starts after the change goes there')
+    .option('--event-types <types>', "comma-separated event types, or 'all' for every type")
+    .option('--description <text>', "a note for people (an empty string removes it)")
+    .action(async (id: string, flags: { url?: string; eventTypes?: string; description?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      if (flags.url === undefined && flags.eventTypes === undefined && flags.description === undefined) throw new CliUsageError('endpoints update: pass --url, --event-types or --description');
+      const e = await api.updateEndpoint(id, {
+        ...(flags.url !== undefined ? { url: flags.url } : {}),
+        ...(flags.eventTypes !== undefined ? { eventTypes: flags.eventTypes === 'all' ? null : flags.eventTypes.split(',').map((t) => t.trim()).filter((t) => t !== '') } : {}),
+        ...(flags.description !== undefined ? { description: flags.description === '' ? null : flags.description } : {}),
+      });
+      if (options.json) return json(e);
+      out(`updated ${e.endpointId}: ${e.url}; events ${e.eventTypes?.join(', ') ?? 'every type'}`);
+    });
+  endpoints
+    .command('delete')
+    .description('delete an endpoint: nothing more is sent to it; what waited for it is discarded (endpoint_deleted); its attempt log stays readable 30 days')
+    .argument('<id>', 'endpoint id')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const d = await api.deleteEndpoint(id);
+      if (options.json) return json(d);
+      out(`deleted ${d.endpointId} at ${d.deletedAt}; purge job ${d.purgeJobId}`);
+    });
+  endpoints
+    .command('rotate-secret')
+    .description('a new signing secret, shown once; the previous one signs too for 24 h (both signatures are sent)')
+    .argument('<id>', 'endpoint id')
+    .option('--expire-old-now', 'end the previous secret at once')
+    .action(async (id: string, flags: { expireOldNow?: boolean }, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const r = await api.rotateEndpointSecret(id, flags.expireOldNow ? { expireOldNow: true } : {});
+      if (options.json) return json(r);
+      out(`new secret (shown once): ${r.secret}\nprevious secret ${r.previousSecretUntil ? `signs too until ${r.previousSecretUntil}` : 'ended'}`);
     });
   endpoints
     .command('attempts')

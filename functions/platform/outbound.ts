@@ -5,7 +5,7 @@
  */
 export interface OutboundRequest {
   url: string;
-  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   headers?: Record<string, string>;
   body?: string;
   /** Abandon the request after this long (default 10 s). */

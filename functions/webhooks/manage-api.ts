@@ -7,7 +7,7 @@ import { updateEndpointSchema } from './manage.ts';
 
 const endpointParams = z.object({ id: endpointIds.schema });
 
-const deletedSchema = z.object({
+export const deletedSchema = z.object({
   endpointId: z.string(),
   deletedAt: z.string(),
   purgeJobId: z.string().describe('the webhook.purge job that discards what waited for it (reason endpoint_deleted)'),
@@ -17,7 +17,7 @@ const deletedSchema = z.object({
 const rotateBody = z.strictObject({
   expireOldNow: z.boolean().optional().describe('end the previous secret at once instead of after 24 h'),
 });
-const rotatedSchema = z.object({
+export const rotatedSchema = z.object({
   secret: z.string().describe('the new signing secret (whsec_…), shown once'),
   previousSecretUntil: z.string().nullable().describe('until when deliveries are signed with the previous secret too; null: not at all'),
 });

@@ -209,6 +209,38 @@ describe('ops CLI: tenants’ keys, and a tenant’s batches and endpoints with 
     }
   });
 
+  it('endpoints update, rotate-secret and delete act on the key’s own endpoint; another tenant’s key gets exit 1 and changes nothing', async () => {
+    for (const tenant of ['cli-manage', 'cli-other']) {
+      expect((await fetch(`${runtime.url}/v1/tenants/${tenant}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 1 }) })).status).toBe(200);
+    }
+    const key = (await ops('keys', 'create', 'cli-manage')).stdout.trim();
+    const other = (await ops('keys', 'create', 'cli-other')).stdout.trim();
+    const registered = await fetch(`${runtime.url}/v1/endpoints`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ url: 'http://127.0.0.1:9/first' }) });
+    const { endpointId } = (await registered.json()) as { endpointId: string };
+
+    const updated = await opsJson<{ url: string; eventTypes: string[] | null; description: string | null }>('--api-key', key, 'endpoints', 'update', endpointId, '--url', 'http://127.0.0.1:9/second', '--event-types', 'call.completed,batch.finalised', '--description', 'the CRM');
+    expect(updated).toMatchObject({ url: 'http://127.0.0.1:9/second', eventTypes: ['call.completed', 'batch.finalised'], description: 'the CRM' });
+    expect((await ops('--api-key', key, 'endpoints', 'update', endpointId)).code).toBe(2);
+    const refused = await ops('--api-key', other, 'endpoints', 'update', endpointId, '--description', 'mine now');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/404/);
+
+    const rotated = await opsJson<{ secret: string; previousSecretUntil: string | null }>('--api-key', key, 'endpoints', 'rotate-secret', endpointId);
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.previousSecretUntil).not.toBeNull();
+    const shown = await ops('--api-key', key, 'endpoints', 'show', endpointId);
+    expect(shown.stdout).toContain('note       the CRM');
+    expect(shown.stdout).toContain(`previous signs too until ${rotated.previousSecretUntil}`);
+    expect((await opsJson<{ previousSecretUntil: string | null }>('--api-key', key, 'endpoints', 'rotate-secret', endpointId, '--expire-old-now')).previousSecretUntil).toBeNull();
+
+    expect((await ops('--api-key', other, 'endpoints', 'delete', endpointId)).code).toBe(1);
+    const deleted = await opsJson<{ endpointId: string; purgeJobId: string }>('--api-key', key, 'endpoints', 'delete', endpointId);
+    expect(deleted.endpointId).toBe(endpointId);
+    expect(deleted.purgeJobId).toMatch(/^webhook\.purge/);
+    expect((await ops('--api-key', key, 'endpoints', 'show', endpointId)).code).toBe(1);
+    expect((await ops('--api-key', key, 'endpoints', 'delete', endpointId)).code).toBe(1);
+  });
+
   it('keys create prints a key once; --api-key acts as its tenant, the operator through the copies; a revoked key exits 1 naming the key', async () => {
     const tenant = await fetch(`${runtime.url}/v1/tenants/cli-tenant`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 2 }) });
     expect(tenant.status).toBe(200);
