@@ -18,6 +18,9 @@ export interface PipelinePagesDeps {
   sections: readonly PanelSection[];
 }
 
+/** Attempts per page of an endpoint's attempt log. */
+const ATTEMPTS_PER_PAGE = 50;
+
 /** Rows per page of the batch, endpoint and contact listings. */
 const PAGE_SIZE = 50;
 const CONTACTS_PAGE = 100;
@@ -127,9 +130,14 @@ ${nextLink(`/panel/batches/${encodeURIComponent(v.batchId)}`, contacts.cursor, `
     auth: 'none',
     summary: 'Panel: one endpoint and its deliveries',
     params: z.object({ id: endpointId }),
-    handler: ({ params }) =>
+    query: z.object({ attempts: z.string().max(2000).optional().describe('the attempt log page to show (its cursor)') }),
+    handler: ({ params, query }) =>
       renderErrors(sections, async () => {
-        const [e, found] = await Promise.all([api.getEndpoint(params.id), api.endpointDeliveries(params.id)]);
+        const [e, found, log] = await Promise.all([
+          api.getEndpoint(params.id),
+          api.endpointDeliveries(params.id),
+          api.endpointAttempts(params.id, { limit: ATTEMPTS_PER_PAGE, ...(query.attempts ? { cursor: query.attempts } : {}) }),
+        ]);
         const { deliveries } = found;
         const discarded = deliveries.filter((j) => j.state === 'discarded');
         const body = html`<dl>
@@ -138,6 +146,8 @@ ${nextLink(`/panel/batches/${encodeURIComponent(v.batchId)}`, contacts.cursor, `
 <dt>Event types</dt><dd>${e.eventTypes?.join(', ') ?? 'all'}</dd>
 <dt>Failing since</dt><dd class="mono">${e.failingSince ?? '—'}</dd>
 <dt>Disabled</dt><dd class="${e.disabled ? 'bad' : ''}">${e.disabled ? `yes: ${e.disabledReason ?? ''} (${e.disabledAt ?? ''})` : 'no'}</dd>
+<dt>Description</dt><dd>${e.description ?? '—'}</dd>
+<dt>Signing secret</dt><dd>${e.rotation ? `rotated ${e.rotation.rotatedAt}; ${e.rotation.previousSecretUntil ? `the previous secret signs too until ${e.rotation.previousSecretUntil}` : 'only the current secret signs'}` : 'never rotated'}</dd>
 </dl>
 <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/redeliver">${formTokenField(deps.formToken)}<button type="submit">${e.disabled ? 'Enable and redeliver' : 'Redeliver'} ${discarded.length} discarded</button></form>
 ${e.disabled ? html` <form class="inline" method="post" action="/panel/endpoints/${e.endpointId}/enable">${formTokenField(deps.formToken)}<button type="submit">Enable</button></form>` : ''}
@@ -149,7 +159,18 @@ ${deliveriesFigure(deliveries.flatMap((d) => d.attempts), e)}
 <tbody>${deliveries.map(
           (j) =>
             html`<tr><td class="mono"><a href="/panel/jobs/${encodeURIComponent(j.jobId)}">${j.jobId}</a></td><td class="state state-${j.state}">${j.state}</td><td class="num">${j.attempt}/${j.maxAttempts}</td><td>${j.discardReason ?? ''}</td><td>${j.attempts.filter((a) => a.error).at(-1)?.error ?? ''}</td></tr>`,
-        )}</tbody></table>`;
+        )}</tbody></table>
+<h2>Attempt log</h2>
+<p>Every attempt to send to this endpoint in the last 30 days, newest first, including the sends of deliveries that waited in its list.</p>
+${
+  log.attempts.length
+    ? html`<table aria-label="attempt log"><thead><tr><th scope="col">At</th><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Attempt</th><th scope="col">Result</th><th scope="col">HTTP status or error</th><th scope="col">ms</th><th scope="col">Next retry</th><th scope="col">Sent by</th></tr></thead>
+<tbody>${log.attempts.map(
+        (a) =>
+          html`<tr><td class="mono">${a.at}</td><td class="mono">${a.eventId}</td><td>${a.eventType}</td><td class="num">${a.attempt}</td><td class="state">${a.result}</td><td>${a.status === null ? (a.errorClass ?? '') : String(a.status)}</td><td class="num">${String(Math.round(a.durationMs))}</td><td class="mono">${a.nextRetryAt ?? ''}</td><td>${a.source === 'wait_list' ? 'the wait list' : 'its job'}</td></tr>`,
+      )}</tbody></table>${log.cursor ? html`<p><a href="/panel/endpoints/${e.endpointId}?attempts=${encodeURIComponent(log.cursor)}">Older attempts</a></p>` : ''}`
+    : html`<p>No attempts in the last 30 days.</p>`
+}`;
         return htmlResponse(page(`Endpoint ${e.endpointId}`, sections, body, { refreshSeconds: 3 }));
       }),
   });

@@ -26,6 +26,7 @@ export type PanelApi = Pick<
   | 'listEndpoints'
   | 'getEndpoint'
   | 'endpointDeliveries'
+  | 'endpointAttempts'
   | 'enableEndpoint'
   | 'redeliverEndpoint'
   | 'listMail'

@@ -214,6 +214,15 @@ describe('the ops panel in front of a signed API (npm run ops -- panel --api …
       expect(await deliveries.isVisible()).toBe(true);
       expect(await deliveries.locator('g.marker title').allTextContents()).toEqual(['failing since', 'disabled (gone)']);
       expect(await deliveries.locator('rect title', { hasText: /discarded \d+$/ }).count()).toBeGreaterThan(0);
+      // The attempt log: each 410 the endpoint answered, newest first, and the disable's reason above it.
+      expect(await page.getByRole('definition').filter({ hasText: /^yes: gone/ }).count()).toBe(1);
+      const { attempts } = await signed('GET', `${tenant}/endpoints/${endpointId}/attempts?limit=50`);
+      expect(attempts.length).toBeGreaterThan(0);
+      const log = page.getByRole('table', { name: 'attempt log' });
+      const rows = log.locator('tbody tr');
+      expect(await rows.count()).toBe(Math.min(attempts.length, 50));
+      expect(await rows.first().locator('td').nth(1).textContent()).toBe(attempts[0].eventId);
+      expect(await rows.first().locator('td').nth(5).textContent()).toBe('410');
       await page.screenshot({ path: 'test-artifacts/panel-remote-endpoint.png', fullPage: true });
       } finally {
       await new Promise<void>((resolve) => gone.close(() => resolve()));
