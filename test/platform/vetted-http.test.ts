@@ -136,3 +136,44 @@ describe('VettedHttpClient: connects only to the address its policy approved', (
     expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
+
+// What the undici client had from its headersTimeout and bodyTimeout, the node:http one has from one signal.
+describe('VettedHttpClient: an answer is its whole body, and the timeout bounds all of it', () => {
+  it('GivesUpAfterTheTimeout_WhenTheHeadersCameButTheBodyStalls', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '10' });
+      res.write('abc');
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    const client = new VettedHttpClient({ policy: only127_0_0_2, resolve: scripted([['127.0.0.2']]) });
+    clients.push(client);
+    const started = performance.now();
+    await expect(client.send({ url: `http://stall.test:${(server.address() as AddressInfo).port}/`, timeoutMs: 200 })).rejects.toThrow();
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('ResolvesWithTheWholeBody_NotOnTheHeaders', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200);
+      res.write('first-', () => setTimeout(() => res.end('second'), 100));
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    const client = new VettedHttpClient({ policy: only127_0_0_2, resolve: scripted([['127.0.0.2']]) });
+    clients.push(client);
+    const response = await client.send({ url: `http://split.test:${(server.address() as AddressInfo).port}/`, method: 'POST', body: '{}' });
+    expect(response.text).toBe('first-second');
+  });
+
+  it('AnAnswerSlowerThanTheKeepAliveIdleTimeout_StillArrives_WithinTheRequestTimeout', async () => {
+    const server = createServer((_req, res) => setTimeout(() => res.end('late'), 300));
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    // The idle timeout closes pooled connections nobody uses; a request in flight is bounded by its own timeout only.
+    const client = new VettedHttpClient({ policy: only127_0_0_2, resolve: scripted([['127.0.0.2']]), keepAliveTimeoutMs: 50 });
+    clients.push(client);
+    const response = await client.send({ url: `http://late.test:${(server.address() as AddressInfo).port}/`, method: 'POST', body: '{}', timeoutMs: 2_000 });
+    expect(response).toMatchObject({ status: 200, text: 'late' });
+  });
+});

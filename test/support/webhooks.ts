@@ -37,7 +37,9 @@ export type Answer = { status: number; headers?: Record<string, string>; body?: 
 
 /**
  * A real HTTP server on 127.0.0.1 that answers from a script (one answer per request, the last one
- * repeating) and records every request, the most it ever had in flight at once included.
+ * repeating) and records every request, the most it ever had in flight at once included. A scripting
+ * function may return a promise: the request stays unanswered (in flight) until it settles, so a test can
+ * run something to its end while a sender waits for its response, instead of racing it against a delay.
  */
 export class Receiver {
   readonly requests: Received[] = [];
@@ -45,7 +47,7 @@ export class Receiver {
   private inFlight = 0;
   private readonly server: Server;
   private script: Answer[];
-  private answer: ((request: Received, index: number) => Answer) | undefined;
+  private answer: ((request: Received, index: number) => Answer | Promise<Answer>) | undefined;
 
   private constructor(script: Answer[]) {
     this.script = script;
@@ -66,8 +68,8 @@ export class Receiver {
     return `http://127.0.0.1:${this.port}${path}`;
   }
 
-  /** Answers from now on with `script` (or a function of the request). */
-  reply(script: Answer[] | ((request: Received, index: number) => Answer)): void {
+  /** Answers from now on with `script` (or a function of the request, answering when its promise settles). */
+  reply(script: Answer[] | ((request: Received, index: number) => Answer | Promise<Answer>)): void {
     if (typeof script === 'function') this.answer = script;
     else {
       this.answer = undefined;
@@ -92,18 +94,31 @@ export class Receiver {
       const index = this.requests.length;
       this.requests.push(received);
       const answer = this.answer ? this.answer(received, index) : (this.script[Math.min(index, this.script.length - 1)] ?? { status: 200 });
-      if (answer === 'hang') {
-        res.on('close', () => this.inFlight--);
-        return;
-      }
-      const send = () => {
-        this.inFlight--;
-        res.writeHead(answer.status, answer.headers ?? {});
-        res.end(answer.body ?? '');
-      };
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
-      else send();
+      if (answer instanceof Promise) {
+        // A scripting function that failed answers 500, and its error stays unhandled: vitest fails the run with it.
+        void answer.then(
+          (settled) => this.respond(res, settled),
+          (error: unknown) => {
+            this.respond(res, { status: 500 });
+            throw error;
+          },
+        );
+      } else this.respond(res, answer);
     });
+  }
+
+  private respond(res: ServerResponse, answer: Answer): void {
+    if (answer === 'hang') {
+      res.on('close', () => this.inFlight--);
+      return;
+    }
+    const send = () => {
+      this.inFlight--;
+      res.writeHead(answer.status, answer.headers ?? {});
+      res.end(answer.body ?? '');
+    };
+    if (answer.delayMs) setTimeout(send, answer.delayMs);
+    else send();
   }
 }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../functions/platform/clock.ts';
-import { coversSend, LEASE_MS, leaseTerms, SEND_MARGIN_MS } from '../../functions/webhooks/lease.ts';
+import { coversSend, DEFAULT_REQUEST_TIMEOUT_MS, LEASE_MS, leaseTerms, SEND_MARGIN_MS } from '../../functions/webhooks/lease.ts';
 import type { EndpointRow } from '../../functions/webhooks/endpoint.ts';
 import type { SweepReport } from '../../functions/webhooks/sweep.ts';
 import { operatorScope } from '../../functions/platform/tenancy.ts';
@@ -67,10 +67,12 @@ describe('a holder keeps its lease while it works, on any clock', () => {
     // Each send takes 10 minutes of the clock (within its bound): three of them outlast the lease taken at
     // publishing (26⅔ min). During each one, what the endpoint's lease says, and a sweep.
     const during: Promise<{ at: number; row: EndpointRow | undefined; sweep: SweepReport }>[] = [];
-    receiver.reply(() => {
+    receiver.reply(async () => {
       fx.clock.advance(10 * minutes);
       const at = fx.clock.now();
-      during.push(Promise.all([fx.webhooks.deps.store.getEndpoint(endpointId), fx.webhooks.sweep(at)]).then(([row, sweep]) => ({ at, row, sweep })));
+      // The lease as committed while this send is out: read before the receiver answers, not raced against it.
+      const row = await fx.webhooks.deps.store.getEndpoint(endpointId);
+      during.push(fx.webhooks.sweep(at).then((sweep) => ({ at, row, sweep })));
       return { status: 200, delayMs: 100 };
     });
     const leasedUntil = Date.parse((await fx.webhooks.deps.store.getEndpoint(endpointId))!.busyUntil!);
@@ -96,24 +98,27 @@ describe('a holder keeps its lease while it works, on any clock', () => {
   it('AHolderStalledPastItsLease_WhoseLeaseTheSweepGaveAway_SendsNothingMore_AndTheNewHolderSendsTheRestOnce', async () => {
     const receiver = await Receiver.start();
     // A drain budget longer than a lease (a setting: by default a drain ends long before its lease can), so
-    // the stalled holder still has time to drain when it wakes up.
-    const fx = await webhooksFixture({ requestTimeoutMs: 2_000, drainBudgetMs: 30 * minutes });
+    // the stalled holder still has time to drain when it wakes up. The request timeout is the default one:
+    // the holder's first send stays out for the whole sweep (below), in real time.
+    const fx = await webhooksFixture({ requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, drainBudgetMs: 30 * minutes });
     closers.push(() => receiver.close(), fx.close);
+    expect(fx.webhooks.deps.lease.leaseMs).toBe(LEASE_MS);
     const { endpointId, events, holder } = await backlog(fx, receiver);
     // The first send stalls the holder past its whole lease (a frozen container), and the sweep gives the
-    // expired lease to the oldest waiting delivery meanwhile.
-    let swept: Promise<SweepReport> | undefined;
-    receiver.reply((_request, index) => {
+    // expired lease to the oldest waiting delivery meanwhile: the receiver answers only once the sweep is
+    // done, so it has surely run while the send was out (a sweep racing a delay loses on a loaded machine:
+    // it reads each of the index's shards before it reaches this endpoint's).
+    let swept: SweepReport | undefined;
+    receiver.reply(async (_request, index) => {
       if (index === 0) {
         fx.clock.advance(LEASE_MS + minutes);
-        swept = fx.webhooks.sweep(fx.clock.now());
-        return { status: 200, delayMs: 300 };
+        swept = await fx.webhooks.sweep(fx.clock.now());
       }
       return { status: 200 };
     });
 
     expect((await fx.run(holder)).result).toBe('completed');
-    expect((await swept!).restarted).toBe(1);
+    expect(swept).toMatchObject({ looked: 1, restarted: 1 });
     // The stale holder sent its own event and nothing from the list: its renewal was refused.
     expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual([events[0]!.id]);
     const successor = (await fx.webhooks.deps.store.getEndpoint(endpointId))!.holder!;
