@@ -127,12 +127,20 @@ export class VettedHttpClient {
       ...(isIP(hostname) ? {} : { servername: hostname }),
       signal,
     };
-    const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const sent = url.protocol === 'https:' ? https.request({ ...options, agent: this.agents['https:'] }, resolve) : http.request({ ...options, agent: this.agents['http:'] }, resolve);
-      sent.once('error', reject);
-      sent.end(request.body);
-    });
-    const text = await readCapped(response, request.maxResponseBytes ?? 4096);
+    let response: http.IncomingMessage;
+    let text: string;
+    try {
+      response = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const sent = url.protocol === 'https:' ? https.request({ ...options, agent: this.agents['https:'] }, resolve) : http.request({ ...options, agent: this.agents['http:'] }, resolve);
+        sent.once('error', reject);
+        sent.end(request.body);
+      });
+      text = await readCapped(response, request.maxResponseBytes ?? 4096);
+    } catch (error) {
+      // node:http reports an abort mid-body as `ECONNRESET: aborted`, which reads like the peer's reset:
+      // when the signal ended it, the signal's reason (TimeoutError, or the caller's) is what happened.
+      throw signal.aborted ? signal.reason : error;
+    }
     const headers: Record<string, string> = {};
     for (const [key, value] of Object.entries(response.headers)) {
       if (value !== undefined) headers[key.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;

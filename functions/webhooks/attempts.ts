@@ -79,7 +79,9 @@ export function errorClassOf(result: DeliveryResult): string | undefined {
   if (result.type === 'blocked') return 'ssrf_blocked';
   if (result.type !== 'failed' || result.status !== undefined) return undefined;
   const text = result.error;
-  if (/Timeout|ETIMEDOUT|TIMEOUT|AbortError|aborted/.test(text)) return 'timeout';
+  // The client rejects with the signal's TimeoutError when its deadline ends a request; `ECONNRESET: aborted`
+  // is the peer closing mid-body, a reset.
+  if (/Timeout|ETIMEDOUT|TIMEOUT|AbortError/.test(text)) return 'timeout';
   if (/ECONNREFUSED/.test(text)) return 'connection_refused';
   if (/ECONNRESET|EPIPE|socket hang up|other side closed/.test(text)) return 'connection_reset';
   if (/ENOTFOUND|EAI_AGAIN|does not resolve|HostResolution/.test(text)) return 'dns';

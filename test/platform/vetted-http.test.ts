@@ -132,7 +132,7 @@ describe('VettedHttpClient: connects only to the address its policy approved', (
     const client = new VettedHttpClient({ policy: only127_0_0_2, resolve: scripted([['127.0.0.2']]) });
     clients.push(client);
     const started = performance.now();
-    await expect(client.send({ url: `http://slow.test:${(server.address() as AddressInfo).port}/`, timeoutMs: 200 })).rejects.toThrow();
+    await expect(client.send({ url: `http://slow.test:${(server.address() as AddressInfo).port}/`, timeoutMs: 200 })).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
@@ -149,8 +149,27 @@ describe('VettedHttpClient: an answer is its whole body, and the timeout bounds 
     const client = new VettedHttpClient({ policy: only127_0_0_2, resolve: scripted([['127.0.0.2']]) });
     clients.push(client);
     const started = performance.now();
-    await expect(client.send({ url: `http://stall.test:${(server.address() as AddressInfo).port}/`, timeoutMs: 200 })).rejects.toThrow();
+    // node:http says `ECONNRESET: aborted` for its own abort mid-body; the client reports the timeout it was.
+    await expect(client.send({ url: `http://stall.test:${(server.address() as AddressInfo).port}/`, timeoutMs: 200 })).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('APeerThatResetsMidBody_IsAResetAndNotATimeout', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '10' });
+      res.write('abc', () => res.socket?.destroy());
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    const client = new VettedHttpClient({ policy: only127_0_0_2, resolve: scripted([['127.0.0.2']]) });
+    clients.push(client);
+    const failure = await client.send({ url: `http://reset.test:${(server.address() as AddressInfo).port}/`, timeoutMs: 5_000 }).then(
+      () => undefined,
+      (error: unknown) => error as Error & { code?: string },
+    );
+    expect(failure).toBeDefined();
+    expect(failure!.name).not.toBe('TimeoutError');
+    expect(failure!.code).toBe('ECONNRESET');
   });
 
   it('ResolvesWithTheWholeBody_NotOnTheHeaders', async () => {

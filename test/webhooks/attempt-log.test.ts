@@ -1,6 +1,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { operatorScope } from '../../functions/platform/tenancy.ts';
+import { errorClassOf } from '../../functions/webhooks/attempts.ts';
 import { deliveryJobId } from '../../functions/webhooks/endpoint.ts';
 import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
 import { Receiver, webhooksFixture } from '../support/webhooks.ts';
@@ -163,5 +164,16 @@ describe('GET /v1/endpoints/{id}/attempts', () => {
     const outside = await api.call('pager', 'GET', `/v1/endpoints/${endpointId}/attempts?until=${new Date(times[1]!).toISOString()}&cursor=${first.body.cursor}`);
     expect(outside.status).toBe(400);
     expect((await api.call('pager', 'GET', `/v1/endpoints/ep_pager.${'0'.repeat(32)}/attempts`)).status).toBe(404);
+  });
+});
+
+describe('an attempt without an answer: its error class, from the delivery’s description of the error', () => {
+  it('NamesTheClientsDeadlineATimeout_AndAPeersResetMidBodyAReset', () => {
+    // As the delivery describes them (name, code, message) for what VettedHttpClient rejects with.
+    expect(errorClassOf({ type: 'failed', error: 'TimeoutError: The operation was aborted due to timeout' })).toBe('timeout');
+    expect(errorClassOf({ type: 'failed', error: 'Error ECONNRESET: aborted' })).toBe('connection_reset');
+    expect(errorClassOf({ type: 'failed', error: 'Error ECONNREFUSED: connect ECONNREFUSED 127.0.0.2:9' })).toBe('connection_refused');
+    expect(errorClassOf({ type: 'failed', status: 503, error: 'Service Unavailable' })).toBeUndefined();
+    expect(errorClassOf({ type: 'blocked', error: 'private address' })).toBe('ssrf_blocked');
   });
 });
