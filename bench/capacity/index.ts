@@ -92,9 +92,10 @@ export interface CapacityReport extends CapacityModel {
   storageUsdPerMonth: number;
   /**
    * Each priced kind's storage (kinds.ts; `<kind>.<index>` for its index entries), as `storage` (its bytes
-   * are in `storage` too), with what it costs a month with point-in-time recovery.
+   * are in `storage` too), with what it costs a month with point-in-time recovery. Only kinds kept for a
+   * time (TTL) per result: API keys are kept per key.
    */
-  storageByItemKind: Record<string, { bytesPerResult: number; retentionDays: number | null; gigabytes: number; usdPerMonth: number }>;
+  storageByItemKind: Record<string, { bytesPerResult: number; retentionDays: number; gigabytes: number; usdPerMonth: number }>;
   /**
    * The key check per tenant request at steady rates (model.ts `keyCheckAtRate`), with the units of a lookup
    * and a touch measured in the day: at the day's own mix (its tenant API requests per result at 10 M
@@ -164,11 +165,13 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   const gbMonth = prices.dynamodb.storageGbMonth + prices.dynamodb.pitrGbMonth;
   const storageUsdPerMonth = storedGb * gbMonth;
   const storageByItemKind = Object.fromEntries(
-    Object.entries(day.storedByKind).map(([label, { bytes }]) => {
+    Object.entries(day.storedByKind).flatMap(([label, { bytes }]) => {
+      // A kind without TTL (API keys) is kept per key, not per result: not scaled to 10 M results a day.
       const retentionDays = pricedItemKinds.find((k) => k.name === label.split('.')[0])?.retentionDays ?? null;
+      if (retentionDays === null) return [];
       const bytesPerResult = bytes / day.results;
       const gigabytes = (bytesPerResult * resultsPerDay * (retentionDays ?? 30)) / 2 ** 30;
-      return [label, { bytesPerResult, retentionDays, gigabytes, usdPerMonth: gigabytes * gbMonth }];
+      return [[label, { bytesPerResult, retentionDays, gigabytes, usdPerMonth: gigabytes * gbMonth }]];
     }),
   );
   // The key check at steady rates, from the units one lookup and one touch took in the day.
@@ -271,11 +274,11 @@ function itemKindLines(report: CapacityReport): string[] {
     const ops = Object.entries(k.requestsByOperation).map(([op, n]) => `${op} ${fmt(n, 3)}`).join(', ');
     lines.push(
       `${kind.name.padEnd(20)}${fmt(k.writeUnits, 3)} write units (${fmt(k.indexWriteUnits, 3)} of them index entries), ${fmt(k.readUnits, 3)} read units per result: ${usd(k.usdPerMillionResults)} per million results`,
-      `                    ${fmt(k.writes, 3)} item writes, ${fmt(k.reads, 3)} reads, ${fmt(k.ownRequests, 3)} requests of their own per result (${ops || 'none'}); items ${fmt(k.meanItemBytes)} B as written${k.hottest ? `; hottest "${k.hottest.key}"${k.hottest.index ? ` (${k.hottest.index})` : ''} ${fmt(k.hottest.wcuPerSecondAtBurst)} WCU/s at the burst` : ''}`,
+      `                    ${fmt(k.writes, 3)} item writes, ${fmt(k.reads, 3)} reads, ${fmt(k.ownRequests, 3)} requests of their own per result (${ops || 'none'}); items ${fmt(k.meanItemBytes)} B as written, ${fmt(k.meanReadBytes)} B as read${k.hottest ? `; hottest "${k.hottest.key}"${k.hottest.index ? ` (${k.hottest.index})` : ''} ${fmt(k.hottest.wcuPerSecondAtBurst)} WCU/s at the burst` : ''}`,
     );
     if (stored.length) {
       lines.push(
-        `                    stored: ${stored.map(([label, s]) => `${label} ${fmt(s.bytesPerResult)} B/result × ${s.retentionDays === null ? '(no TTL)' : `${fmt(s.retentionDays)} days`} = ${fmt(s.gigabytes)} GB, ${usd(s.usdPerMonth)}/month`).join('; ')}`,
+        `                    stored: ${stored.map(([label, s]) => `${label} ${fmt(s.bytesPerResult)} B/result × ${fmt(s.retentionDays)} days = ${fmt(s.gigabytes)} GB, ${usd(s.usdPerMonth)}/month`).join('; ')}`,
       );
     }
   }

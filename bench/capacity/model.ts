@@ -175,8 +175,9 @@ export interface ItemKindCost {
   writeUnits: number;
   indexWriteUnits: number;
   readUnits: number;
-  /** The mean size of the item as written (applied writes), bytes: what its write units follow from. */
+  /** The mean size of the item as written (applied writes), and as read (item reads), bytes: what its units follow from. */
   meanItemBytes: number;
+  meanReadBytes: number;
   usdPerMillionResults: number;
   /** The kind's hottest partition (its table's or an index's) at the burst. */
   hottest: { index: string | null; key: string; wcuPerSecondAtBurst: number } | null;
@@ -542,10 +543,12 @@ interface KindTally {
   readUnits: number;
   bytes: number;
   applied: number;
+  readBytes: number;
+  itemReads: number;
   partitions: Map<string, { index: string | null; key: string; units: number }>;
 }
 
-const newKindTally = (): KindTally => ({ writes: 0, reads: 0, requests: new Map(), ownRequests: 0, writeUnits: 0, indexWriteUnits: 0, readUnits: 0, bytes: 0, applied: 0, partitions: new Map() });
+const newKindTally = (): KindTally => ({ writes: 0, reads: 0, requests: new Map(), ownRequests: 0, writeUnits: 0, indexWriteUnits: 0, readUnits: 0, bytes: 0, applied: 0, readBytes: 0, itemReads: 0, partitions: new Map() });
 
 /** Adds what one request did to items of `kind`: its item writes with their index entries (by the rules of {@link partitionWrites}), its reads. */
 function tallyKind(kind: ItemKind, tally: KindTally, r: DynamoRecord, weight: number): void {
@@ -573,6 +576,10 @@ function tallyKind(kind: ItemKind, tally: KindTally, r: DynamoRecord, weight: nu
   for (const read of reads) {
     tally.reads += weight;
     tally.readUnits += weight * (r.transaction ? 2 : 1) * readUnitsFor(read.bytes, read.consistent);
+    if (read.shape === 'item' && read.items > 0) {
+      tally.readBytes += read.bytes;
+      tally.itemReads++;
+    }
   }
 }
 
@@ -587,6 +594,7 @@ function kindCost(tally: KindTally, prices: Prices, rates: { burst: number }): I
     indexWriteUnits: tally.indexWriteUnits,
     readUnits: tally.readUnits,
     meanItemBytes: tally.applied ? tally.bytes / tally.applied : 0,
+    meanReadBytes: tally.itemReads ? tally.readBytes / tally.itemReads : 0,
     usdPerMillionResults: (tally.writeUnits * prices.dynamodb.writeRequestUnit + tally.readUnits * prices.dynamodb.readRequestUnit) * 1e6,
     hottest: hottest && { index: hottest.index, key: hottest.key, wcuPerSecondAtBurst: hottest.units * rates.burst },
   };

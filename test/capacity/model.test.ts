@@ -274,7 +274,7 @@ describe('the model of a run', () => {
     // 1,100 B: 2 units, doubled in the transaction, over 2 results; no request of its own.
     expect(keptEvents).toMatchObject({ writes: 0.5, ownRequests: 0, requestsByOperation: { TransactWriteItems: 0.5 }, writeUnits: 2, indexWriteUnits: 0 });
     // One consistent read of the endpoint by the deliverer, over 2 results; its lease write and the intake's read are not counted.
-    expect(endpointReads).toMatchObject({ writes: 0, reads: 0.5, ownRequests: 0.5, readUnits: 0.5, writeUnits: 0, hottest: null });
+    expect(endpointReads).toMatchObject({ writes: 0, reads: 0.5, ownRequests: 0.5, readUnits: 0.5, writeUnits: 0, meanItemBytes: 0, meanReadBytes: 500, hottest: null });
     // Their units are in the totals as well: the rows, the kept event and its transaction's batch row, the lease write.
     expect(priced.writeUnitsPerResult - model.writeUnitsPerResult).toBeCloseTo(2.5 + (2 + 1) + 0.5, 10);
     expect(model.perResult.itemKinds).toEqual({});
