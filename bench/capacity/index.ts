@@ -273,7 +273,7 @@ function itemKindLines(report: CapacityReport): string[] {
     const stored = Object.entries(report.storageByItemKind).filter(([label]) => label.split('.')[0] === kind.name);
     const ops = Object.entries(k.requestsByOperation).map(([op, n]) => `${op} ${fmt(n, 3)}`).join(', ');
     lines.push(
-      `${kind.name.padEnd(20)}${fmt(k.writeUnits, 3)} write units (${fmt(k.indexWriteUnits, 3)} of them index entries), ${fmt(k.readUnits, 3)} read units per result: ${usd(k.usdPerMillionResults)} per million results`,
+      `${`${kind.name} `.padEnd(20)}${fmt(k.writeUnits, 3)} write units (${fmt(k.indexWriteUnits, 3)} of them index entries), ${fmt(k.readUnits, 3)} read units per result: ${usd(k.usdPerMillionResults)} per million results`,
       `                    ${fmt(k.writes, 3)} item writes, ${fmt(k.reads, 3)} reads, ${fmt(k.ownRequests, 3)} requests of their own per result (${ops || 'none'}); items ${fmt(k.meanItemBytes)} B as written, ${fmt(k.meanReadBytes)} B as read${k.hottest ? `; hottest "${k.hottest.key}"${k.hottest.index ? ` (${k.hottest.index})` : ''} ${fmt(k.hottest.wcuPerSecondAtBurst)} WCU/s at the burst` : ''}`,
     );
     if (stored.length) {
