@@ -10,6 +10,7 @@ import { tables } from '../../functions/app/system.ts';
 import type { TableKey } from '../../functions/app/system.ts';
 import { inIndex, itemSize, projection } from '../../functions/platform/item-size.ts';
 import type { CapacityHost } from './host.ts';
+import { pricedItemKinds } from './kinds.ts';
 
 /** One tenant of the day: its share of the contacts, split into batches, and its webhook endpoints. */
 export interface TenantPlan {
@@ -54,6 +55,10 @@ export interface DayOutcome {
   leftoverSchedules: number;
   /** What the day left stored, per table and index (`jobs.byCheck`): bytes billed (100 per item on top) and items. */
   stored: Record<string, { bytes: number; items: number }>;
+  /** Of that, each priced kind's (kinds.ts): its items and their index entries. */
+  storedByKind: Record<string, { bytes: number; items: number }>;
+  /** The attempt log's rows the day left, by who sent the attempt, and how many delivered (each endpoint answers 200). */
+  attemptRows: { job: number; waitList: number; delivered: number };
   realSeconds: number;
   jobTimeSeconds: number;
 }
@@ -174,7 +179,7 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
       mails: host.smtpSink.messages().length - mailsBefore,
       deliveries: receivers.received(),
       leftoverSchedules: leftover,
-      stored: await storedBytes(host),
+      ...(await storedBytes(host)),
       realSeconds: (Date.now() - startedReal) / 1000,
       jobTimeSeconds: (host.clock.now() - startedJob) / 1000,
     };
@@ -224,24 +229,42 @@ async function pendingJobs(host: CapacityHost): Promise<number> {
 
 /**
  * Storage the day left behind, read with a Scan on unrecorded clients: each item's size plus the 100 bytes
- * DynamoDB adds per item, in the table and in every index it appears in (its projection).
+ * DynamoDB adds per item, in the table and in every index it appears in (its projection); the priced kinds'
+ * (kinds.ts) apart too, and the attempt rows counted by sender and result.
  */
-async function storedBytes(host: CapacityHost): Promise<Record<string, { bytes: number; items: number }>> {
+async function storedBytes(host: CapacityHost): Promise<Pick<DayOutcome, 'stored' | 'storedByKind' | 'attemptRows'>> {
   const { clients, tableNames } = host.observer;
   const stored: Record<string, { bytes: number; items: number }> = {};
-  const add = (label: string, bytes: number) => {
-    const entry = (stored[label] ??= { bytes: 0, items: 0 });
+  const storedByKind: Record<string, { bytes: number; items: number }> = {};
+  const attemptRows = { job: 0, waitList: 0, delivered: 0 };
+  const add = (to: Record<string, { bytes: number; items: number }>, label: string, bytes: number) => {
+    const entry = (to[label] ??= { bytes: 0, items: 0 });
     entry.bytes += bytes + 100;
     entry.items++;
   };
   for (const [key, definition] of Object.entries(tables)) {
     for await (const page of paginateScan({ client: clients.dynamo }, { TableName: tableNames[key as TableKey] })) {
-      // Back to DynamoDB's own form, to be sized as stored.
-      for (const item of (page.Items ?? []).map((i) => marshall(i, { removeUndefinedValues: true }))) {
-        add(definition.name, itemSize(item));
-        for (const index of definition.indexes) if (inIndex(item, index)) add(`${definition.name}.${index.name}`, itemSize(projection(item, definition, index)));
+      for (const native of page.Items ?? []) {
+        // Back to DynamoDB's own form, to be sized as stored.
+        const item = marshall(native, { removeUndefinedValues: true });
+        const pk = String(native[definition.partitionKey]);
+        const kind = pricedItemKinds.find((k) => k.only !== 'reads' && k.pk.test(pk));
+        const size = itemSize(item);
+        add(stored, definition.name, size);
+        if (kind) add(storedByKind, kind.name, size);
+        for (const index of definition.indexes) {
+          if (!inIndex(item, index)) continue;
+          const entry = itemSize(projection(item, definition, index));
+          add(stored, `${definition.name}.${index.name}`, entry);
+          if (kind) add(storedByKind, `${kind.name}.${index.name}`, entry);
+        }
+        if (kind?.name === 'attemptRows') {
+          if (native['source'] === 'wait_list') attemptRows.waitList++;
+          else attemptRows.job++;
+          if (native['result'] === 'delivered') attemptRows.delivered++;
+        }
       }
     }
   }
-  return stored;
+  return { stored, storedByKind, attemptRows };
 }

@@ -11,8 +11,10 @@ import { fmt } from '../support.ts';
 import { runDay, representativeDay, ROUNDS } from './day.ts';
 import type { DayOutcome } from './day.ts';
 import { startCapacityHost } from './host.ts';
-import { buildModel, fixedMonthlyUsd } from './model.ts';
-import type { CapacityModel, Category } from './model.ts';
+import { KEY_CACHE_MS, LAST_USED_EVERY_MS } from '../../functions/calls/keys.ts';
+import { pricedItemKinds } from './kinds.ts';
+import { buildModel, fixedMonthlyUsd, keyCheckAtRate } from './model.ts';
+import type { CapacityModel, Category, KeyCheckAtRate } from './model.ts';
 import { prices } from './prices.ts';
 import { deployedSettings } from './settings.ts';
 
@@ -70,6 +72,8 @@ export interface CapacityReport extends CapacityModel {
     mails: number;
     measuredMailsPerResult: number;
     deliveriesPerResult: number;
+    /** The attempt log's rows the day left, per result: by who sent the attempt (its job, or the holder draining the wait list). */
+    attemptRowsPerResult: { job: number; waitList: number; delivered: number };
     largestTenantShare: { tenant: string; share: number };
     largestBatchShare: { batchId: string; share: number };
     realSeconds: number;
@@ -86,6 +90,19 @@ export interface CapacityReport extends CapacityModel {
    */
   storage: Record<string, { bytesPerResult: number; retentionDays: number | null; gigabytes: number }>;
   storageUsdPerMonth: number;
+  /**
+   * Each priced kind's storage (kinds.ts; `<kind>.<index>` for its index entries), as `storage` (its bytes
+   * are in `storage` too), with what it costs a month with point-in-time recovery. Only kinds kept for a
+   * time (TTL) per result: API keys are kept per key.
+   */
+  storageByItemKind: Record<string, { bytesPerResult: number; retentionDays: number; gigabytes: number; usdPerMonth: number }>;
+  /**
+   * The key check per tenant request at steady rates (model.ts `keyCheckAtRate`), with the units of a lookup
+   * and a touch measured in the day: at the day's own mix (its tenant API requests per result at 10 M
+   * results a day, over its keys, one warm container each) and at a polling back end's 1 and 10 requests a
+   * second per key.
+   */
+  apiKeysAtRate: { dayMix: KeyCheckAtRate & { usdPerMillionResults: number }; polling: KeyCheckAtRate[] };
   /** 10 M results a day for 30 days, priced: per-result costs, the fixed ones and storage (with point-in-time recovery). */
   monthlyUsdAt10MPerDay: { withoutSes: number; withSes: number };
 }
@@ -123,7 +140,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     await host.stop();
   }
 
-  const model = buildModel({ records, results: day.results, mails: day.mails, mailsPerResult: MAILS_PER_RESULT, categorize, settings, prices, rates: RATES });
+  const model = buildModel({ records, results: day.results, mails: day.mails, mailsPerResult: MAILS_PER_RESULT, categorize, settings, prices, rates: RATES, itemKinds: pricedItemKinds });
   const runs = (kind: string) => records.filter((r) => r.service === 'Lambda' && r.operation === 'Record' && (r as RunRecord).kind === kind).length;
   const fixedUsdPerMonth = fixedMonthlyUsd(
     records,
@@ -145,7 +162,32 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     }),
   );
   const storedGb = Object.values(storage).reduce((n, s) => n + s.gigabytes, 0);
-  const storageUsdPerMonth = storedGb * (prices.dynamodb.storageGbMonth + prices.dynamodb.pitrGbMonth);
+  const gbMonth = prices.dynamodb.storageGbMonth + prices.dynamodb.pitrGbMonth;
+  const storageUsdPerMonth = storedGb * gbMonth;
+  const storageByItemKind = Object.fromEntries(
+    Object.entries(day.storedByKind).flatMap(([label, { bytes }]) => {
+      // A kind without TTL (API keys) is kept per key, not per result: not scaled to 10 M results a day.
+      const retentionDays = pricedItemKinds.find((k) => k.name === label.split('.')[0])?.retentionDays ?? null;
+      if (retentionDays === null) return [];
+      const bytesPerResult = bytes / day.results;
+      const gigabytes = (bytesPerResult * resultsPerDay * (retentionDays ?? 30)) / 2 ** 30;
+      return [[label, { bytesPerResult, retentionDays, gigabytes, usdPerMonth: gigabytes * gbMonth }]];
+    }),
+  );
+  // The key check at steady rates, from the units one lookup and one touch took in the day.
+  const keys = model.perResult.apiKeys;
+  const keyRate = (requestsPerSecondPerKey: number) =>
+    keyCheckAtRate({
+      requestsPerSecondPerKey,
+      containersPerKey: 1,
+      cacheMs: KEY_CACHE_MS,
+      touchEveryMs: LAST_USED_EVERY_MS,
+      readUnitsPerLookup: keys.lookups > 0 ? keys.readUnits / keys.lookups : 1,
+      writeUnitsPerTouch: keys.touches > 0 ? keys.writeUnits / keys.touches : 1,
+      prices,
+    });
+  const dayMix = keyRate((keys.tenantApiRequests * RATES.average) / representativeDay.length);
+  const apiKeysAtRate = { dayMix: { ...dayMix, usdPerMillionResults: dayMix.usdPerMillionRequests * keys.tenantApiRequests }, polling: [1, 10].map(keyRate) };
   const [largestTenant, tenantResults] = Object.entries(day.resultsByTenant).sort((a, b) => b[1] - a[1])[0]!;
   const [largestBatch, batchResults] = Object.entries(day.resultsByBatch).sort((a, b) => b[1] - a[1])[0]!;
   const report: CapacityReport = {
@@ -162,6 +204,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
       mails: day.mails,
       measuredMailsPerResult: day.mails / day.results,
       deliveriesPerResult: day.deliveries / day.results,
+      attemptRowsPerResult: { job: day.attemptRows.job / day.results, waitList: day.attemptRows.waitList / day.results, delivered: day.attemptRows.delivered / day.results },
       largestTenantShare: { tenant: largestTenant, share: tenantResults / day.results },
       largestBatchShare: { batchId: largestBatch, share: batchResults / day.results },
       realSeconds: day.realSeconds,
@@ -173,6 +216,8 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     fixedUsdPerMonth,
     storage,
     storageUsdPerMonth,
+    storageByItemKind,
+    apiKeysAtRate,
     monthlyUsdAt10MPerDay: {
       withoutSes: (model.usdPerMillionResults * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
       withSes: (model.usdPerMillionResultsWithSes * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
@@ -193,6 +238,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     `read units          ${fmt(report.readUnitsPerResult, 2)} per result: ${top(report.perResult.readUnitsByTable, 4)}`,
     `requests/result     SQS ${fmt(report.perResult.sqsRequests, 2)} (${fmt(report.perResult.sqsSends, 2)} sends), Lambda ${fmt(report.perResult.lambdaInvocations, 2)} invocations (${fmt(report.perResult.lambdaGbSeconds * 1000, 1)} GB-ms), API ${fmt(report.perResult.apiRequests, 2)}, Scheduler ${fmt(report.perResult.schedulerCreates, 3)} creates`,
     `API keys/result     ${fmt(report.perResult.apiKeys.requests, 6)} DynamoDB requests (${fmt(report.perResult.apiKeys.readUnits, 6)} read, ${fmt(report.perResult.apiKeys.writeUnits, 6)} write units) for ${fmt(report.perResult.apiKeys.tenantApiRequests, 6)} tenant API requests`,
+    ...itemKindLines(report),
     `hottest partition   ${report.hottestPartitionWcuPerSecondAtBurst.table}${report.hottestPartitionWcuPerSecondAtBurst.index ? `.${report.hottestPartitionWcuPerSecondAtBurst.index}` : ''} "${report.hottestPartitionWcuPerSecondAtBurst.key}": ${fmt(report.hottestPartitionWcuPerSecondAtBurst.wcuPerSecondAtAverage)} WCU/s at ${fmt(RATES.average)} results/s, ${fmt(report.hottestPartitionWcuPerSecondAtBurst.wcuPerSecond)} WCU/s at ${fmt(RATES.burst)} (limit 1,000 per partition)`,
   );
   for (const p of report.partitions.slice(0, 8)) {
@@ -214,7 +260,37 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   return { lines, report };
 }
 
-const usd = (n: number) => `$${fmt(n, n < 100 ? 2 : 0)}`;
+/** The priced kinds' lines: per result, their units, requests and dollars; their storage; the key check at steady rates. */
+function itemKindLines(report: CapacityReport): string[] {
+  const lines: string[] = [];
+  const d = report.day;
+  lines.push(
+    `attempt rows        ${fmt(d.attemptRowsPerResult.job + d.attemptRowsPerResult.waitList, 3)} per result (${fmt(d.attemptRowsPerResult.job, 3)} by their job, ${fmt(d.attemptRowsPerResult.waitList, 3)} sent from the wait list; ${fmt(d.attemptRowsPerResult.delivered, 3)} delivered) for ${fmt(d.deliveriesPerResult, 3)} requests the endpoints received`,
+  );
+  for (const kind of pricedItemKinds) {
+    const k = report.perResult.itemKinds[kind.name];
+    if (!k) continue;
+    const stored = Object.entries(report.storageByItemKind).filter(([label]) => label.split('.')[0] === kind.name);
+    const ops = Object.entries(k.requestsByOperation).map(([op, n]) => `${op} ${fmt(n, 3)}`).join(', ');
+    lines.push(
+      `${`${kind.name} `.padEnd(20)}${fmt(k.writeUnits, 3)} write units (${fmt(k.indexWriteUnits, 3)} of them index entries), ${fmt(k.readUnits, 3)} read units per result: ${usd(k.usdPerMillionResults)} per million results`,
+      `                    ${fmt(k.writes, 3)} item writes, ${fmt(k.reads, 3)} reads, ${fmt(k.ownRequests, 3)} requests of their own per result (${ops || 'none'}); items ${fmt(k.meanItemBytes)} B as written, ${fmt(k.meanReadBytes)} B as read${k.hottest ? `; hottest "${k.hottest.key}"${k.hottest.index ? ` (${k.hottest.index})` : ''} ${fmt(k.hottest.wcuPerSecondAtBurst)} WCU/s at the burst` : ''}`,
+    );
+    if (stored.length) {
+      lines.push(
+        `                    stored: ${stored.map(([label, s]) => `${label} ${fmt(s.bytesPerResult)} B/result × ${fmt(s.retentionDays)} days = ${fmt(s.gigabytes)} GB, ${usd(s.usdPerMonth)}/month`).join('; ')}`,
+      );
+    }
+  }
+  const rate = (r: KeyCheckAtRate) => `${fmt(r.requestsPerSecondPerKey, 2)}/s a key: hit rate ${fmt(100 * r.hitRate, 1)} %, ${fmt(r.lookupsPerRequest, 4)} lookups and ≤ ${fmt(r.touchesPerRequest, 4)} lastUsedAt writes a request, ${usd(r.usdPerMillionRequests)} per million tenant requests`;
+  lines.push(
+    `key check at rate   one warm container a key (30 s cache, lastUsedAt ≤ once a minute): the day's mix, ${rate(report.apiKeysAtRate.dayMix)}, ${usd(report.apiKeysAtRate.dayMix.usdPerMillionResults)} per million results`,
+    ...report.apiKeysAtRate.polling.map((r) => `                    a polling back end, ${rate(r)}`),
+  );
+  return lines;
+}
+
+const usd = (n: number) => `$${fmt(n, n < 0.1 ? 4 : n < 100 ? 2 : 0)}`;
 const top = (values: Record<string, number>, n: number) =>
   Object.entries(values)
     .slice(0, n)

@@ -93,6 +93,56 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 }
 
+// ─── the tenant API's key check at a steady rate ─────────────────────────────────────────────────────
+
+/** What the key check costs per tenant request when a key's requests arrive at a steady rate. */
+export interface KeyCheckAtRate {
+  requestsPerSecondPerKey: number;
+  containersPerKey: number;
+  /** Requests answered from the container's cache: 1 − lookupsPerRequest. */
+  hitRate: number;
+  /** Consistent GetItems of the key per request. */
+  lookupsPerRequest: number;
+  /** lastUsedAt writes per request, at most (a container's attempt another's write made needless is refused, and still takes its unit). */
+  touchesPerRequest: number;
+  readUnitsPerRequest: number;
+  writeUnitsPerRequest: number;
+  usdPerMillionRequests: number;
+}
+
+/**
+ * The key check (functions/calls/keys.ts) per tenant request, at `requestsPerSecondPerKey` spread evenly
+ * over `containersPerKey` warm containers, requests arriving at random (Poisson): a container reads a key
+ * on its first request after its cached copy is `cacheMs` old, so a read serves on average
+ * 1 + r × cacheMs requests (r its rate); it writes lastUsedAt at most once per `touchEveryMs` likewise.
+ * The units of one lookup and one touch are the measured ones (the key's item as stored). Pure.
+ */
+export function keyCheckAtRate(input: {
+  requestsPerSecondPerKey: number;
+  containersPerKey: number;
+  cacheMs: number;
+  touchEveryMs: number;
+  readUnitsPerLookup: number;
+  writeUnitsPerTouch: number;
+  prices: Prices;
+}): KeyCheckAtRate {
+  const perContainer = input.requestsPerSecondPerKey / input.containersPerKey;
+  const lookupsPerRequest = 1 / (1 + (perContainer * input.cacheMs) / 1000);
+  const touchesPerRequest = 1 / (1 + (perContainer * input.touchEveryMs) / 1000);
+  const readUnitsPerRequest = lookupsPerRequest * input.readUnitsPerLookup;
+  const writeUnitsPerRequest = touchesPerRequest * input.writeUnitsPerTouch;
+  return {
+    requestsPerSecondPerKey: input.requestsPerSecondPerKey,
+    containersPerKey: input.containersPerKey,
+    hitRate: 1 - lookupsPerRequest,
+    lookupsPerRequest,
+    touchesPerRequest,
+    readUnitsPerRequest,
+    writeUnitsPerRequest,
+    usdPerMillionRequests: (readUnitsPerRequest * input.prices.dynamodb.readRequestUnit + writeUnitsPerRequest * input.prices.dynamodb.writeRequestUnit) * 1e6,
+  };
+}
+
 // ─── from a run to a report ──────────────────────────────────────────────────────────────────────────
 
 /**
@@ -100,6 +150,38 @@ export function percentile(values: readonly number[], p: number): number {
  * `mailsPerResult`); or fixed work (the rescuer, periodic jobs) that does not grow with results.
  */
 export type Category = 'result' | 'mail' | 'fixed';
+
+/**
+ * Items priced apart (bench/capacity/kinds.ts): the writes and reads of items whose partition key matches
+ * `pk` (of requests from `source` only, when given; reads or writes only, when `only` says so).
+ */
+export interface ItemKind {
+  name: string;
+  pk: RegExp;
+  source?: string;
+  only?: 'reads' | 'writes';
+}
+
+/** What one kind of item cost, per result (weighted as every record: results, mail at its rate, nothing for fixed work). */
+export interface ItemKindCost {
+  /** Item writes (refused ones too) and item or range reads of the kind. */
+  writes: number;
+  reads: number;
+  /** Requests that touched the kind, by operation (a kept event's is its publishing transaction). */
+  requestsByOperation: Record<string, number>;
+  /** Requests that touched nothing else: what the kind adds in requests (a kept event, in a transaction of other items: none). */
+  ownRequests: number;
+  /** The kind's write units, its index entries' included (`indexWriteUnits` of them), and its read units. */
+  writeUnits: number;
+  indexWriteUnits: number;
+  readUnits: number;
+  /** The mean size of the item as written (applied writes), and as read (item reads), bytes: what its units follow from. */
+  meanItemBytes: number;
+  meanReadBytes: number;
+  usdPerMillionResults: number;
+  /** The kind's hottest partition (its table's or an index's) at the burst. */
+  hottest: { index: string | null; key: string; wcuPerSecondAtBurst: number } | null;
+}
 
 export interface ModelInput {
   records: readonly Recorded[];
@@ -116,6 +198,8 @@ export interface ModelInput {
   rates: { average: number; burst: number };
   /** Keys listed per table and index. @default 5 */
   topKeys?: number;
+  /** Items priced apart (`perResult.itemKinds`). @default none */
+  itemKinds?: readonly ItemKind[];
 }
 
 export interface PartitionRow {
@@ -192,7 +276,9 @@ export interface CapacityModel {
      * (a GetItem per key per container per 30 s, lastUsedAt at most once a minute), their units, and the
      * tenant API requests they authenticated.
      */
-    apiKeys: { requests: number; readUnits: number; writeUnits: number; tenantApiRequests: number };
+    apiKeys: { requests: number; lookups: number; touches: number; readUnits: number; writeUnits: number; tenantApiRequests: number };
+    /** Each of `itemKinds`, priced apart (their units are in the totals too). */
+    itemKinds: Record<string, ItemKindCost>;
     mails: number;
   };
   hottestPartitionWcuPerSecondAtBurst: { table: string; index: string | null; key: string; wcuPerSecond: number; wcuPerSecondAtAverage: number };
@@ -238,7 +324,8 @@ export function buildModel(input: ModelInput): CapacityModel {
   let scheduleLive = 0;
   let apiRequests = 0;
   let mails = 0;
-  const apiKeys = { requests: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 };
+  const apiKeys = { requests: 0, lookups: 0, touches: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 };
+  const kinds = (input.itemKinds ?? []).map((kind) => ({ kind, tally: newKindTally() }));
   const isKeyItem = (pk: string) => /^TENANT#[^#]+#KEYS$/.test(pk);
   const wcuByTable = new Map<string, number>();
   const wcuBySource = new Map<string, number>();
@@ -266,8 +353,11 @@ export function buildModel(input: ModelInput): CapacityModel {
       }
       const units = readUnits(r);
       rcu += weight * units;
+      for (const { kind, tally } of kinds) tallyKind(kind, tally, r, weight);
       if ([...r.reads, ...r.writes].some((item) => isKeyItem(item.pk))) {
         apiKeys.requests += weight;
+        if (r.operation === 'GetItem') apiKeys.lookups += weight;
+        if (r.operation === 'UpdateItem') apiKeys.touches += weight;
         apiKeys.readUnits += weight * units;
         apiKeys.writeUnits += weight * partitionWrites(r).reduce((n, w) => n + w.units, 0);
       }
@@ -409,6 +499,7 @@ export function buildModel(input: ModelInput): CapacityModel {
       lambdaGbSeconds,
       apiRequests,
       apiKeys,
+      itemKinds: Object.fromEntries(kinds.map(({ kind, tally }) => [kind.name, kindCost(tally, prices, rates)])),
       mails,
     },
     hottestPartitionWcuPerSecondAtBurst: {
@@ -439,6 +530,73 @@ export function buildModel(input: ModelInput): CapacityModel {
     })),
     lambdaConcurrencyAtAverage: lambdaRows.reduce((n, r) => n + r.concurrencyAtAverage, 0),
     lambdaConcurrencyAtBurst: lambdaRows.reduce((n, r) => n + r.concurrencyAtBurst, 0),
+  };
+}
+
+interface KindTally {
+  writes: number;
+  reads: number;
+  requests: Map<string, number>;
+  ownRequests: number;
+  writeUnits: number;
+  indexWriteUnits: number;
+  readUnits: number;
+  bytes: number;
+  applied: number;
+  readBytes: number;
+  itemReads: number;
+  partitions: Map<string, { index: string | null; key: string; units: number }>;
+}
+
+const newKindTally = (): KindTally => ({ writes: 0, reads: 0, requests: new Map(), ownRequests: 0, writeUnits: 0, indexWriteUnits: 0, readUnits: 0, bytes: 0, applied: 0, readBytes: 0, itemReads: 0, partitions: new Map() });
+
+/** Adds what one request did to items of `kind`: its item writes with their index entries (by the rules of {@link partitionWrites}), its reads. */
+function tallyKind(kind: ItemKind, tally: KindTally, r: DynamoRecord, weight: number): void {
+  if (kind.source !== undefined && r.source !== kind.source) return;
+  const writes = kind.only === 'reads' ? [] : r.writes.filter((w) => kind.pk.test(w.pk));
+  const reads = kind.only === 'writes' ? [] : r.reads.filter((read) => kind.pk.test(read.pk));
+  if (writes.length === 0 && reads.length === 0) return;
+  add(tally.requests, r.operation, weight);
+  if (writes.length === r.writes.length && reads.length === r.reads.length) tally.ownRequests += weight;
+  for (const w of writes) {
+    tally.writes += weight;
+    if (r.outcome === 'ok' && w.action !== 'delete' && w.action !== 'check') {
+      tally.bytes += w.newBytes;
+      tally.applied++;
+    }
+    // The item's own partition writes, as partitionWrites charges them: the item, then its index entries.
+    for (const p of partitionWrites({ ...r, writes: [w] })) {
+      tally.writeUnits += weight * p.units;
+      if (p.index !== null) tally.indexWriteUnits += weight * p.units;
+      const id = `${p.index ?? ''}\u0000${p.key}`;
+      const row = tally.partitions.get(id) ?? tally.partitions.set(id, { index: p.index, key: p.key, units: 0 }).get(id)!;
+      row.units += weight * p.units;
+    }
+  }
+  for (const read of reads) {
+    tally.reads += weight;
+    tally.readUnits += weight * (r.transaction ? 2 : 1) * readUnitsFor(read.bytes, read.consistent);
+    if (read.shape === 'item' && read.items > 0) {
+      tally.readBytes += read.bytes;
+      tally.itemReads++;
+    }
+  }
+}
+
+function kindCost(tally: KindTally, prices: Prices, rates: { burst: number }): ItemKindCost {
+  const hottest = [...tally.partitions.values()].reduce<{ index: string | null; key: string; units: number } | null>((a, b) => (a === null || b.units > a.units ? b : a), null);
+  return {
+    writes: tally.writes,
+    reads: tally.reads,
+    requestsByOperation: sortedObject(tally.requests),
+    ownRequests: tally.ownRequests,
+    writeUnits: tally.writeUnits,
+    indexWriteUnits: tally.indexWriteUnits,
+    readUnits: tally.readUnits,
+    meanItemBytes: tally.applied ? tally.bytes / tally.applied : 0,
+    meanReadBytes: tally.itemReads ? tally.readBytes / tally.itemReads : 0,
+    usdPerMillionResults: (tally.writeUnits * prices.dynamodb.writeRequestUnit + tally.readUnits * prices.dynamodb.readRequestUnit) * 1e6,
+    hottest: hottest && { index: hottest.index, key: hottest.key, wcuPerSecondAtBurst: hottest.units * rates.burst },
   };
 }
 

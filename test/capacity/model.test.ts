@@ -5,6 +5,7 @@ import {
   expectedMaxOf,
   fixedMonthlyUsd,
   gbSecondsFor,
+  keyCheckAtRate,
   partitionWrites,
   readUnits,
   readUnitsFor,
@@ -111,6 +112,25 @@ describe('DynamoDB units', () => {
   });
 });
 
+describe('the key check at a steady rate', () => {
+  const at = (requestsPerSecondPerKey: number, containersPerKey = 1) =>
+    keyCheckAtRate({ requestsPerSecondPerKey, containersPerKey, cacheMs: 30_000, touchEveryMs: 60_000, readUnitsPerLookup: 1, writeUnitsPerTouch: 1, prices });
+
+  it('ReadsAKeyOncePerCacheLifetimeAndWritesLastUsedAtAtMostOnceAMinutePerContainer', () => {
+    // 1 request a second: a read serves itself and the 30 that follow within 30 s; a touch the 60 within a minute.
+    expect(at(1).lookupsPerRequest).toBeCloseTo(1 / 31, 12);
+    expect(at(1).hitRate).toBeCloseTo(30 / 31, 12);
+    expect(at(1).touchesPerRequest).toBeCloseTo(1 / 61, 12);
+    expect(at(1).usdPerMillionRequests).toBeCloseTo(((1 / 31) * 0.125 + (1 / 61) * 0.625), 10);
+    // Two containers share the rate: each sees half, so twice the reads a request.
+    expect(at(2, 2).lookupsPerRequest).toBeCloseTo(at(1).lookupsPerRequest, 12);
+    expect(at(1, 2).lookupsPerRequest).toBeCloseTo(1 / 16, 12);
+    // A rare request always misses.
+    expect(at(0).lookupsPerRequest).toBe(1);
+    expect(at(0).touchesPerRequest).toBe(1);
+  });
+});
+
 describe('the other services', () => {
   it('CountPayloadChunksLambdaMillisecondsAndTheSlowestOfABatch', () => {
     expect(chunkedRequests(30, 65_536)).toBe(1);
@@ -190,9 +210,74 @@ describe('the model of a run', () => {
       rates: { average: 100, burst: 1000 },
     });
     // Over 2 results: one consistent read (1 unit) and one write (1 unit) of a key, for two tenant API requests.
-    expect(keyed.perResult.apiKeys).toEqual({ requests: 1, readUnits: 0.5, writeUnits: 0.5, tenantApiRequests: 1 });
-    expect(model.perResult.apiKeys).toEqual({ requests: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 });
+    expect(keyed.perResult.apiKeys).toEqual({ requests: 1, lookups: 0.5, touches: 0.5, readUnits: 0.5, writeUnits: 0.5, tenantApiRequests: 1 });
+    expect(model.perResult.apiKeys).toEqual({ requests: 0, lookups: 0, touches: 0, readUnits: 0, writeUnits: 0, tenantApiRequests: 0 });
     expect(keyed.writeUnitsPerResult - model.writeUnitsPerResult).toBeCloseTo(0.5, 10);
+  });
+
+  it('PricesEachKindApart_AnAttemptRowPerAttemptWithItsIndexEntry_AKeptEventInItsTransaction', () => {
+    const attempt = (pk: string, delivered: boolean) =>
+      dynamo({
+        source: 'job:webhook.deliver',
+        operation: 'PutItem',
+        writes: [
+          write({
+            table: 'webhooks',
+            pk,
+            action: 'put',
+            newBytes: 460,
+            putBytes: 460,
+            indexes: delivered ? [{ index: 'byReceived', newKey: pk.replace('ATTEMPTS', 'RECEIVED'), oldBytes: 0, newBytes: 240, keyChanged: false, changed: true }] : [],
+          }),
+        ],
+      });
+    const kinds = [
+      { name: 'attemptRows', pk: /#ATTEMPTS#/ },
+      { name: 'keptEvents', pk: /#EVENTS#/ },
+      { name: 'endpointReads', pk: /#ENDPOINT#/, source: 'job:webhook.deliver', only: 'reads' as const },
+    ];
+    const priced = buildModel({
+      records: [
+        ...records,
+        // Three attempts to one endpoint, two delivered: three Puts, two index entries.
+        attempt('TENANT#big#ATTEMPTS#e1', true),
+        attempt('TENANT#big#ATTEMPTS#e1', false),
+        attempt('TENANT#big#ATTEMPTS#e1', true),
+        // An event kept in its publishing transaction, beside the batch row: doubled, and no request of its own.
+        dynamo({
+          source: 'api:POST /v1/calls/webhook',
+          operation: 'TransactWriteItems',
+          transaction: true,
+          writes: [write({ table: 'calls', pk: 'TENANT#big', oldBytes: 200, newBytes: 200 }), write({ table: 'webhooks', pk: 'TENANT#big#EVENTS#2026-12-03T06#1', action: 'put', newBytes: 1100, putBytes: 1100 })],
+        }),
+        // The drain's read of the endpoint, and a lease write the kind leaves to the totals.
+        dynamo({ source: 'job:webhook.deliver', operation: 'GetItem', reads: [{ table: 'webhooks', pk: 'TENANT#big#ENDPOINT#e1', bytes: 500, items: 1, consistent: true, shape: 'item' }] }),
+        dynamo({ source: 'job:webhook.deliver', writes: [write({ table: 'webhooks', pk: 'TENANT#big#ENDPOINT#e1', oldBytes: 500, newBytes: 510 })] }),
+        // The intake's read of the same endpoint is not the deliverer's.
+        dynamo({ source: 'api:POST /v1/calls/webhook', operation: 'GetItem', reads: [{ table: 'webhooks', pk: 'TENANT#big#ENDPOINT#e1', bytes: 500, items: 1, consistent: true, shape: 'item' }] }),
+      ],
+      results: 2,
+      mails: 1,
+      mailsPerResult: 0.1,
+      categorize,
+      settings,
+      prices,
+      rates: { average: 100, burst: 1000 },
+      itemKinds: kinds,
+    });
+    const { attemptRows, keptEvents, endpointReads } = priced.perResult.itemKinds;
+    // Over 2 results: 3 rows of 1 unit and 2 index entries of 1 unit; each a PutItem of its own.
+    expect(attemptRows).toMatchObject({ writes: 1.5, reads: 0, ownRequests: 1.5, requestsByOperation: { PutItem: 1.5 }, writeUnits: 2.5, indexWriteUnits: 1, readUnits: 0, meanItemBytes: 460 });
+    expect(attemptRows!.usdPerMillionResults).toBeCloseTo(2.5 * 0.625, 10);
+    // The index partition took 2 units over 2 results, the table's 3: the table's is the hottest.
+    expect(attemptRows!.hottest).toEqual({ index: null, key: 'TENANT#big#ATTEMPTS#e1', wcuPerSecondAtBurst: 1500 });
+    // 1,100 B: 2 units, doubled in the transaction, over 2 results; no request of its own.
+    expect(keptEvents).toMatchObject({ writes: 0.5, ownRequests: 0, requestsByOperation: { TransactWriteItems: 0.5 }, writeUnits: 2, indexWriteUnits: 0 });
+    // One consistent read of the endpoint by the deliverer, over 2 results; its lease write and the intake's read are not counted.
+    expect(endpointReads).toMatchObject({ writes: 0, reads: 0.5, ownRequests: 0.5, readUnits: 0.5, writeUnits: 0, meanItemBytes: 0, meanReadBytes: 500, hottest: null });
+    // Their units are in the totals as well: the rows, the kept event and its transaction's batch row, the lease write.
+    expect(priced.writeUnitsPerResult - model.writeUnitsPerResult).toBeCloseTo(2.5 + (2 + 1) + 0.5, 10);
+    expect(model.perResult.itemKinds).toEqual({});
   });
 
   it('PricesAMillionResultsFromThePriceTableWithAndWithoutSes', () => {
