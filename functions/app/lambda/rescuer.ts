@@ -3,7 +3,8 @@ import middy from '@middy/core';
 import type { RescueReport } from '../../jobs/index.ts';
 import { callsConfigFromEnv } from '../../calls/config.ts';
 import { reportRescue } from '../../ops/rescuer-report.ts';
-import { lambdaHost, withSesMail } from '../aws.ts';
+import { lambdaHost } from '../aws.ts';
+import { withSesMail } from '../mail-parts.ts';
 import { System } from '../system.ts';
 
 const { host, config, tracing } = lambdaHost('redial-rescuer', () => ({ calls: callsConfigFromEnv() }), withSesMail);
