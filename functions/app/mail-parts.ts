@@ -8,7 +8,7 @@ import type { LambdaHost } from './aws.ts';
 // The mail parts of a Lambda host, apart from functions/app/aws.ts so that an entry that neither sends
 // nor prepares mail does not reach functions/mail through its host (the structure gate's entry-reach rule).
 
-/** The mail context's configuration with SES as its transport: the mail worker's and the rescuer's (its discard hooks). */
+/** The mail context's configuration with SES as its transport: the mail worker's (the one function that sends mail). */
 export const withSesMail = ({ tracing }: LambdaHost): { mail: MailServices } => {
   const config = parseMailConfig();
   if (config.transport.type !== 'ses') throw new Error(`on AWS mail leaves through SES, not ${config.transport.type}`);
@@ -22,6 +22,6 @@ const noTransport: MailTransport = {
   send: () => Promise.reject(new Error('this function sends no mail; the mail worker does')),
 };
 
-/** The mail context's configuration without a transport: the functions that serve mail routes (links, operators' access requests). */
+/** The mail context's configuration without a transport: the functions that serve mail routes (links, operators' access requests) and the rescuer. */
 export const withMailLinks = (): { mail: MailServices } => ({ mail: { config: parseMailConfig(), transport: noTransport } });
 

@@ -23,9 +23,14 @@ import { buildBundle, coldInvoke, deployedFunctions, LAMBDA_BASE_ENV, STAND_IN_W
 import type { BuiltBundle, ColdInvoke, StandInRequest } from '../support/lambda-bundles.ts';
 import { root } from './synth.ts';
 
-/** Bundle size targets (every file of the asset but source maps), in bytes: 0.8 MiB for the intake, 1.2 MiB for the others. */
+/**
+ * Bundle size limits (every file of the asset but source maps), in bytes. Issue 24's targets are decimal:
+ * intake ≤ 800,000, every other function ≤ 1,200,000. The others meet theirs. The intake does not yet
+ * (819,157 bytes): its limit stays at 0.8 MiB until it does (docs/benchmarks.md, "Bundles", says what is
+ * left in it that it does not run).
+ */
 const INTAKE_LIMIT = 0.8 * 1024 * 1024;
-const OTHERS_LIMIT = 1.2 * 1024 * 1024;
+const OTHERS_LIMIT = 1_200_000;
 
 const TENANT = 'acme';
 /** Ids of the shape the contexts parse (`<prefix>_<tenantId>.<32 hex>`) that name nothing stored. */
