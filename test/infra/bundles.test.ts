@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
@@ -159,6 +160,29 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(functions.map((f) => f.name).sort()).toEqual(
       ['api', 'callsWorker', 'deliveriesWorker', 'dialWorker', 'intake', 'mailWorker', 'opsWorker', 'publicLinks', 'rescuer', 'tenantApi', 'webhooksWorker'].sort(),
     );
+  });
+
+  it('the harness fails what it is for: a socket past the stand-ins is refused and listed, an unhandled rejection ends the process', async () => {
+    const dir = join(root, '.bench', 'bundle-test', 'harness');
+    mkdirSync(dir, { recursive: true });
+    const rogue = join(dir, 'rogue.mjs');
+    writeFileSync(
+      rogue,
+      `import net from 'node:net';
+      const dial = (port, host) => new Promise((resolve, reject) => { const s = net.connect(port, host); s.on('error', reject); s.on('connect', () => { s.destroy(); resolve('connected'); }); });
+      export const handler = async (event) => dial(event.port, event.host);`,
+    );
+    // Two listening stand-ins, one of them allowed: the other is refused like an address on the internet.
+    const [allowed, other] = standIns.ports as [number, number];
+    const run = await coldInvoke(rogue, LAMBDA_BASE_ENV, [{ port: 443, host: '203.0.113.1' }, { port: other, host: '127.0.0.1' }, { port: allowed, host: '127.0.0.1' }], [allowed]);
+    expect(run.ok).toBe(true);
+    expect(run.refused).toEqual(['203.0.113.1:443', `127.0.0.1:${other}`]);
+    expect(run.invocations.map((i) => (i.error ? 'refused' : i.result))).toEqual(['refused', 'refused', 'connected']);
+    const rejecting = join(dir, 'rejecting.mjs');
+    writeFileSync(rejecting, `export const handler = async () => { void Promise.reject(new Error('lost')); await new Promise((r) => setImmediate(r)); return 'done'; };`);
+    const rejected = await coldInvoke(rejecting, LAMBDA_BASE_ENV, [{}], []);
+    expect(rejected.ok).toBe(false);
+    expect(rejected.stderr).toContain('unhandled rejection');
   });
 
   it('every bundle is within its size target', () => {
