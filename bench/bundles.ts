@@ -10,7 +10,10 @@ import { join } from 'node:path';
 import { buildBundle, coldImport, deployedFunctions, LAMBDA_BASE_ENV, startStandIns } from '../test/support/lambda-bundles.ts';
 import { fmt } from './support.ts';
 
-/** The last commit whose entries all import functions/app/system.ts (main before per-function bundles). */
+/**
+ * The last commit whose entries all import functions/app/system.ts (main before per-function bundles). Its
+ * vetted HTTP client imports undici, which is a devDependency for this build alone: nothing deployed imports it.
+ */
 export const BUNDLES_BASE = '2ff62a5';
 const ROUNDS = 5;
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { kmsClient, readSecretString, secretsClient, sesClient } from '../platform/aws.ts';
+import { kmsClient, readSecretString, secretsClient } from '../platform/aws.ts';
 import { systemClock } from '../platform/clock.ts';
 import { parseConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
@@ -10,10 +10,6 @@ import type { SecretKey } from '../platform/secret-key.ts';
 import { XrayTracing } from '../platform/xray.ts';
 import { awsJobRuntime } from '../jobs/aws.ts';
 import type { JobsAwsConfig } from '../jobs/aws.ts';
-import { parseMailConfig } from '../mail/config.ts';
-import type { MailServices } from '../mail/context.ts';
-import { SesMailTransport } from '../mail/transport.ts';
-import type { MailTransport } from '../mail/transport.ts';
 import { queues, tableNamesFromEnv } from './catalog.ts';
 import type { SystemHost } from './host.ts';
 
@@ -22,7 +18,7 @@ export { tableEnvName, tableNamesFromEnv } from './catalog.ts';
 /**
  * A Lambda's host, built once per cold start: the job layer with its clients (retries off, traced), the
  * table names, this function's logger, metrics and tracer under `service`. What only some functions use is
- * a part the entry point adds ({@link withSesMail}, {@link withMailLinks}, {@link withSecretKey},
+ * a part the entry point adds (withSesMail and withMailLinks of ./mail-parts.ts, {@link withSecretKey},
  * {@link readSecret}, the calls configuration): each builds its own client, so a bundle holds the clients
  * and contexts its function runs and nothing else (docs/architecture.md, "Bundles").
  *
@@ -55,23 +51,6 @@ export function lambdaHost(service: string, ...parts: ((base: LambdaHost) => Par
   for (const part of parts) base.host = { ...base.host, ...part(base) };
   return base;
 }
-
-/** The mail context's configuration with SES as its transport: the mail worker's and the rescuer's (its discard hooks). */
-export const withSesMail = ({ tracing }: LambdaHost): { mail: MailServices } => {
-  const config = parseMailConfig();
-  if (config.transport.type !== 'ses') throw new Error(`on AWS mail leaves through SES, not ${config.transport.type}`);
-  const ses = sesClient({ capture: (client) => tracing.capture(client) });
-  return { mail: { config, transport: new SesMailTransport(ses, { configurationSet: config.transport.configurationSet }) } };
-};
-
-/** A transport for functions that only prepare mail (the links, the APIs): sending is the mail worker's. */
-const noTransport: MailTransport = {
-  name: 'ses',
-  send: () => Promise.reject(new Error('this function sends no mail; the mail worker does')),
-};
-
-/** The mail context's configuration without a transport: the functions that serve mail routes (links, operators' access requests). */
-export const withMailLinks = (): { mail: MailServices } => ({ mail: { config: parseMailConfig(), transport: noTransport } });
 
 /** The endpoint-secrets key's ARN: lib/ sets it only on the functions that may use the key. */
 const secretKeyEnv = z.object({ WEBHOOK_SECRETS_KEY_ARN: z.string().startsWith('arn:').optional() });

@@ -2,7 +2,8 @@
 import { resolve } from 'node:path';
 import { domainNames } from './domain-names.ts';
 import { checkRetryOwnership, findUnusedExemptions, RULE_DESCRIPTIONS } from './retry-gate.ts';
-import { checkJobLayerNames, checkLayers, checkScopeMints, STRUCTURE_RULE_DESCRIPTIONS } from './structure-gate.ts';
+import { entryReach } from '../../functions/app/entry-reach.ts';
+import { checkEntryReach, checkJobLayerNames, checkLayers, checkScopeMints, STRUCTURE_RULE_DESCRIPTIONS } from './structure-gate.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const started = performance.now();
@@ -15,7 +16,7 @@ for (const e of unused) console.log(`${e.file} exemption for ${e.rule} in ${e.fu
 for (const rule of new Set(violations.map((v) => v.rule))) console.log(`  ${rule}: ${RULE_DESCRIPTIONS[rule]}`);
 console.log(`retry gate: ${violations.length} violation(s), ${unused.length} unused exemption(s) in ${elapsed} ms`);
 
-const structure = [...checkLayers(root), ...checkJobLayerNames(root, domainNames()), ...checkScopeMints(root)];
+const structure = [...checkLayers(root), ...checkJobLayerNames(root, domainNames()), ...checkScopeMints(root), ...checkEntryReach(root, entryReach)];
 for (const v of structure) console.log(`${v.file}:${v.line} ${v.rule} ${v.message}`);
 for (const rule of new Set(structure.map((v) => v.rule))) console.log(`  ${rule}: ${STRUCTURE_RULE_DESCRIPTIONS[rule]}`);
 console.log(`structure gate: ${structure.length} violation(s)`);

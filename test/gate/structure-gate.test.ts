@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkJobLayerNames, checkLayers, checkScopeMints } from './structure-gate.ts';
+import { entryReach } from '../../functions/app/entry-reach.ts';
+import { checkEntryReach, checkJobLayerNames, checkLayers, checkScopeMints } from './structure-gate.ts';
 import type { DomainNames } from './structure-gate.ts';
 import { domainNames } from './domain-names.ts';
 
@@ -29,6 +30,19 @@ const names: DomainNames = { kinds: ['webhook.deliver', 'owner.notify'], queues:
 describe('the structure gate on this repository', () => {
   it('FindsNoImportAgainstTheLayers', () => {
     expect(checkLayers(repoRoot)).toEqual([]);
+  });
+
+  it('FindsEveryLambdaEntryWithinItsAllowList_AndTheListsTellTheEntriesApart', () => {
+    expect(checkEntryReach(repoRoot, entryReach)).toEqual([]);
+    // The lists are not all the same: the narrow workers do not reach what the APIs do.
+    expect(entryReach['ops-worker.ts']).not.toContain('mail');
+    expect(entryReach['mail-worker.ts']).not.toContain('calls');
+    expect(entryReach['deliveries-worker.ts']).not.toContain('calls');
+    // Narrowed by one folder, this repository's intake is out of bounds (it tells owners of finalised batches through mail).
+    const narrowed = { ...entryReach, 'intake.ts': entryReach['intake.ts'].filter((part) => part !== 'mail') };
+    expect(checkEntryReach(repoRoot, narrowed).map((v) => [v.file, v.rule, v.message.split(',')[0]])).toEqual([
+      ['functions/app/lambda/intake.ts', 'entry-reach', 'reaches functions/mail'],
+    ]);
   });
 
   it('FindsNoTenantScopeMadeOutsideTheAuthenticationStep', () => {
@@ -120,5 +134,30 @@ describe('the structure gate finds what it is for', () => {
       [4, '"owner.notify" in a comment: a name a context declares'],
       [4, '"http_4xx" in a comment: a name a context declares'],
     ]);
+  });
+
+  it('ReportsALambdaEntryReachingAFolderOutsideItsAllowList_ThroughAnyDepth_WithTheChain', () => {
+    const root = plantTree({
+      'functions/app/lambda/intake.ts': `import { build } from '../contexts/calls.ts';\nimport type { Mailer } from '../../mail/types.ts';\nexport const handler = build;\nexport type M = Mailer;`,
+      'functions/app/contexts/calls.ts': `import { complete } from '../../calls/completion.ts';\nexport const build = complete;`,
+      'functions/calls/completion.ts': `import { notify } from '../webhooks/notify.ts';\nimport { kinds } from '../mail/kinds.ts';\nexport const complete = [notify, kinds];`,
+      'functions/webhooks/notify.ts': `export const notify = () => import('../ops/probe.ts');`,
+      'functions/ops/probe.ts': `export const probe = 1;`,
+      'functions/mail/types.ts': `export interface Mailer { send(): void }`,
+      'functions/mail/kinds.ts': `export const kinds = [];`,
+      // What the catalog reaches (the kinds, as data) is allowed to every entry.
+      'functions/app/catalog.ts': `export { kinds } from '../mail/kinds.ts';`,
+      'functions/app/lambda/ops-worker.ts': `import { probe } from '../../ops/probe.ts';\nexport const handler = probe;`,
+      'functions/app/lambda/new-worker.ts': `export const handler = 1;`,
+    });
+    const reach = { 'intake.ts': ['calls', 'mail'], 'ops-worker.ts': ['ops'], 'gone.ts': ['jobs'] };
+    expect(checkEntryReach(root, reach).map((v) => [v.file, v.message])).toEqual([
+      ['functions/app/lambda/intake.ts', 'reaches functions/ops, outside its allow-list (calls, mail): functions/app/lambda/intake.ts → functions/app/contexts/calls.ts → functions/calls/completion.ts → functions/webhooks/notify.ts → functions/ops/probe.ts'],
+      ['functions/app/lambda/intake.ts', 'reaches functions/webhooks, outside its allow-list (calls, mail): functions/app/lambda/intake.ts → functions/app/contexts/calls.ts → functions/calls/completion.ts → functions/webhooks/notify.ts'],
+      ['functions/app/lambda/new-worker.ts', 'no allow-list for this entry: name the functions/ folders it may reach in functions/app/entry-reach.ts'],
+      ['functions/app/lambda/gone.ts', 'an allow-list for an entry that is not there: remove it from functions/app/entry-reach.ts'],
+    ]);
+    // The mail kinds the catalog reaches are no finding, nor the type-only import of mail's types.
+    expect(checkEntryReach(root, { ...reach, 'intake.ts': ['calls', 'webhooks', 'ops'] }).filter((v) => v.file.endsWith('intake.ts'))).toEqual([]);
   });
 });

@@ -13,19 +13,24 @@
  *   what makes a tenant scope (`scopeOfKey`, `operatorScope` of functions/platform/tenancy.ts): a scope is
  *   made from a verified API key or an operator's path, never by a handler from a tenant id it was sent.
  *
+ * - `entry-reach`: a Lambda entry point (functions/app/lambda/*.ts) whose runtime import graph (type-only
+ *   imports left out: they are not in the bundle) reaches a functions/ folder its allow-list does not name,
+ *   or an entry with no allow-list (functions/app/entry-reach.ts): each bundle holds what its function runs.
+ *
  * It reads syntax, not text, so an import inside a comment is not a finding, and a name in a string is one.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
-export const STRUCTURE_RULES = ['layer-import', 'job-layer-domain-name', 'tenant-scope-mint'] as const;
+export const STRUCTURE_RULES = ['layer-import', 'job-layer-domain-name', 'tenant-scope-mint', 'entry-reach'] as const;
 export type StructureRule = (typeof STRUCTURE_RULES)[number];
 
 export const STRUCTURE_RULE_DESCRIPTIONS: Readonly<Record<StructureRule, string>> = {
   'layer-import': 'an import against the layers: platform ← jobs ← a context ← app and the hosts; no context imports another',
   'job-layer-domain-name': 'functions/jobs names a domain kind, queue or discard reason (the contexts declare those)',
   'tenant-scope-mint': 'a tenant scope is made only by the authentication step (functions/platform/http.ts), from a key or an operator’s path',
+  'entry-reach': 'a Lambda entry (functions/app/lambda) reaches, through the code it imports, only the functions/ folders its allow-list names (functions/app/entry-reach.ts)',
 };
 
 /** What makes a tenant scope, and the one file of functions/ that may import it. */
@@ -209,4 +214,96 @@ export function checkScopeMints(root: string): StructureViolation[] {
     }
   }
   return violations.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
+}
+
+/**
+ * The module specifiers a file imports at run time: as {@link specifiers}, but without `import type`,
+ * `export type` and `import('…')` types (erased before bundling), nor a named import whose every binding
+ * is a type.
+ */
+function runtimeSpecifiers(file: ts.SourceFile): { text: string; pos: number }[] {
+  const found: { text: string; pos: number }[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const bindings = clause?.namedBindings;
+      const typesOnly = clause && (clause.isTypeOnly || (!clause.name && bindings && ts.isNamedImports(bindings) && bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly)));
+      if (!typesOnly) found.push({ text: node.moduleSpecifier.text, pos: node.getStart(file) });
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      if (!node.isTypeOnly) found.push({ text: node.moduleSpecifier.text, pos: node.getStart(file) });
+    } else if (ts.isCallExpression(node) && node.arguments.length === 1 && ts.isStringLiteralLike(node.arguments[0]!)) {
+      const callee = node.expression;
+      if (callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require')) found.push({ text: node.arguments[0].text, pos: node.getStart(file) });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return found;
+}
+
+/** Where each Lambda entry may reach: its file name under functions/app/lambda → the functions/ folders its bundle may hold. */
+export type EntryReach = Readonly<Record<string, readonly string[]>>;
+
+/**
+ * Every functions/ file an entry reaches through relative runtime imports, each with the first import
+ * chain that reached it (entry first), relative to the root.
+ */
+export function reachOf(root: string, entry: string, imports: Map<string, string[]> = new Map()): Map<string, string[]> {
+  const start = join(root, entry);
+  const chains = new Map<string, string[]>([[posix(relative(root, start)), [posix(relative(root, start))]]]);
+  const queue = [start];
+  while (queue.length) {
+    const path = queue.shift()!;
+    const chain = chains.get(posix(relative(root, path)))!;
+    if (!existsSync(path)) continue;
+    // Each file parsed once per check, however many entries reach it.
+    let specs = imports.get(path);
+    if (!specs) imports.set(path, (specs = runtimeSpecifiers(parse(path)).map((s) => s.text)));
+    for (const text of specs) {
+      if (!text.startsWith('.')) continue;
+      const target = resolve(dirname(path), text);
+      const rel = posix(relative(root, target));
+      if (chains.has(rel) || partOf(root, target) === undefined) continue;
+      chains.set(rel, [...chain, rel]);
+      queue.push(target);
+    }
+  }
+  return chains;
+}
+
+const LAMBDA_ENTRIES = 'functions/app/lambda';
+/** What every deployed function agrees on, as data: what it reaches is allowed to every entry. */
+const CATALOG = 'functions/app/catalog.ts';
+
+/**
+ * `entry-reach` over every file of functions/app/lambda: each entry's runtime import graph stays inside
+ * the folders `allowed` names for it (functions/app, and what the catalog reaches, always allowed). One
+ * finding per folder reached out of bounds, at the entry, with the chain that reaches it.
+ */
+export function checkEntryReach(root: string, allowed: EntryReach): StructureViolation[] {
+  const violations: StructureViolation[] = [];
+  const imports = new Map<string, string[]>();
+  const shared = existsSync(join(root, CATALOG)) ? new Set(reachOf(root, CATALOG, imports).keys()) : new Set<string>();
+  const dir = join(root, LAMBDA_ENTRIES);
+  const entries = existsSync(dir) ? readdirSync(dir).filter((f) => SOURCE.test(f) && !f.endsWith('.d.ts')) : [];
+  for (const name of entries.sort()) {
+    const file = `${LAMBDA_ENTRIES}/${name}`;
+    const list = allowed[name];
+    if (!list) {
+      violations.push({ rule: 'entry-reach', file, line: 1, message: `no allow-list for this entry: name the functions/ folders it may reach in functions/app/entry-reach.ts` });
+      continue;
+    }
+    const outside = new Map<string, string[]>();
+    for (const [path, chain] of reachOf(root, file, imports)) {
+      const part = partOf(root, join(root, path));
+      if (part && part !== 'app' && !shared.has(path) && !list.includes(part) && !outside.has(part)) outside.set(part, chain);
+    }
+    for (const [part, chain] of [...outside].sort(([a], [b]) => a.localeCompare(b))) {
+      violations.push({ rule: 'entry-reach', file, line: 1, message: `reaches functions/${part}, outside its allow-list (${list.join(', ')}): ${chain.join(' → ')}` });
+    }
+  }
+  for (const name of Object.keys(allowed).filter((n) => !entries.includes(n))) {
+    violations.push({ rule: 'entry-reach', file: `${LAMBDA_ENTRIES}/${name}`, line: 1, message: 'an allow-list for an entry that is not there: remove it from functions/app/entry-reach.ts' });
+  }
+  return violations;
 }

@@ -6,7 +6,8 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createHash, randomUUID } from 'node:crypto';
+import { createServer, request as httpRequest } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
@@ -95,47 +96,77 @@ export async function buildBundle(root: string, entry: string, outdir: string): 
   return { file, bytes, largest };
 }
 
-/** A request that reached a stand-in: the service (from the endpoint variable) and its X-Amz-Target or path. */
+/** A request that reached a stand-in: the service (from the endpoint variable) and its X-Amz-Target or method and path. */
 export interface StandInRequest {
   service: string;
   operation: string;
 }
 
+type Answer = { status: number; body: unknown } | 'forward';
+const unexpected = { status: 400, body: { __type: 'UnexpectedOperation' } };
+
 /**
- * Small HTTP stand-ins for the AWS services a function may call while it loads: Secrets Manager answers
- * GetSecretValue with a Standard Webhooks secret; every other request is recorded and answered 400, so a
- * function that calls anything unexpected at load fails loudly.
+ * Small HTTP stand-ins for the AWS services a function calls, one server each, every request recorded:
+ * Secrets Manager answers GetSecretValue with a Standard Webhooks secret ({@link STAND_IN_WEBHOOK_SECRET});
+ * SQS answers SendMessage (with the body's MD5, which the client checks); Scheduler answers CreateSchedule
+ * and DeleteSchedule; DynamoDB requests go on to `dynamoEndpoint` (DynamoDB Local) when one is given.
+ * Every other request is answered 400, so a function that calls anything unexpected fails loudly.
  */
-export async function startStandIns(): Promise<{ env: Record<string, string>; requests: StandInRequest[]; close(): Promise<void> }> {
+export async function startStandIns(options: { dynamoEndpoint?: string } = {}): Promise<{ env: Record<string, string>; ports: number[]; requests: StandInRequest[]; close(): Promise<void> }> {
   const requests: StandInRequest[] = [];
   const servers: Server[] = [];
   const env: Record<string, string> = {};
-  const services: Record<string, (operation: string) => { status: number; body: unknown }> = {
+  const ports: number[] = [];
+  const services: Record<string, (operation: string, body: string) => Answer> = {
     SECRETS_MANAGER: (operation) =>
-      operation === 'secretsmanager.GetSecretValue' ? { status: 200, body: { ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:x', Name: 'x', SecretString: `whsec_${Buffer.alloc(24, 7).toString('base64')}` } } : { status: 400, body: { __type: 'UnexpectedOperation' } },
-    DYNAMODB: () => ({ status: 400, body: { __type: 'UnexpectedOperation' } }),
-    SQS: () => ({ status: 400, body: { __type: 'UnexpectedOperation' } }),
-    SCHEDULER: () => ({ status: 400, body: { __type: 'UnexpectedOperation' } }),
-    SESV2: () => ({ status: 400, body: { __type: 'UnexpectedOperation' } }),
-    KMS: () => ({ status: 400, body: { __type: 'UnexpectedOperation' } }),
+      operation === 'secretsmanager.GetSecretValue' ? { status: 200, body: { ARN: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:x', Name: 'x', SecretString: STAND_IN_WEBHOOK_SECRET } } : unexpected,
+    DYNAMODB: () => (options.dynamoEndpoint ? 'forward' : unexpected),
+    SQS: (operation, body) => {
+      if (operation !== 'AmazonSQS.SendMessage') return unexpected;
+      const message = (JSON.parse(body) as { MessageBody: string }).MessageBody;
+      return { status: 200, body: { MessageId: randomUUID(), MD5OfMessageBody: createHash('md5').update(message).digest('hex') } };
+    },
+    SCHEDULER: (operation) => {
+      if (operation.startsWith('POST /schedules/')) return { status: 200, body: { ScheduleArn: 'arn:aws:scheduler:eu-west-1:123456789012:schedule/default/x' } };
+      if (operation.startsWith('DELETE /schedules/')) return { status: 200, body: {} };
+      return unexpected;
+    },
+    SESV2: () => unexpected,
+    KMS: () => unexpected,
   };
   for (const [service, answer] of Object.entries(services)) {
     const server = createServer((req, res) => {
-      const operation = String(req.headers['x-amz-target'] ?? `${req.method} ${req.url}`);
+      const operation = String(req.headers['x-amz-target'] ?? `${req.method} ${(req.url ?? '').split('?')[0]}`);
       requests.push({ service, operation });
-      req.resume();
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const a = answer(operation);
+        const body = Buffer.concat(chunks);
+        const a = answer(operation, body.toString('utf8'));
+        if (a === 'forward') {
+          const target = new URL(options.dynamoEndpoint!);
+          const headers = { ...req.headers, host: target.host };
+          const out = httpRequest({ hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answered) => {
+            res.writeHead(answered.statusCode ?? 500, answered.headers);
+            answered.pipe(res);
+          });
+          out.on('error', (e) => res.destroy(e));
+          out.end(body);
+          return;
+        }
         res.writeHead(a.status, { 'content-type': 'application/x-amz-json-1.1' });
         res.end(JSON.stringify(a.body));
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     servers.push(server);
-    env[`AWS_ENDPOINT_URL_${service}`] = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const port = (server.address() as AddressInfo).port;
+    ports.push(port);
+    env[`AWS_ENDPOINT_URL_${service}`] = `http://127.0.0.1:${port}`;
   }
   return {
     env,
+    ports,
     requests,
     close: async () => {
       for (const server of servers) {
@@ -145,6 +176,9 @@ export async function startStandIns(): Promise<{ env: Record<string, string>; re
     },
   };
 }
+
+/** The call-result signing secret the Secrets Manager stand-in gives the intake. */
+export const STAND_IN_WEBHOOK_SECRET = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
 /** What Lambda's environment gives every function, with local credentials (nothing reaches AWS). */
 export const LAMBDA_BASE_ENV = {
@@ -190,6 +224,90 @@ export function coldImport(file: string, env: Record<string, string>): Promise<C
         resolve({ ok: code === 0, importMs: parsed.importMs, hasHandler: parsed.hasHandler, stderr });
       } catch {
         resolve({ ok: false, importMs: Number.NaN, hasHandler: false, stderr: `${stderr}\nexit ${String(code)}: ${stdout}` });
+      }
+    });
+  });
+}
+
+/** What one invocation in {@link coldInvoke} answered: the handler's result, or the error it threw. */
+export interface Invocation {
+  result?: unknown;
+  error?: string;
+}
+
+/** The result of importing a bundle in a fresh process and invoking its handler with each event in turn. */
+export interface ColdInvoke {
+  ok: boolean;
+  invocations: Invocation[];
+  /** Every outbound connection the process tried to a port it was not given (refused there, as `host:port`). */
+  refused: string[];
+  stderr: string;
+}
+
+/**
+ * Imports `file` alone in a fresh Node process with exactly `env`, then calls its `handler` with each of
+ * `events` in turn (a Lambda context each, as the runtime gives one), warm after the first. Before the
+ * import, the process refuses every TCP connection and UDP send to anything but `allowedPorts` on
+ * 127.0.0.1 (the stand-ins and DynamoDB Local): a function that reaches for AWS, the internet or X-Ray's
+ * daemon fails its request and is listed in `refused`. An unhandled rejection ends the process (not ok).
+ */
+export function coldInvoke(file: string, env: Record<string, string>, events: readonly unknown[], allowedPorts: readonly number[]): Promise<ColdInvoke> {
+  const script = `
+    import net from 'node:net';
+    import dgram from 'node:dgram';
+    const allowed = new Set(${JSON.stringify(allowedPorts)});
+    const refused = [];
+    const connect = net.Socket.prototype.connect;
+    net.Socket.prototype.connect = function (...args) {
+      const options = typeof args[0] === 'object' && args[0] !== null ? (Array.isArray(args[0]) ? args[0][0] : args[0]) : { port: args[0], host: args[1] };
+      // An IPC socket has a path and no port (an HTTP agent's options carry the request's path beside a port).
+      const ipc = options.port === undefined && options.path !== undefined;
+      const host = options.host ?? 'localhost';
+      const port = Number(options.port);
+      if (ipc || !allowed.has(port) || !['127.0.0.1', 'localhost', '::1'].includes(host)) {
+        const where = ipc ? options.path : host + ':' + port;
+        refused.push(where);
+        throw new Error('bundle test: connection to ' + where + ' refused (not a stand-in)');
+      }
+      return connect.apply(this, args);
+    };
+    const send = dgram.Socket.prototype.send;
+    dgram.Socket.prototype.send = function (...args) {
+      refused.push('udp');
+      throw new Error('bundle test: UDP send refused');
+    };
+    process.on('unhandledRejection', (e) => { console.error('unhandled rejection', e); process.exit(3); });
+    const mod = await import(${JSON.stringify(pathToFileURL(file).href)});
+    const invocations = [];
+    let n = 0;
+    for (const event of ${JSON.stringify(events)}) {
+      n++;
+      const context = {
+        functionName: process.env.AWS_LAMBDA_FUNCTION_NAME, functionVersion: '$LATEST', invokedFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:bundle-test',
+        memoryLimitInMB: '512', awsRequestId: 'req-' + n, logGroupName: '/aws/lambda/bundle-test', logStreamName: 'stream', callbackWaitsForEmptyEventLoop: true,
+        getRemainingTimeInMillis: () => 30000, done() {}, fail() {}, succeed() {},
+      };
+      try {
+        invocations.push({ result: await mod.handler(event, context) });
+      } catch (e) {
+        invocations.push({ error: String(e && e.stack || e) });
+      }
+    }
+    console.log(JSON.stringify({ invocations, refused }));
+    process.exit(0);`;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (code) => {
+      const line = stdout.trim().split('\n').pop() ?? '';
+      try {
+        const parsed = JSON.parse(line) as { invocations: Invocation[]; refused: string[] };
+        resolve({ ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, stderr });
+      } catch {
+        resolve({ ok: false, invocations: [], refused: [], stderr: `${stderr}\nexit ${String(code)}: ${stdout}` });
       }
     });
   });

@@ -3,7 +3,8 @@
 // builds the whole composition root (without SES: mail leaves from the mail worker only).
 import { createApiHandler } from '../../platform/http.ts';
 import { callsConfigFromEnv } from '../../calls/config.ts';
-import { lambdaHost, withMailLinks, withSecretKey } from '../aws.ts';
+import { lambdaHost, withSecretKey } from '../aws.ts';
+import { withMailLinks } from '../mail-parts.ts';
 import { routesServedBy, System } from '../system.ts';
 
 const { host, tracing } = lambdaHost('redial-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);

@@ -4,7 +4,8 @@
 // acts for that tenant alone. Operators reach the same handlers through the IAM copies (api.ts).
 import { createApiHandler } from '../../platform/http.ts';
 import { callsConfigFromEnv } from '../../calls/config.ts';
-import { lambdaHost, withMailLinks, withSecretKey } from '../aws.ts';
+import { lambdaHost, withSecretKey } from '../aws.ts';
+import { withMailLinks } from '../mail-parts.ts';
 import { routesServedBy, System } from '../system.ts';
 
 const { host, tracing } = lambdaHost('redial-tenant-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
