@@ -393,9 +393,14 @@ function drawEndpointActions(seed: number, campaign: Campaign): void {
     if (chance(rng, 0.15)) actions.push({ kind: 'rotate', atMs: rng.int(30, 900) * 1000, expireOldNow: chance(rng, 0.3) });
     if (chance(rng, 0.12)) actions.push({ kind: 'update', atMs: rng.int(30, 900) * 1000, change: pick(rng, ['url', 'url', 'eventTypes', 'description'] as const) });
     if (chance(rng, 0.15)) {
-      const atMs = rng.int(120, 1200) * 1000;
-      const sinceMs = rng.int(0, atMs / 1000 - 60) * 1000;
-      actions.push({ kind: 'recover', atMs, sinceMs, ...(chance(rng, 0.5) ? { untilMs: rng.int(sinceMs / 1000 + 30, atMs / 1000) * 1000 } : {}), dryRun: chance(rng, 0.3) });
+      // Late, over a window from the campaign's first minutes: most of its events fall in it (a calling window
+      // opens up to 40 minutes in, so some do not).
+      const atMs = rng.int(600, 1800) * 1000;
+      const sinceMs = rng.int(0, 300) * 1000;
+      actions.push({ kind: 'recover', atMs, sinceMs, ...(chance(rng, 0.4) ? { untilMs: rng.int(sinceMs / 1000 + 60, atMs / 1000) * 1000 } : {}), dryRun: chance(rng, 0.3) });
+      // An endpoint subscribed to a few types that then subscribes to every type, and recovers what it was
+      // not sent: most deliveries of a healthy endpoint arrive, so this is the recovery that finds something.
+      if (endpoint.eventTypes && !actions.some((a) => a.kind === 'update') && chance(rng, 0.6)) actions.push({ kind: 'update', atMs: atMs - rng.int(10, 60) * 1000, change: 'eventTypes' });
     }
     if (chance(rng, 0.08)) actions.push({ kind: 'delete', atMs: Math.max(rng.int(60, 900) * 1000, ...actions.map((a) => a.atMs + 1000)) });
     if (actions.length > 0) endpoint.actions = actions.sort((a, b) => a.atMs - b.atMs);
