@@ -163,6 +163,9 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       // The owners' endpoint actions that were answered with success, and what they set off.
       rotations: host.receivers.all().filter((r) => r.rotation?.answeredAt !== undefined).length,
       urlChanges: host.receivers.all().filter((r) => r.move?.answeredAt !== undefined).length,
+      // Requests the changes were then checked on: to a moved URL, signed after a rotation was answered.
+      toMovedUrl: host.receivers.requests.filter((r) => r.path === 'moved').length,
+      afterRotation: host.receivers.requests.filter((r) => { const at = host.receivers.of(r.endpoint).rotation?.answeredAt; return at !== undefined && r.at > at; }).length,
       deletes: endpointRows(observed).filter((p) => p['deletedAt'] !== undefined).length,
       deletedDiscards: observed.jobs.filter((j) => j.state === 'discarded' && j.discardReason === 'endpoint_deleted').length,
       recoveries: driver.recoveries.length,
