@@ -140,6 +140,20 @@ const retryingHttp = (inner: WebhookHttp): WebhookHttp => ({
   },
 });
 
+/**
+ * A webhook client that sends only the first signature of `webhook-signature` (the new secret's): a
+ * rotation then drops the old secret at once instead of 24 h later, and a receiver that still holds only the
+ * old one (as the owner's may, for a day) refuses every delivery.
+ */
+const firstSignatureOnly = (inner: WebhookHttp): WebhookHttp => ({
+  vet: (hostname) => inner.vet(hostname),
+  send(request) {
+    const signature = request.headers?.['webhook-signature'];
+    if (signature === undefined) return inner.send(request);
+    return inner.send({ ...request, headers: { ...request.headers, 'webhook-signature': signature.split(' ')[0]! } });
+  },
+});
+
 /** A metrics sink that loses the job layer's discard counts (the rescuer built without the host's sink). */
 const withoutDiscards = (metrics: MetricsSink): MetricsSink => ({
   count(name, dimensions, value) {
@@ -195,6 +209,11 @@ export const bugs: readonly Bug[] = [
     name: 'webhook-lease-unscaled',
     description: "the endpoint lease and the time a send needs left of it are measured in real ms on a fast clock (the drain's clock and the lease's disagree)",
     alterations: { webhookOptions: ({ requestTimeoutMs }) => ({ lease: leaseTerms(requestTimeoutMs, 1) }) },
+  },
+  {
+    name: 'rotation-drops-old-signature',
+    description: "after a secret rotation, deliveries carry only the new secret's signature: the old secret stops verifying at once, not 24 h later",
+    alterations: { webhookHttp: firstSignatureOnly },
   },
   {
     name: 'mail-transport-retries',

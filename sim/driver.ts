@@ -1,7 +1,8 @@
 import type { SimHost } from './host.ts';
 import { SIM_START } from './host.ts';
-import type { Campaign } from './plan.ts';
+import type { Campaign, EndpointAction, EndpointPlan } from './plan.ts';
 import type { ReceivedMail } from './world/smtp.ts';
+import type { Rotation } from './world/endpoints.ts';
 
 /**
  * The campaign's customer: it drives redial through its public API on the simulation clock, as a
@@ -19,6 +20,17 @@ export interface DriverCall {
   path: string;
   /** Every status it got, in order (0: no answer). */
   statuses: number[];
+  /** Answers expected besides 2xx and 404 (api.expected-answers): a recovery of an endpoint disabled meanwhile is a 409. */
+  allowed?: number[];
+}
+
+/** A recovery the driver started: its id (from the 202) and what it asked. */
+export interface StartedRecovery {
+  endpoint: string;
+  endpointId: string;
+  recoveryId: string;
+  dryRun: boolean;
+  at: number;
 }
 
 const RESEND_DELAYS_MS = [2_000, 10_000, 60_000, 300_000, 900_000];
@@ -27,6 +39,8 @@ export class Driver {
   readonly calls: DriverCall[] = [];
   /** Batch ids by the batch's plan key. */
   readonly batches = new Map<string, { batchId: string; tenantId: string }>();
+  /** Recoveries started (answered 202). */
+  readonly recoveries: StartedRecovery[] = [];
   /** Tenants whose owner followed the confirmation link. */
   readonly confirmed = new Set<string>();
   /** Each tenant's API key (issued once its tenant exists), presented on every tenant route. */
@@ -71,6 +85,9 @@ export class Driver {
         this.at(SIM_START + batch.createAtMs, () => ready.then(() => this.createBatch(tenant.id, batch.key, batch)));
         if (batch.deleteAtMs !== undefined) this.at(SIM_START + batch.deleteAtMs, () => ready.then(() => this.deleteBatch(batch.key)));
       }
+      for (const endpoint of tenant.endpoints) {
+        for (const action of endpoint.actions ?? []) this.at(SIM_START + action.atMs, () => ready.then(() => this.manage(tenant.id, endpoint, action)));
+      }
     }
   }
 
@@ -108,6 +125,84 @@ export class Driver {
     const batch = this.batches.get(key);
     if (!batch) return;
     await this.request(`delete ${key}`, 'DELETE', `/v1/batches/${batch.batchId}`, undefined, this.as(batch.tenantId));
+  }
+
+  /**
+   * One of the owner's endpoint actions, with the tenant's key. What it changed, and when (sent, answered),
+   * is recorded on the endpoint's receiver, which the invariants hold the deliveries to.
+   */
+  private async manage(tenantId: string, endpoint: EndpointPlan, action: EndpointAction): Promise<void> {
+    const receiver = this.host.receivers.of(endpoint.name);
+    const id = receiver.endpointId;
+    if (!id) return;
+    const path = `/v1/endpoints/${id}`;
+    const startedAt = this.host.clock.now();
+    const what = `${action.kind} ${endpoint.name}`;
+    switch (action.kind) {
+      case 'rotate': {
+        // Only the first rotation is followed (the plan draws one): a second would need a history of secrets.
+        if (receiver.rotation) return;
+        const rotation: Rotation = { startedAt, expireOldNow: action.expireOldNow };
+        receiver.rotation = rotation;
+        const call = this.request(what, 'POST', `${path}/rotate-secret`, action.expireOldNow ? { expireOldNow: true } : {}, this.as(tenantId));
+        const record = this.calls.at(-1);
+        const response = await call;
+        const body = response.body as { secret?: string; previousSecretUntil?: string | null } | undefined;
+        if (response.status === 200 && body?.secret) {
+          rotation.answeredAt = this.host.clock.now();
+          rotation.tries = record?.statuses.length;
+          rotation.secret = body.secret;
+          rotation.previousSecretUntil = body.previousSecretUntil ? Date.parse(body.previousSecretUntil) : null;
+        }
+        return;
+      }
+      case 'update': {
+        let patch: Record<string, unknown>;
+        if (action.change === 'url') {
+          if (receiver.move) return;
+          receiver.move = { startedAt };
+          patch = { url: this.host.receivers.movedUrl(endpoint.name) };
+        } else if (action.change === 'eventTypes') {
+          if (receiver.subscription) return;
+          // Every type for an endpoint that had a few (a recovery then finds the events it was not sent), one for an endpoint that had every type.
+          const after = endpoint.eventTypes ? undefined : ['batch.finalised'];
+          receiver.subscription = { startedAt, before: endpoint.eventTypes, after };
+          patch = { eventTypes: after ?? null };
+        } else patch = { description: `changed at ${new Date(startedAt).toISOString()}` };
+        const call = this.request(what, 'PATCH', path, patch, this.as(tenantId));
+        const record = this.calls.at(-1);
+        const response = await call;
+        const change = action.change === 'url' ? receiver.move : action.change === 'eventTypes' ? receiver.subscription : undefined;
+        if (change && response.status === 200) {
+          change.answeredAt = this.host.clock.now();
+          change.tries = record?.statuses.length;
+        }
+        return;
+      }
+      case 'delete':
+        await this.request(what, 'DELETE', path, undefined, this.as(tenantId));
+        return;
+      case 'recover': {
+        const body = {
+          since: new Date(SIM_START + action.sinceMs).toISOString(),
+          ...(action.untilMs !== undefined ? { until: new Date(SIM_START + action.untilMs).toISOString() } : {}),
+          ...(action.dryRun ? { dryRun: true } : {}),
+        };
+        const call = this.request(what, 'POST', `${path}/recover`, body, this.as(tenantId));
+        // An endpoint disabled meanwhile (410 Gone) is refused until it is enabled.
+        const record = this.calls.at(-1);
+        if (record) record.allowed = [409];
+        const response = await call;
+        const recoveryId = (response.body as { recoveryId?: string } | undefined)?.recoveryId;
+        if (response.status !== 202 || !recoveryId) return;
+        this.recoveries.push({ endpoint: endpoint.name, endpointId: id, recoveryId, dryRun: action.dryRun, at: startedAt });
+        // The owner looks at it a few minutes later (the invariants read its row at the end).
+        this.at(this.host.clock.now() + 300_000, () => this.request(`recovery ${endpoint.name}`, 'GET', `${path}/recoveries/${recoveryId}`, undefined, this.as(tenantId)));
+        return;
+      }
+      default:
+        return action satisfies never;
+    }
   }
 
   /** The header that makes a request the tenant's: its API key. */

@@ -18,6 +18,10 @@ import type { Driver } from './driver.ts';
 import type { SimHost } from './host.ts';
 import { RESCUE_AFTER_MS, RESCUER_PERIOD_MS } from './host.ts';
 import { SimPlacer } from './world/placer.ts';
+import { SimReceivers } from './world/endpoints.ts';
+import type { ReceivedRequest } from './world/endpoints.ts';
+import { DeliveryDiscardReason } from '../functions/webhooks/kinds.ts';
+import type { RecoveryRow } from '../functions/webhooks/recover.ts';
 
 /**
  * The invariants: what must hold after any plan, each a named check with a message that says which
@@ -303,36 +307,48 @@ const batchesEnd: Check = (o) => {
 const everyEventDelivered: Check = (o, host, driver) => {
   const out: Violation[] = [];
   const endpoints = endpointsOf(o);
+  const deleted = new Set(endpoints.filter((p) => p.deletedAt !== undefined).map((p) => p.endpointId));
   const markers = new Set(byPk(o.webhooks, 'TENANT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => `${endpointIdOfPartition(String(m['pk'])) ?? '?'} ${String(m['jobId'])}`));
   const waiting = new Set(byPk(o.webhooks, 'TENANT#', (sk) => sk.startsWith('WAIT#')).map((e) => String(e['jobId'])));
   const jobs = new Map(o.jobs.map((j) => [j.id, j]));
   const delivered = new Set(host.receivers.requests.filter((r) => r.status >= 200 && r.status < 300).map((r) => `${r.endpoint} ${r.webhookId}`));
   const { events, targets, fanouts } = host.writes;
+  // A recovery's deliveries of an event to an endpoint (it drops the original's discard marker: they stand for it).
+  const recoveredOf = new Map<string, string[]>();
+  for (const [jobId, r] of host.writes.recovered) recoveredOf.set(`${r.endpointId} ${r.eventId}`, [...(recoveredOf.get(`${r.endpointId} ${r.eventId}`) ?? []), jobId]);
   for (const key of targets) {
     const [endpointId, eventId] = key.split(' ') as [string, string];
     if (delivered.has(`${host.receivers.nameOf(endpointId) ?? '?'} ${eventId}`)) continue;
     const jobId = deliveryJobId(eventId, endpointId);
-    const job = jobs.get(jobId);
+    const recoveries = (recoveredOf.get(key) ?? []).flatMap((id) => jobs.get(id) ?? []);
+    const own = jobs.get(jobId);
     const event = events.get(eventId);
     const what = `event ${eventId} (${event?.type ?? '?'}) to endpoint ${endpointId}`;
-    if (!job) {
+    if (!own && recoveries.length === 0) {
       // A delivery with no job waits in the list until the holder sends it; gone from the list unsent, it is lost.
       if (!waiting.has(jobId)) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} left the wait list without being delivered, and no job was made for it` });
       else if (o.settled) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} still waits in the list with nothing left to run` });
       continue;
     }
-    if (job.state === JobState.discarded) {
-      if (!markers.has(`${endpointId} ${jobId}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `delivery ${jobId} was discarded (${job.discardReason ?? '?'}) without the marker redeliver reads: it cannot be brought back` });
-      continue;
+    // Discarded with the marker redeliver reads, or because its endpoint was deleted (the purge's, or the delivery's own when it found the tombstone).
+    const accounted = (j: JobRow) => j.state === JobState.discarded && (markers.has(`${endpointId} ${j.id}`) || (j.discardReason === DeliveryDiscardReason.endpoint_deleted && deleted.has(endpointId)));
+    const candidates = recoveries.length > 0 ? recoveries : [own!];
+    if (candidates.some(accounted)) continue;
+    for (const job of candidates) {
+      if (job.state === JobState.discarded) {
+        out.push({ invariant: 'webhooks.every-event-delivered', message: `delivery ${job.id} was discarded (${job.discardReason ?? '?'}) without the marker redeliver reads${job.discardReason === DeliveryDiscardReason.endpoint_deleted ? ', and its endpoint is not deleted' : ''}: it cannot be brought back` });
+        continue;
+      }
+      if (o.settled || isTerminal(job.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} never arrived; its delivery ${job.id} is ${job.state}` });
     }
-    if (o.settled || isTerminal(job.state)) out.push({ invariant: 'webhooks.every-event-delivered', message: `${what} never arrived; its delivery is ${job.state}` });
   }
   // Every applied completion and finalisation published its event in the same transaction, to every endpoint
-  // of its tenant that subscribed and was enabled then; a publication written apart from it can be lost.
+  // of its tenant that subscribed and was enabled (and not deleted) then; a publication written apart from it can be lost.
   const tenantOf = new Map([...driver.batches.values()].map((b) => [b.batchId, b.tenantId]));
   const published = (type: string, match: (data: Record<string, unknown>) => boolean) => [...events.values()].some((e) => e.type === type && match(e.data));
-  const expects = (batchId: string, type: string, at: number) =>
-    endpoints.some((p) => p.tenantId === tenantOf.get(batchId) && subscribes(p, type as EventType) && !(p.disabled && p.disabledAt !== undefined && p.disabledAt <= new Date(at).toISOString()));
+  const routable = (p: EndpointRow, type: string, at: string) =>
+    subscribedAt(host, p, type, Date.parse(at)) === true && !(p.disabled && p.disabledAt !== undefined && p.disabledAt <= at) && !(p.deletedAt !== undefined && p.deletedAt <= at);
+  const expects = (batchId: string, type: string, at: number) => endpoints.some((p) => p.tenantId === tenantOf.get(batchId) && routable(p, type, new Date(at).toISOString()));
   for (const c of host.writes.completions) {
     if (!expects(c.batchId, 'call.completed', c.at)) continue;
     if (!published('call.completed', (d) => d['batchId'] === c.batchId && d['contactNumber'] === c.contactNumber && d['round'] === c.round))
@@ -347,14 +363,27 @@ const everyEventDelivered: Check = (o, host, driver) => {
     // A fanout makes its deliveries when it runs: only a finished one is held to them.
     if (fanouts.has(event.id) && !(fanout && isTerminal(fanout.state))) continue;
     const madeBy = fanout?.finalizedAt ?? event.timestamp;
-    for (const p of endpoints.filter((p) => p.tenantId === event.tenantId && subscribes(p, event.type))) {
-      // An endpoint disabled before the event was routed gets no delivery.
-      if (p.disabled && p.disabledAt !== undefined && p.disabledAt <= madeBy) continue;
+    // An endpoint disabled or deleted before the event was routed gets no delivery.
+    for (const p of endpoints.filter((p) => p.tenantId === event.tenantId && routable(p, event.type, madeBy))) {
       if (!targets.has(`${p.endpointId} ${event.id}`)) out.push({ invariant: 'webhooks.every-event-delivered', message: `event ${event.id} (${event.type}) was published with no delivery to endpoint ${p.endpointId}, which subscribes to it` });
     }
   }
   return out;
 };
+
+/**
+ * Whether endpoint `p` subscribed to `type` at `at`: as it does now, unless the driver changed its event
+ * types (sim/driver.ts): before the change was sent, as it did before; while the change was out (its commit
+ * lies somewhere in that span), undefined: either.
+ */
+function subscribedAt(host: SimHost, p: EndpointRow, type: string, at: number): boolean | undefined {
+  const name = host.receivers.nameOf(p.endpointId);
+  const change = name === undefined ? undefined : host.receivers.of(name).subscription;
+  if (!change) return subscribes(p, type as EventType);
+  if (at < change.startedAt) return change.before === undefined || change.before.includes(type);
+  if (change.answeredAt !== undefined && at > change.answeredAt) return subscribes(p, type as EventType);
+  return undefined;
+}
 
 /**
  * A delivery put in an endpoint's wait list is sent within {@link SimHost.strandedWithinMs} of being
@@ -397,7 +426,111 @@ const oneWebhookIdPerEvent: Check = (_o, host) => {
       continue;
     }
     if (r.body !== eventBody(event)) out.push({ invariant: 'webhooks.one-webhook-id-per-event', message: `endpoint ${r.endpoint} got webhook-id ${r.webhookId} with another event's body` });
-    if (!r.signatureOk) out.push({ invariant: 'webhooks.one-webhook-id-per-event', message: `endpoint ${r.endpoint} got ${r.webhookId} with a signature its secret does not verify` });
+  }
+  return out;
+};
+
+/**
+ * Every request is signed with the secrets live for its endpoint when it arrived (docs/webhooks.md,
+ * "Managing an endpoint"): the secret it was registered with until a rotation was sent; while the rotation
+ * was out, the old or the new one; after its answer the new one, and the old one too (a receiver still
+ * holding only it verifies) until `previousSecretUntil`, never after it (at once with `expireOldNow`). A
+ * rotation answered only after a re-send may have committed a secret the driver never saw on its first
+ * try: then the old secret is no longer asked for, or refused, after it.
+ */
+const signedWithLiveSecrets: Check = (_o, host) => {
+  const out: Violation[] = [];
+  const bad = (r: ReceivedRequest, why: string) => out.push({ invariant: 'webhooks.signed-with-live-secrets', message: `endpoint ${r.endpoint} got ${r.webhookId} at ${new Date(r.at).toISOString()} ${why}` });
+  for (const r of host.receivers.requests) {
+    const receiver = host.receivers.of(r.endpoint);
+    if (receiver.secret === undefined) {
+      bad(r, 'before its secret was known (its registration never answered)');
+      continue;
+    }
+    const old = SimReceivers.signedWith(r, receiver.secret);
+    const rotation = receiver.rotation;
+    if (!rotation || r.at < rotation.startedAt) {
+      if (!old) bad(r, 'with a signature its secret does not verify');
+      continue;
+    }
+    // Never answered: its new secret is not known.
+    if (rotation.answeredAt === undefined || rotation.secret === undefined) continue;
+    const current = SimReceivers.signedWith(r, rotation.secret);
+    if (r.at <= rotation.answeredAt) {
+      if (!old && !current && rotation.tries === 1) bad(r, 'while its secret was rotated, signed with neither the old secret nor the new one');
+      continue;
+    }
+    if (!current) bad(r, `after its secret was rotated (answered at ${new Date(rotation.answeredAt).toISOString()}), not signed with the new secret`);
+    if (rotation.tries !== 1) continue;
+    const until = rotation.previousSecretUntil ?? undefined;
+    if (until !== undefined && r.at < until && !old) bad(r, `not signed with the previous secret, which signs until ${new Date(until).toISOString()}`);
+    if ((until === undefined || r.at >= until) && old) bad(r, `signed with the previous secret, which stopped signing ${until === undefined ? 'at the rotation (expireOldNow)' : `at ${new Date(until).toISOString()}`}`);
+  }
+  return out;
+};
+
+/** Nothing reaches a deleted endpoint after its DELETE committed (a request already on its way arrives at the commit's moment, never after it). */
+const nothingAfterDelete: Check = (o, host) => {
+  const out: Violation[] = [];
+  for (const p of endpointsOf(o).filter((p) => p.deletedAt !== undefined)) {
+    const name = host.receivers.nameOf(p.endpointId);
+    const deletedAt = Date.parse(p.deletedAt!);
+    for (const r of host.receivers.requests.filter((r) => r.endpoint === name && r.at > deletedAt)) {
+      out.push({ invariant: 'webhooks.nothing-after-delete', message: `endpoint ${name ?? p.endpointId} got ${r.webhookId} at ${new Date(r.at).toISOString()}, after it was deleted at ${p.deletedAt}` });
+    }
+  }
+  return out;
+};
+
+/** After a URL change was answered, nothing goes to the old URL; nothing went to the new one before the change was sent. */
+const sentToCurrentUrl: Check = (_o, host) => {
+  const out: Violation[] = [];
+  for (const r of host.receivers.requests) {
+    const move = host.receivers.of(r.endpoint).move;
+    if (r.path === 'moved' && (!move || r.at < move.startedAt)) out.push({ invariant: 'webhooks.sent-to-current-url', message: `endpoint ${r.endpoint} got ${r.webhookId} at its new URL at ${new Date(r.at).toISOString()}, before the change was sent` });
+    if (r.path === 'registered' && move?.answeredAt !== undefined && r.at > move.answeredAt)
+      out.push({ invariant: 'webhooks.sent-to-current-url', message: `endpoint ${r.endpoint} got ${r.webhookId} at its old URL at ${new Date(r.at).toISOString()}, after its URL change committed (answered at ${new Date(move.answeredAt).toISOString()})` });
+  }
+  return out;
+};
+
+/**
+ * Every recovery the driver started ends (completed; failed only when its endpoint was deleted or disabled),
+ * with matched ≥ requeued and nothing requeued on a dry run; it wrote exactly the deliveries it counts as
+ * requeued (each page commits its deliveries with the row's counters), and each of them reached the endpoint
+ * with its event's id as webhook-id, unless discarded with the marker redeliver reads or by the endpoint's
+ * deletion.
+ */
+const recoveriesComplete: Check = (o, host, driver) => {
+  const out: Violation[] = [];
+  const bad = (message: string) => out.push({ invariant: 'webhooks.recoveries-complete', message });
+  const rows = new Map((byPk(o.webhooks, 'TENANT#', (sk) => sk.startsWith('RECOVERY#')) as unknown as RecoveryRow[]).map((r) => [r.recoveryId, r]));
+  const endpoints = new Map(endpointsOf(o).map((p) => [p.endpointId, p]));
+  const markers = new Set(byPk(o.webhooks, 'TENANT#', (sk) => sk.startsWith('DISCARDED#')).map((m) => String(m['jobId'])));
+  const jobs = new Map(o.jobs.map((j) => [j.id, j]));
+  for (const started of driver.recoveries) {
+    const row = rows.get(started.recoveryId);
+    const what = `recovery ${started.recoveryId} of endpoint ${started.endpoint}${started.dryRun ? ' (dry run)' : ''}`;
+    if (!row) {
+      bad(`${what} was answered 202 and has no row`);
+      continue;
+    }
+    const endpoint = endpoints.get(row.endpointId);
+    const gone = endpoint?.deletedAt !== undefined || endpoint?.disabled === true;
+    if (row.status === 'running' && o.settled) bad(`${what} is still running with nothing left to run`);
+    if (row.status === 'failed' && !gone) bad(`${what} failed (${row.error ?? '?'}) though its endpoint is live`);
+    if (row.requeued > row.matched) bad(`${what} requeued ${row.requeued} of ${row.matched} matched`);
+    if (row.dryRun && row.requeued !== 0) bad(`${what} is a dry run and requeued ${row.requeued}`);
+    const written = [...host.writes.recovered].filter(([, r]) => r.recoveryId === row.recoveryId);
+    if (row.status !== 'running' && written.length !== row.requeued) bad(`${what} counts ${row.requeued} requeued; ${written.length} deliveries were written for it`);
+    for (const [jobId, r] of written) {
+      const arrived = host.receivers.requests.some((q) => q.endpoint === started.endpoint && q.webhookId === r.eventId && q.at >= r.at && q.status >= 200 && q.status < 300);
+      if (arrived) continue;
+      const job = jobs.get(jobId);
+      if (job?.state === JobState.discarded && (markers.has(jobId) || job.discardReason === DeliveryDiscardReason.endpoint_deleted)) continue;
+      if (job && !isTerminal(job.state) && !o.settled) continue;
+      bad(`${what} requeued event ${r.eventId}, and its delivery ${jobId} (${job?.state ?? 'no job'}) never brought it to the endpoint under its webhook-id`);
+    }
   }
   return out;
 };
@@ -532,6 +665,7 @@ const expectedAnswers: Check = (_o, host, driver) => {
   const out: Violation[] = [];
   for (const call of driver.calls) {
     for (const status of call.statuses) {
+      if (call.allowed?.includes(status)) continue;
       if (status === 500 || (status >= 400 && status < 500 && status !== 404)) out.push({ invariant: 'api.expected-answers', message: `${call.what}: ${call.method} ${call.path} answered ${status}` });
     }
   }
@@ -556,6 +690,10 @@ export const invariants: Readonly<Record<string, Check>> = {
   'webhooks.stranded-delivered-in-time': strandedDeliveredInTime,
   'webhooks.one-in-flight-per-endpoint': oneInFlightPerEndpoint,
   'webhooks.one-webhook-id-per-event': oneWebhookIdPerEvent,
+  'webhooks.signed-with-live-secrets': signedWithLiveSecrets,
+  'webhooks.nothing-after-delete': nothingAfterDelete,
+  'webhooks.sent-to-current-url': sentToCurrentUrl,
+  'webhooks.recoveries-complete': recoveriesComplete,
   'retries.one-send-per-run': oneSendPerRun,
   'jobs.none-stuck': noneStuck,
   'jobs.attempts-within-max': attemptsWithinMax,

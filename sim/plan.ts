@@ -15,7 +15,25 @@ export interface EndpointPlan {
   name: string;
   /** Subscribed event types; undefined: every type. */
   eventTypes?: string[];
+  /** What its owner does to it while the campaign runs (rarely), in time order: drawn apart (drawEndpointActions). */
+  actions?: EndpointAction[];
 }
+
+/**
+ * An owner's management of an endpoint, through its API key (docs/webhooks.md, "Managing an endpoint",
+ * "Recovery"); each at `atMs` after the start:
+ * - `rotate`: a new signing secret, the old one signing too for 24 h unless `expireOldNow`;
+ * - `update`: a new URL (another path of the same receiver: `/e/<name>/moved`), other event types (every type
+ *   for an endpoint that had a few, `batch.finalised` alone for one that had every type), or a description;
+ * - `delete`: nothing is sent to it from the commit on; what waited is discarded (`endpoint_deleted`);
+ * - `recover`: the events of `[sinceMs, untilMs)` (until: now if absent) it subscribes to and did not
+ *   receive are sent again, under their own webhook-id; a dry run only counts them.
+ */
+export type EndpointAction =
+  | { kind: 'rotate'; atMs: number; expireOldNow: boolean }
+  | { kind: 'update'; atMs: number; change: 'url' | 'eventTypes' | 'description' }
+  | { kind: 'delete'; atMs: number }
+  | { kind: 'recover'; atMs: number; sinceMs: number; untilMs?: number; dryRun: boolean };
 
 export interface BatchPlan {
   /** The Idempotency-Key the driver creates it with (so a re-sent POST creates nothing new). */
@@ -345,6 +363,7 @@ export function drawPlan(seed: number): Plan {
     if (fault) faults.push(fault);
   }
   const slow = drawSlowSends(seed, campaign, faults.length + 1);
+  drawEndpointActions(seed, campaign);
   return slow ? { seed, campaign, faults: [...faults, slow], speed: SLOW_SEND_SPEED } : { seed, campaign, faults };
 }
 
@@ -358,6 +377,34 @@ function drawSlowSends(seed: number, campaign: Campaign, id: number): Fault | un
   const endpoints = campaign.tenants.flatMap((t) => t.endpoints.map((e) => e.name));
   if (endpoints.length === 0 || !chance(rng, 0.15)) return undefined;
   return { id, kind: 'endpoint.slow', endpoint: pick(rng, endpoints), nth: rng.int(1, 2), count: rng.int(1, 3), fraction: 0.8 + Math.floor(rng.float() * 19) / 100 };
+}
+
+/**
+ * The owners' management of their endpoints (a rotation, a change, a deletion, a recovery), for a few
+ * endpoints, from a generator of its own, as {@link drawSlowSends}: the campaigns and faults drawn before
+ * these actions existed are drawn as they were, and `--only` (which drops faults) keeps them. Rare enough
+ * that most events still flow: each endpoint gets each action with a small chance, at a time within the
+ * campaign's first quarter hour (batches are created in its first 5 minutes); a deletion comes last.
+ */
+function drawEndpointActions(seed: number, campaign: Campaign): void {
+  const rng = seededRng(seed * 43 + 11);
+  for (const endpoint of campaign.tenants.flatMap((t) => t.endpoints)) {
+    const actions: EndpointAction[] = [];
+    if (chance(rng, 0.15)) actions.push({ kind: 'rotate', atMs: rng.int(30, 900) * 1000, expireOldNow: chance(rng, 0.3) });
+    if (chance(rng, 0.12)) actions.push({ kind: 'update', atMs: rng.int(30, 900) * 1000, change: pick(rng, ['url', 'url', 'eventTypes', 'description'] as const) });
+    if (chance(rng, 0.15)) {
+      // Late, over a window from the campaign's first minutes: most of its events fall in it (a calling window
+      // opens up to 40 minutes in, so some do not).
+      const atMs = rng.int(600, 1800) * 1000;
+      const sinceMs = rng.int(0, 300) * 1000;
+      actions.push({ kind: 'recover', atMs, sinceMs, ...(chance(rng, 0.4) ? { untilMs: rng.int(sinceMs / 1000 + 60, atMs / 1000) * 1000 } : {}), dryRun: chance(rng, 0.3) });
+      // An endpoint subscribed to a few types that then subscribes to every type, and recovers what it was
+      // not sent: most deliveries of a healthy endpoint arrive, so this is the recovery that finds something.
+      if (endpoint.eventTypes && !actions.some((a) => a.kind === 'update') && chance(rng, 0.6)) actions.push({ kind: 'update', atMs: atMs - rng.int(10, 60) * 1000, change: 'eventTypes' });
+    }
+    if (chance(rng, 0.08)) actions.push({ kind: 'delete', atMs: Math.max(rng.int(60, 900) * 1000, ...actions.map((a) => a.atMs + 1000)) });
+    if (actions.length > 0) endpoint.actions = actions.sort((a, b) => a.atMs - b.atMs);
+  }
 }
 
 /**
@@ -433,9 +480,27 @@ export function describeCampaign(campaign: Campaign): string {
   return campaign.tenants
     .map((t) => {
       const batches = t.batches.map((b) => `${b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start})` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`).join(', ');
-      return `${t.id}: limit ${t.concurrencyLimit}, batches [${batches}], endpoints ${t.endpoints.length}${t.ownerEmail ? `, owner ${t.ownerEmail}, ${t.accessRequests} access requests` : ''}`;
+      const actions = t.endpoints.flatMap((e) => (e.actions ?? []).map((a) => `${e.name} ${describeAction(a)}`));
+      return `${t.id}: limit ${t.concurrencyLimit}, batches [${batches}], endpoints ${t.endpoints.length}${actions.length ? ` (${actions.join(', ')})` : ''}${t.ownerEmail ? `, owner ${t.ownerEmail}, ${t.accessRequests} access requests` : ''}`;
     })
     .join('; ');
+}
+
+/** An endpoint action, in a few words. */
+export function describeAction(a: EndpointAction): string {
+  const at = `at ${a.atMs / 1000} s`;
+  switch (a.kind) {
+    case 'rotate':
+      return `rotate${a.expireOldNow ? ' (expireOldNow)' : ''} ${at}`;
+    case 'update':
+      return `update ${a.change} ${at}`;
+    case 'delete':
+      return `delete ${at}`;
+    case 'recover':
+      return `recover${a.dryRun ? ' (dry run)' : ''} [${a.sinceMs / 1000} s, ${a.untilMs === undefined ? 'now' : `${a.untilMs / 1000} s`}) ${at}`;
+    default:
+      return a satisfies never;
+  }
 }
 
 /** A deterministic draw in [0, 1) from a seed and a name (a call's outcome must not depend on arrival order). */

@@ -160,6 +160,16 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       lostAttempts: observed.jobs.reduce((n, j) => n + j.attempts.filter((a) => a.outcome === 'lost').length, 0),
       snoozes: observed.jobs.reduce((n, j) => n + j.snoozes, 0),
       passesLeftOut: host.passesLeftOut(),
+      // The owners' endpoint actions that were answered with success, and what they set off.
+      rotations: host.receivers.all().filter((r) => r.rotation?.answeredAt !== undefined).length,
+      urlChanges: host.receivers.all().filter((r) => r.move?.answeredAt !== undefined).length,
+      // Requests the changes were then checked on: to a moved URL, signed after a rotation was answered.
+      toMovedUrl: host.receivers.requests.filter((r) => r.path === 'moved').length,
+      afterRotation: host.receivers.requests.filter((r) => { const at = host.receivers.of(r.endpoint).rotation?.answeredAt; return at !== undefined && r.at > at; }).length,
+      deletes: endpointRows(observed).filter((p) => p['deletedAt'] !== undefined).length,
+      deletedDiscards: observed.jobs.filter((j) => j.state === 'discarded' && j.discardReason === 'endpoint_deleted').length,
+      recoveries: driver.recoveries.length,
+      recovered: host.writes.recovered.size,
     };
     return {
       seed: plan.seed,
@@ -180,6 +190,8 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
     await timed('stop', () => host.stop());
   }
 }
+
+const endpointRows = (o: { webhooks: Record<string, unknown>[] }) => o.webhooks.filter((i) => i['sk'] === 'ENDPOINT');
 
 /** Runs the plan of `seed`, or the part of it with only the faults `only` names. */
 export function runSeed(seed: number, options: RunOptions & { only?: readonly number[] }): Promise<SeedResult> {

@@ -94,9 +94,11 @@ export class Scopes {
   }
 
   /** A side effect of job `jobId` reached the world (its call, its delivery); returns the live runs of that job that may have sent it. */
-  sideEffect(jobId: string): number[] {
+  sideEffect(jobId: string, options: { andSuffixed?: boolean } = {}): number[] {
     const runs: number[] = [];
-    for (const scope of this.byJob.get(jobId) ?? []) {
+    // `andSuffixed`: the job's own runs and those of jobs named after it (`<jobId>:<suffix>`: a recovery's delivery).
+    const scopes = options.andSuffixed ? [...this.byJob].filter(([id]) => id === jobId || id.startsWith(`${jobId}:`)).flatMap(([, set]) => [...set]) : [...(this.byJob.get(jobId) ?? [])];
+    for (const scope of scopes) {
       // A dead run sends nothing; the request is a newer run's.
       if (scope.invocation.crashed) continue;
       scope.sideEffectAt = scope.requests;

@@ -22,9 +22,14 @@ import type { Scopes } from '../scope.ts';
 
 export interface ReceivedRequest {
   endpoint: string;
+  /** Which of the endpoint's URLs it came to: the one it was registered with, or the one a PATCH moved it to. */
+  path: 'registered' | 'moved';
   webhookId: string;
   body: string;
-  signatureOk: boolean;
+  /** `webhook-timestamp`, as sent. */
+  timestamp: string;
+  /** Each `v1,<signature>` of `webhook-signature`. */
+  signatures: string[];
   /** Clock ms. */
   at: number;
   /** Requests to this endpoint open when this one arrived (itself excluded). */
@@ -35,10 +40,41 @@ export interface ReceivedRequest {
   runs: number[];
 }
 
-interface Receiver {
+/**
+ * An owner's change to an endpoint, as the driver made it: sent at `startedAt` (clock ms; the first try), and
+ * answered with success at `answeredAt` after `tries` requests (undefined while unanswered, or if it never
+ * succeeded). The commit lies between the two: the clock stands still while a request is out, so with one
+ * try they are the same moment, and a delivery already on its way when the commit landed arrives at that
+ * moment too, never after it.
+ */
+export interface Change {
+  startedAt: number;
+  answeredAt?: number;
+  tries?: number;
+}
+
+/** A secret rotation: the new secret (when the answer came) and until when the old one signs too (null: expireOldNow). */
+export interface Rotation extends Change {
+  expireOldNow: boolean;
+  secret?: string;
+  previousSecretUntil?: number | null;
+}
+
+/** An event-types change: the types before it (undefined: every type) and after. */
+export interface Subscription extends Change {
+  before: string[] | undefined;
+  after: string[] | undefined;
+}
+
+export interface Receiver {
   name: string;
   endpointId?: string;
-  verifier?: Webhook;
+  /** The secret it was registered with. */
+  secret?: string;
+  rotation?: Rotation;
+  /** Its URL changed to `/e/<name>/moved`. */
+  move?: Change;
+  subscription?: Subscription;
   received: number;
   open: number;
   /** Faults on this endpoint; `healed` turns them off (the redeliver phase). */
@@ -85,11 +121,39 @@ export class SimReceivers {
     return `${this.base}/e/${name}`;
   }
 
+  /** The URL a PATCH moves the endpoint to: another path of the same receiver. */
+  movedUrl(name: string): string {
+    return `${this.base}/e/${name}/moved`;
+  }
+
   /** The endpoint's id and signing secret, once registered. */
   register(name: string, endpointId: string, secret: string): void {
     const receiver = this.receiver(name);
     receiver.endpointId = endpointId;
-    receiver.verifier = new Webhook(secret);
+    receiver.secret = secret;
+  }
+
+  /** Every receiver a request or a registration made. */
+  all(): Receiver[] {
+    return [...this.receivers.values()];
+  }
+
+  /** The receiver of `name` (what the driver changed on it is recorded there). */
+  of(name: string): Receiver {
+    return this.receiver(name);
+  }
+
+  /** Whether `request` carries a signature `secret` makes (Standard Webhooks: over id, timestamp and body). */
+  static signedWith(request: ReceivedRequest, secret: string): boolean {
+    const seconds = Number(request.timestamp);
+    if (!Number.isFinite(seconds)) return false;
+    let expected: string;
+    try {
+      expected = new Webhook(secret).sign(request.webhookId, new Date(seconds * 1000), request.body);
+    } catch {
+      return false;
+    }
+    return request.signatures.includes(expected);
   }
 
   /** The most requests ever open at once on each endpoint. */
@@ -116,7 +180,8 @@ export class SimReceivers {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const name = /^\/e\/([A-Za-z0-9_-]+)$/.exec(req.url ?? '')?.[1];
+    const matched = /^\/e\/([A-Za-z0-9_-]+)(\/moved)?$/.exec(req.url ?? '');
+    const name = matched?.[1];
     if (!name) {
       res.writeHead(404).end();
       return;
@@ -135,16 +200,24 @@ export class SimReceivers {
     const body = Buffer.concat(chunks).toString('utf8');
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
     const webhookId = headers['webhook-id'] ?? '';
-    let signatureOk: boolean;
-    try {
-      receiver.verifier?.verify(body, headers);
-      signatureOk = receiver.verifier !== undefined;
-    } catch {
-      signatureOk = false;
-    }
-    const runs = receiver.endpointId ? this.options.scopes.sideEffect(deliveryJobId(webhookId, receiver.endpointId)) : [];
+    // Checked against the secrets live for the endpoint afterwards (invariants.ts): a rotation's new secret is
+    // known only once the driver has its answer, and a delivery may arrive before that.
+    const signatures = (headers['webhook-signature'] ?? '').split(' ').filter((s) => s.length > 0);
+    // The runs of the delivery's job, or of a recovery's (its id is the original's and the recovery's).
+    const runs = receiver.endpointId ? this.options.scopes.sideEffect(deliveryJobId(webhookId, receiver.endpointId), { andSuffixed: true }) : [];
     const n = ++receiver.received;
-    const record: ReceivedRequest = { endpoint: name, webhookId, body, signatureOk, at: this.options.clock.now(), concurrent, status: 200, runs };
+    const record: ReceivedRequest = {
+      endpoint: name,
+      path: matched?.[2] ? 'moved' : 'registered',
+      webhookId,
+      body,
+      timestamp: headers['webhook-timestamp'] ?? '',
+      signatures,
+      at: this.options.clock.now(),
+      concurrent,
+      status: 200,
+      runs,
+    };
     this.requests.push(record);
 
     const fault = this.healed ? undefined : receiver.faults.find((f) => n >= f.nth && n < f.nth + f.count);

@@ -91,6 +91,11 @@ export class AppliedWrites {
   readonly events = new Map<string, WebhookEvent>();
   /** `<endpoint id> <event id>`: a delivery of that event to that endpoint was written (a job or an entry). */
   readonly targets = new Set<string>();
+  /**
+   * Deliveries a recovery requeued (`webhook.deliver:<event>:<endpoint>:<recovery id>`), by job id: their
+   * event, endpoint, recovery, and when the page that requeued them committed.
+   */
+  readonly recovered = new Map<string, { endpointId: string; eventId: string; recoveryId: string; at: number }>();
   /** Events whose webhook.fanout job was written. */
   readonly fanouts = new Set<string>();
   /**
@@ -137,7 +142,11 @@ export class AppliedWrites {
   private job(row: Record<string, unknown>): void {
     const args = row['args'] as { event?: WebhookEvent; endpointId?: string } | undefined;
     if (!args?.event) return;
-    if (row['kind'] === 'webhook.deliver' && args.endpointId) this.target(args.endpointId, args.event);
+    if (row['kind'] === 'webhook.deliver' && args.endpointId) {
+      this.target(args.endpointId, args.event);
+      const recoveryId = /:(rcv_[0-9a-f]+)$/.exec(String(row['id']))?.[1];
+      if (recoveryId && !this.recovered.has(String(row['id']))) this.recovered.set(String(row['id']), { endpointId: args.endpointId, eventId: args.event.id, recoveryId, at: this.now() });
+    }
     if (row['kind'] === 'webhook.fanout') {
       this.events.set(args.event.id, args.event);
       this.fanouts.add(args.event.id);

@@ -29,7 +29,7 @@ async function expectFound(name: string, seeds: readonly number[], invariants: s
   expect(clean.violations).toEqual([]);
 }
 
-// The eight run at once (each mostly waits on DynamoDB Local), each on its few seeds in order, the one that
+// The nine run at once (each mostly waits on DynamoDB Local), each on its few seeds in order, the one that
 // reported it in the last replays first (the others are there for a run whose interleaving differs).
 describe.concurrent('the simulation finds a bug put back', () => {
   // No drawn plan reaches a job's last attempt (8 to 18 attempts in), so this one runs a targeted plan
@@ -72,6 +72,10 @@ describe.concurrent('the simulation finds a bug put back', () => {
 
   it('ALeaseMeasuredInRealTimeOnAFastClockExpiresDuringASlowSend_AndASecondDeliveryGoesOutBesideIt', () =>
     expectFound('webhook-lease-unscaled', [124, 27, 122], ['webhooks.one-in-flight-per-endpoint']), 300_000);
+
+  // Seeds whose plan rotates an endpoint's secret (not expireOldNow) before events flow to it: 29 (e2 at 72 s), 38 (e1 at 85 s), 17.
+  it('ARotationThatDropsTheOldSignatureAtOnceLeavesAReceiverHoldingTheOldSecretUnableToVerify', () =>
+    expectFound('rotation-drops-old-signature', [29, 38, 17], ['webhooks.signed-with-live-secrets']), 300_000);
 
   it('AWebhookClientThatRetriesOnItsOwnSendsADeliveryTwiceInOneRun', () => expectFound('webhook-client-retries', [12, 17, 18, 4, 6], ['retries.one-send-per-run']), 300_000);
 });
