@@ -96,10 +96,16 @@ export async function buildBundle(root: string, entry: string, outdir: string): 
   return { file, bytes, largest };
 }
 
-/** A request that reached a stand-in: the service (from the endpoint variable) and its X-Amz-Target or method and path. */
+/**
+ * A request that reached a stand-in: the service (from the endpoint variable), its X-Amz-Target or method
+ * and path, and what the IAM check needs to know which resource it acts on (test/infra/iam/stand-ins.ts):
+ * the path with its query (a REST API names its resource there) and the body (parsed when it is JSON).
+ */
 export interface StandInRequest {
   service: string;
   operation: string;
+  url: string;
+  body: unknown;
 }
 
 type Answer = { status: number; body: unknown } | 'forward';
@@ -137,11 +143,14 @@ export async function startStandIns(options: { dynamoEndpoint?: string } = {}): 
   for (const [service, answer] of Object.entries(services)) {
     const server = createServer((req, res) => {
       const operation = String(req.headers['x-amz-target'] ?? `${req.method} ${(req.url ?? '').split('?')[0]}`);
-      requests.push({ service, operation });
+      // Recorded on arrival, in order; the body is filled in once it has been read, before any answer.
+      const recorded: StandInRequest = { service, operation, url: req.url ?? '', body: undefined };
+      requests.push(recorded);
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = Buffer.concat(chunks);
+        recorded.body = parsedBody(body.toString('utf8'));
         const a = answer(operation, body.toString('utf8'));
         if (a === 'forward') {
           const target = new URL(options.dynamoEndpoint!);
@@ -175,6 +184,16 @@ export async function startStandIns(options: { dynamoEndpoint?: string } = {}): 
       }
     },
   };
+}
+
+/** A request body as JSON when it is JSON (every service here but a bodiless DELETE), else its text. */
+function parsedBody(text: string): unknown {
+  if (text === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 /** The call-result signing secret the Secrets Manager stand-in gives the intake. */
