@@ -16,6 +16,7 @@ import type { TableNames } from '../../functions/app/catalog.ts';
 import { apiKeyKey, newApiKey } from '../../functions/calls/keys.ts';
 import { dialKind, finaliseKind } from '../../functions/calls/kinds.ts';
 import { ownerNotifyKind } from '../../functions/mail/kinds.ts';
+import { contactKey } from '../../functions/mail/store.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { webhookDeliverKind, webhookSweepKind } from '../../functions/webhooks/kinds.ts';
 import { dynamoEndpoint, freshTables } from '../support/dynamo.ts';
@@ -38,6 +39,8 @@ const INTAKE_LIMIT = 0.8 * 1024 * 1024;
 const OTHERS_LIMIT = 1_200_000;
 
 const TENANT = 'acme';
+/** A tenant with a confirmed owner address: the mail worker's notice to it is sent (through SES). */
+const NOTIFIED = 'notified';
 /** Ids of the shape the contexts parse (`<prefix>_<tenantId>.<32 hex>`) that name nothing stored. */
 const BATCH_ID = `b_${TENANT}.${'0'.repeat(32)}`;
 const ENDPOINT_ID = `ep_${TENANT}.${'0'.repeat(32)}`;
@@ -120,6 +123,9 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
       new PutCommand({ TableName: tableNames.calls, Item: { ...apiKeyKey(TENANT, key.keyId), tenantId: TENANT, keyId: key.keyId, hash: key.hash, createdAt: new Date().toISOString() } }),
     );
     apiKey = key.key;
+    await fresh.clients.dynamo.send(
+      new PutCommand({ TableName: tableNames.mail, Item: { ...contactKey(NOTIFIED), tenantId: NOTIFIED, email: 'owner@notified.example.com', confirmedAt: new Date().toISOString(), updatedAt: new Date().toISOString() } }),
+    );
   }, 120_000);
   afterAll(async () => {
     await standIns.close();
@@ -232,6 +238,22 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(authorized(run.iam)).toEqual(['dynamodb:Query table:calls']);
   }, 60_000);
 
+  it('api: an operator registers an endpoint for a tenant, then sends the registration again; its secret is sealed with the endpoint-secrets key (KMS)', async () => {
+    // An IP literal (example.com's, IANA's), which the SSRF guard vets without DNS; nothing is sent to it here.
+    const body = JSON.stringify({ url: 'https://93.184.215.14/redial', eventTypes: ['batch.finalised'] });
+    const headers = { 'idempotency-key': 'bundle-test-endpoint' };
+    const register = httpEvent('POST', `/v1/ops/tenants/${TENANT}/endpoints`, { headers, body });
+    const run = await invoke('api', [register, { ...register, requestContext: { ...register.requestContext, requestId: 'again' } }]);
+    const [created, replayed] = run.invocations.map((i) => i.result as { statusCode: number; body: string });
+    expect([created!.statusCode, replayed!.statusCode], created!.body).toEqual([201, 200]);
+    const secret = (JSON.parse(created!.body) as { secret: string }).secret;
+    expect(secret).toMatch(/^whsec_/);
+    expect((JSON.parse(replayed!.body) as { secret: string }).secret).toBe(secret);
+    // Transactions of Puts on the webhooks table; the secret sealed, and unsealed for the replay's answer.
+    expect(operations(run.requests)).toEqual(['DYNAMODB DynamoDB_20120810.TransactWriteItems', 'KMS TrentService.Decrypt', 'KMS TrentService.Encrypt']);
+    expect(authorized(run.iam)).toEqual(['dynamodb:PutItem table:webhooks', 'kms:Decrypt key:webhookSecrets', 'kms:Encrypt key:webhookSecrets']);
+  }, 60_000);
+
   it('tenantApi: a request with the tenant’s key lists its batches; one without a key is refused before any read', async () => {
     const run = await invoke('tenantApi', [httpEvent('GET', '/v1/batches'), httpEvent('GET', '/v1/batches', { headers: { authorization: `Bearer ${apiKey}` } })]);
     expect(run.invocations.map((i) => (i.result as { statusCode: number }).statusCode)).toEqual([401, 200]);
@@ -270,8 +292,9 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     { name: 'dialWorker', job: () => jobEvent(dialKind, { batchId: BATCH_ID, round: 1 }), iam: ['dynamodb:GetItem table:calls'] },
     {
       name: 'mailWorker',
-      job: () => jobEvent(ownerNotifyKind, { tenantId: TENANT, eventId: 'evt_1', template: 'batch.finalised', data: { batchId: BATCH_ID, byCode: { NO_PICKUP: 1 } } }),
-      iam: ['dynamodb:GetItem table:mail', 'dynamodb:PutItem table:mail'],
+      job: () => jobEvent(ownerNotifyKind, { tenantId: NOTIFIED, eventId: 'evt_1', template: 'batch.finalised', data: { batchId: BATCH_ID, byCode: { NO_PICKUP: 1 } } }),
+      // The notice looked up, the owner row read, the send slots taken (a transaction), the mail sent and its notice put.
+      iam: ['dynamodb:GetItem table:mail', 'dynamodb:PutItem table:mail', 'dynamodb:UpdateItem table:mail', 'ses:SendEmail identity:mail'],
     },
   ];
   for (const worker of workers) {
