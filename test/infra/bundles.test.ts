@@ -16,12 +16,17 @@ import type { TableNames } from '../../functions/app/catalog.ts';
 import { apiKeyKey, newApiKey } from '../../functions/calls/keys.ts';
 import { dialKind, finaliseKind } from '../../functions/calls/kinds.ts';
 import { ownerNotifyKind } from '../../functions/mail/kinds.ts';
+import { contactKey } from '../../functions/mail/store.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { webhookDeliverKind, webhookSweepKind } from '../../functions/webhooks/kinds.ts';
 import { dynamoEndpoint, freshTables } from '../support/dynamo.ts';
 import { RecordingTransport } from '../support/jobs.ts';
 import { buildBundle, coldInvoke, deployedFunctions, LAMBDA_BASE_ENV, STAND_IN_WEBHOOK_SECRET, startStandIns } from '../support/lambda-bundles.ts';
 import type { BuiltBundle, ColdInvoke, StandInRequest } from '../support/lambda-bundles.ts';
+import { cleanlyAllowed, cleanlyDenied, decideSent, deployment, describeDecision } from './iam/check.ts';
+import { decide } from './iam/evaluate.ts';
+import type { IamRequest } from './iam/requests.ts';
+import { namesOf, sentRequestOf } from './iam/stand-ins.ts';
 import { root } from './synth.ts';
 
 /**
@@ -34,6 +39,8 @@ const INTAKE_LIMIT = 0.8 * 1024 * 1024;
 const OTHERS_LIMIT = 1_200_000;
 
 const TENANT = 'acme';
+/** A tenant with a confirmed owner address: the mail worker's notice to it is sent (through SES). */
+const NOTIFIED = 'notified';
 /** Ids of the shape the contexts parse (`<prefix>_<tenantId>.<32 hex>`) that name nothing stored. */
 const BATCH_ID = `b_${TENANT}.${'0'.repeat(32)}`;
 const ENDPOINT_ID = `ep_${TENANT}.${'0'.repeat(32)}`;
@@ -116,6 +123,9 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
       new PutCommand({ TableName: tableNames.calls, Item: { ...apiKeyKey(TENANT, key.keyId), tenantId: TENANT, keyId: key.keyId, hash: key.hash, createdAt: new Date().toISOString() } }),
     );
     apiKey = key.key;
+    await fresh.clients.dynamo.send(
+      new PutCommand({ TableName: tableNames.mail, Item: { ...contactKey(NOTIFIED), tenantId: NOTIFIED, email: 'owner@notified.example.com', confirmedAt: new Date().toISOString(), updatedAt: new Date().toISOString() } }),
+    );
   }, 120_000);
   afterAll(async () => {
     await standIns.close();
@@ -141,19 +151,28 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     return { id, event: sqsEvent(sent.queue, JSON.stringify(sent.body)) };
   }
 
-  /** Invokes `name`'s bundle with `events` in a fresh process; gives its invocations and the requests it made. */
-  async function invoke(name: string, events: readonly unknown[]): Promise<ColdInvoke & { requests: StandInRequest[] }> {
+  /**
+   * Invokes `name`'s bundle with `events` in a fresh process; gives its invocations, the requests it made,
+   * and the IAM requests AWS would authorize for them, each of which its own role in the synthesized
+   * template must allow (decided by the real evaluator, test/infra/iam/check.ts, as the tour's are).
+   */
+  async function invoke(name: string, events: readonly unknown[]): Promise<ColdInvoke & { requests: StandInRequest[]; iam: IamRequest[] }> {
     const before = standIns.requests.length;
-    const run = await coldInvoke(bundles.get(name)!.file, envOf(name), events, standIns.ports);
+    const env = envOf(name);
+    const run = await coldInvoke(bundles.get(name)!.file, env, events, standIns.ports);
     // The stand-ins answer on their own sockets: every request of the process has been recorded once it exits.
     const requests = standIns.requests.slice(before);
     expect(run.stderr, `${name} wrote to stderr`).toBe('');
     expect(run.refused, `${name} reached past the stand-ins`).toEqual([]);
     expect(run.ok, `${name} did not run to its end`).toBe(true);
     for (const invocation of run.invocations) expect(invocation.error, `${name} threw`).toBeUndefined();
-    return { ...run, requests };
+    const { requests: iam, decisions } = await decideSent({ names: namesOf(env, tableNames), requests: requests.map((r) => sentRequestOf(name, r)) });
+    expect(decisions.filter((d) => !cleanlyAllowed(d)).map(describeDecision), `${name}'s role refuses what its bundle sent`).toEqual([]);
+    return { ...run, requests, iam };
   }
 
+  /** The IAM actions a run needed, each with the resource it acted on (`dynamodb:GetItem table:calls`). */
+  const authorized = (requests: readonly IamRequest[]) => [...new Set(requests.map((r) => `${r.action} ${r.resource.label}`))].sort();
   const operations = (requests: readonly StandInRequest[]) => [...new Set(requests.map((r) => `${r.service} ${r.operation}`))].sort();
 
   it('covers every function of the stack', () => {
@@ -201,8 +220,13 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     const run = await invoke('intake', [httpEvent('POST', '/v1/calls/webhook', { headers, body: payload }), httpEvent('POST', '/v1/calls/webhook', { headers: { ...headers, 'webhook-signature': 'v1,AAAA' }, body: payload })]);
     expect(run.invocations.map((i) => (i.result as { statusCode: number }).statusCode)).toEqual([200, 401]);
     expect(JSON.parse((run.invocations[0]!.result as { body: string }).body)).toEqual({ outcome: 'ignored' });
-    expect(run.requests[0]).toEqual({ service: 'SECRETS_MANAGER', operation: 'secretsmanager.GetSecretValue' });
+    expect(run.requests[0]).toMatchObject({ service: 'SECRETS_MANAGER', operation: 'secretsmanager.GetSecretValue' });
     expect(operations(run.requests)).toEqual(['DYNAMODB DynamoDB_20120810.GetItem', 'SECRETS_MANAGER secretsmanager.GetSecretValue']);
+    expect(authorized(run.iam)).toEqual(['dynamodb:GetItem table:calls', 'secretsmanager:GetSecretValue secret:callWebhook']);
+    // The same requests under the mail links' role are refused: the check decides per function, on the deployed ARNs.
+    const asLinks = await decide(run.iam.map((r) => ({ ...r, function: 'publicLinks' })), deployment());
+    expect(asLinks.length).toBe(2);
+    expect(asLinks.filter((d) => !cleanlyDenied(d)).map(describeDecision)).toEqual([]);
   }, 60_000);
 
   it('api: an operator lists a tenant’s batches (a query on the calls table)', async () => {
@@ -211,6 +235,23 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(result.statusCode).toBe(200);
     expect(JSON.parse(result.body)).toMatchObject({ batches: [] });
     expect(operations(run.requests)).toEqual(['DYNAMODB DynamoDB_20120810.Query']);
+    expect(authorized(run.iam)).toEqual(['dynamodb:Query table:calls']);
+  }, 60_000);
+
+  it('api: an operator registers an endpoint for a tenant, then sends the registration again; its secret is sealed with the endpoint-secrets key (KMS)', async () => {
+    // An IP literal (example.com's, IANA's), which the SSRF guard vets without DNS; nothing is sent to it here.
+    const body = JSON.stringify({ url: 'https://93.184.215.14/redial', eventTypes: ['batch.finalised'] });
+    const headers = { 'idempotency-key': 'bundle-test-endpoint' };
+    const register = httpEvent('POST', `/v1/ops/tenants/${TENANT}/endpoints`, { headers, body });
+    const run = await invoke('api', [register, { ...register, requestContext: { ...register.requestContext, requestId: 'again' } }]);
+    const [created, replayed] = run.invocations.map((i) => i.result as { statusCode: number; body: string });
+    expect([created!.statusCode, replayed!.statusCode], created!.body).toEqual([201, 200]);
+    const secret = (JSON.parse(created!.body) as { secret: string }).secret;
+    expect(secret).toMatch(/^whsec_/);
+    expect((JSON.parse(replayed!.body) as { secret: string }).secret).toBe(secret);
+    // Transactions of Puts on the webhooks table; the secret sealed, and unsealed for the replay's answer.
+    expect(operations(run.requests)).toEqual(['DYNAMODB DynamoDB_20120810.TransactWriteItems', 'KMS TrentService.Decrypt', 'KMS TrentService.Encrypt']);
+    expect(authorized(run.iam)).toEqual(['dynamodb:PutItem table:webhooks', 'kms:Decrypt key:webhookSecrets', 'kms:Encrypt key:webhookSecrets']);
   }, 60_000);
 
   it('tenantApi: a request with the tenant’s key lists its batches; one without a key is refused before any read', async () => {
@@ -218,6 +259,8 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(run.invocations.map((i) => (i.result as { statusCode: number }).statusCode)).toEqual([401, 200]);
     expect(operations(run.requests)).toEqual(expect.arrayContaining(['DYNAMODB DynamoDB_20120810.GetItem', 'DYNAMODB DynamoDB_20120810.Query']));
     expect(run.requests.every((r) => r.service === 'DYNAMODB')).toBe(true);
+    // The key's lookup, its last use stamped, the batches' query.
+    expect(authorized(run.iam)).toEqual(['dynamodb:GetItem table:calls', 'dynamodb:Query table:calls', 'dynamodb:UpdateItem table:calls']);
   }, 60_000);
 
   it('publicLinks: /healthz answers 200, and a forged email-confirmation link is refused 410 after a read of the owner row', async () => {
@@ -228,19 +271,31 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(confirm!.statusCode).toBe(410);
     // The token is spent by one conditional write on the owner row, which refuses a token that is not its own.
     expect(operations(run.requests)).toEqual(['DYNAMODB DynamoDB_20120810.UpdateItem']);
+    expect(authorized(run.iam)).toEqual(['dynamodb:UpdateItem table:mail']);
   }, 60_000);
 
   // Each worker's job runs to the end its handler gives it on this store: the calls jobs for a batch that
   // is not there complete (nothing to dial or finalise); a delivery to an endpoint that is not there is
   // discarded as not_found (an endpoint on 127.0.0.1 cannot be registered in a deployed function: its
   // SSRF guard refuses loopback, so the send itself is not exercised here).
-  const workers: { name: string; job: () => Promise<{ id: string; event: unknown }>; ends?: Record<string, unknown> }[] = [
-    { name: 'opsWorker', job: () => jobEvent(probeKind, { failTimes: 0 }) },
-    { name: 'webhooksWorker', job: () => jobEvent(webhookSweepKind, {}) },
-    { name: 'deliveriesWorker', job: () => jobEvent(webhookDeliverKind, { eventId: 'evt_00000000000000000000', endpointId: ENDPOINT_ID }), ends: { state: 'discarded', discardReason: 'not_found' } },
-    { name: 'callsWorker', job: () => jobEvent(finaliseKind, { batchId: BATCH_ID, round: 1 }) },
-    { name: 'dialWorker', job: () => jobEvent(dialKind, { batchId: BATCH_ID, round: 1 }) },
-    { name: 'mailWorker', job: () => jobEvent(ownerNotifyKind, { tenantId: TENANT, eventId: 'evt_1', template: 'batch.finalised', data: { batchId: BATCH_ID, byCode: { NO_PICKUP: 1 } } }) },
+  // `iam`: what the run needed authorized beside claiming and settling its job (an UpdateItem on the jobs table).
+  const workers: { name: string; job: () => Promise<{ id: string; event: unknown }>; ends?: Record<string, unknown>; iam: string[] }[] = [
+    { name: 'opsWorker', job: () => jobEvent(probeKind, { failTimes: 0 }), iam: [] },
+    { name: 'webhooksWorker', job: () => jobEvent(webhookSweepKind, {}), iam: ['dynamodb:Query table:webhooks/index/byWatch'] },
+    {
+      name: 'deliveriesWorker',
+      job: () => jobEvent(webhookDeliverKind, { eventId: 'evt_00000000000000000000', endpointId: ENDPOINT_ID }),
+      ends: { state: 'discarded', discardReason: 'not_found' },
+      iam: ['dynamodb:BatchGetItem table:webhooks', 'dynamodb:PutItem table:webhooks'],
+    },
+    { name: 'callsWorker', job: () => jobEvent(finaliseKind, { batchId: BATCH_ID, round: 1 }), iam: ['dynamodb:GetItem table:calls'] },
+    { name: 'dialWorker', job: () => jobEvent(dialKind, { batchId: BATCH_ID, round: 1 }), iam: ['dynamodb:GetItem table:calls'] },
+    {
+      name: 'mailWorker',
+      job: () => jobEvent(ownerNotifyKind, { tenantId: NOTIFIED, eventId: 'evt_1', template: 'batch.finalised', data: { batchId: BATCH_ID, byCode: { NO_PICKUP: 1 } } }),
+      // The notice looked up, the owner row read, the send slots taken (a transaction), the mail sent and its notice put.
+      iam: ['dynamodb:GetItem table:mail', 'dynamodb:PutItem table:mail', 'dynamodb:UpdateItem table:mail', 'ses:SendEmail identity:mail'],
+    },
   ];
   for (const worker of workers) {
     it(`${worker.name}: runs one real job from an SQS batch to its end (${JSON.stringify(worker.ends ?? { state: 'completed' })}), no item failed`, async () => {
@@ -252,6 +307,7 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
       expect(run.requests.length).toBeGreaterThan(0);
       // The run claims its job (an UpdateItem on the jobs table) and records its outcome.
       expect(operations(run.requests)).toEqual(expect.arrayContaining(['DYNAMODB DynamoDB_20120810.UpdateItem']));
+      expect(authorized(run.iam)).toEqual(['dynamodb:UpdateItem table:jobs', ...worker.iam].sort());
     }, 60_000);
   }
 
@@ -262,5 +318,8 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(report.periodic).toBeGreaterThan(0);
     expect(operations(run.requests)).toEqual(expect.arrayContaining(['DYNAMODB DynamoDB_20120810.Query', 'SQS AmazonSQS.SendMessage']));
     expect(run.requests.every((r) => r.service === 'DYNAMODB' || r.service === 'SQS' || r.service === 'SCHEDULER')).toBe(true);
+    expect(authorized(run.iam)).toEqual(
+      expect.arrayContaining(['dynamodb:BatchGetItem table:jobs', 'dynamodb:PutItem table:jobs', 'dynamodb:Query table:jobs/index/byCheck', 'dynamodb:UpdateItem table:jobs', 'sqs:SendMessage queue:webhooks']),
+    );
   }, 60_000);
 });

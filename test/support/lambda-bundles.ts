@@ -96,11 +96,20 @@ export async function buildBundle(root: string, entry: string, outdir: string): 
   return { file, bytes, largest };
 }
 
-/** A request that reached a stand-in: the service (from the endpoint variable) and its X-Amz-Target or method and path. */
+/**
+ * A request that reached a stand-in: the service (from the endpoint variable), its X-Amz-Target or method
+ * and path, and what the IAM check needs to know which resource it acts on (test/infra/iam/stand-ins.ts):
+ * the path with its query (a REST API names its resource there) and the body (parsed when it is JSON).
+ */
 export interface StandInRequest {
   service: string;
   operation: string;
+  url: string;
+  body: unknown;
 }
+
+/** What the KMS stand-in puts before a plaintext to make its "ciphertext" (and what it refuses to decrypt without). */
+const KMS_SEAL = Buffer.from('kms-stand-in:');
 
 type Answer = { status: number; body: unknown } | 'forward';
 const unexpected = { status: 400, body: { __type: 'UnexpectedOperation' } };
@@ -109,7 +118,8 @@ const unexpected = { status: 400, body: { __type: 'UnexpectedOperation' } };
  * Small HTTP stand-ins for the AWS services a function calls, one server each, every request recorded:
  * Secrets Manager answers GetSecretValue with a Standard Webhooks secret ({@link STAND_IN_WEBHOOK_SECRET});
  * SQS answers SendMessage (with the body's MD5, which the client checks); Scheduler answers CreateSchedule
- * and DeleteSchedule; DynamoDB requests go on to `dynamoEndpoint` (DynamoDB Local) when one is given.
+ * and DeleteSchedule; SES v2 answers SendEmail; KMS answers Encrypt and Decrypt (a reversible seal, see
+ * {@link KMS_SEAL}); DynamoDB requests go on to `dynamoEndpoint` (DynamoDB Local) when one is given.
  * Every other request is answered 400, so a function that calls anything unexpected fails loudly.
  */
 export async function startStandIns(options: { dynamoEndpoint?: string } = {}): Promise<{ env: Record<string, string>; ports: number[]; requests: StandInRequest[]; close(): Promise<void> }> {
@@ -131,17 +141,30 @@ export async function startStandIns(options: { dynamoEndpoint?: string } = {}): 
       if (operation.startsWith('DELETE /schedules/')) return { status: 200, body: {} };
       return unexpected;
     },
-    SESV2: () => unexpected,
-    KMS: () => unexpected,
+    SESV2: (operation) => (operation === 'POST /v2/email/outbound-emails' ? { status: 200, body: { MessageId: `stand-in-${randomUUID()}` } } : unexpected),
+    KMS: (operation, body) => {
+      if (operation !== 'TrentService.Encrypt' && operation !== 'TrentService.Decrypt') return unexpected;
+      // A reversible seal, not encryption: enough for the code to store a ciphertext and read it back.
+      const input = JSON.parse(body) as { KeyId: string; Plaintext?: string; CiphertextBlob?: string };
+      if (operation === 'TrentService.Encrypt') {
+        return { status: 200, body: { KeyId: input.KeyId, CiphertextBlob: Buffer.concat([KMS_SEAL, Buffer.from(input.Plaintext ?? '', 'base64')]).toString('base64') } };
+      }
+      const sealed = Buffer.from(input.CiphertextBlob ?? '', 'base64');
+      if (!sealed.subarray(0, KMS_SEAL.length).equals(KMS_SEAL)) return { status: 400, body: { __type: 'InvalidCiphertextException' } };
+      return { status: 200, body: { KeyId: input.KeyId, Plaintext: sealed.subarray(KMS_SEAL.length).toString('base64') } };
+    },
   };
   for (const [service, answer] of Object.entries(services)) {
     const server = createServer((req, res) => {
       const operation = String(req.headers['x-amz-target'] ?? `${req.method} ${(req.url ?? '').split('?')[0]}`);
-      requests.push({ service, operation });
+      // Recorded on arrival, in order; the body is filled in once it has been read, before any answer.
+      const recorded: StandInRequest = { service, operation, url: req.url ?? '', body: undefined };
+      requests.push(recorded);
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = Buffer.concat(chunks);
+        recorded.body = parsedBody(body.toString('utf8'));
         const a = answer(operation, body.toString('utf8'));
         if (a === 'forward') {
           const target = new URL(options.dynamoEndpoint!);
@@ -175,6 +198,16 @@ export async function startStandIns(options: { dynamoEndpoint?: string } = {}): 
       }
     },
   };
+}
+
+/** A request body as JSON when it is JSON (every service here but a bodiless DELETE), else its text. */
+function parsedBody(text: string): unknown {
+  if (text === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 /** The call-result signing secret the Secrets Manager stand-in gives the intake. */

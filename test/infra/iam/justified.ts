@@ -9,7 +9,7 @@
  */
 export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'intake secretsmanager:GetSecretValue secret:callWebhook':
-    'read once per cold start (functions/app/lambda/intake.ts); the local host is handed the secret, so only a bundle run as on AWS sends it',
+    'read once per cold start (functions/app/lambda/intake.ts); the local host is handed the secret, so only a bundle run as on AWS sends it: test/infra/bundles.test.ts decides it under the intake’s role',
   'intake sqs:SendMessage queue:webhooks':
     'wakes a webhook.fanout (a call result for more than five endpoints) or a webhook.restart of a list whose lease was let go after the look (functions/webhooks/publish.ts); the run’s fanouts are of batches’ ends',
 
