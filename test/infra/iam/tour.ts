@@ -20,7 +20,7 @@ const contacts = (n: number, prefix: string) => Array.from({ length: n }, (_, i)
 
 /**
  * A tenant with one call at a time (its dials wait for a slot), an owner address (confirmed by the driver,
- * then two access requests), one endpoint for its call results and rounds and six for its batches' ends (more than five: those events fan out), of which one answers
+ * then two access requests), one endpoint for its call results and rounds, one for rounds alone, and six for its batches' ends (more than five: those events fan out), of which one answers
  * 410 Gone (its deliveries are discarded), and
  * three batches: one with a second round more than 15 minutes after the first (a schedule, which the
  * tour retries at once), one deleted while it runs, and one whose calling window opens 17 minutes after
@@ -38,7 +38,15 @@ export const TOUR_PLAN: Plan = {
         concurrencyLimit: 1,
         ownerEmail: 'owner@acme.sim.test',
         accessRequests: 2,
-        endpoints: [{ name: 'calls', eventTypes: ['call.completed', 'batch.round_scheduled'] }, ...['gone', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, eventTypes: ['batch.finalised'] }))],
+        // `rounds` takes the round's event alone, so its lease is free when the calls worker publishes it and
+        // the worker hands the delivery on itself (its webhooks UpdateItem and deliveries SendMessage) on any
+        // machine: on `calls` alone the round's event raced the last call.completed's delivery for the lease,
+        // and under load the worker parked it instead, leaving those two grants unused in 1 run of 3.
+        endpoints: [
+          { name: 'calls', eventTypes: ['call.completed', 'batch.round_scheduled'] },
+          { name: 'rounds', eventTypes: ['batch.round_scheduled'] },
+          ...['gone', 'a', 'b', 'c', 'd', 'e'].map((name) => ({ name, eventTypes: ['batch.finalised'] })),
+        ],
         batches: [
           { key: 'tour-1', contacts: contacts(2, '+1415555'), maxAttempts: 2, retry: { baseSeconds: 960, capSeconds: 3600 }, createAtMs: 0 },
           { key: 'tour-2', contacts: contacts(2, '+1416555'), maxAttempts: 1, retry: { baseSeconds: 60, capSeconds: 600 }, createAtMs: 60_000, deleteAtMs: 61_000 },
