@@ -118,6 +118,12 @@ export interface SimHost {
    * (which starts the sweep). docs/webhooks.md, "Races, crashes, nothing stranded".
    */
   strandedWithinMs: number;
+  /**
+   * The clock's jumps while a slow send was out (`endpoint.slow`), in order: a timer that fell due inside
+   * one (the sweep that restarts a stalled list, say) runs at its end, so a wait that spans a jump is
+   * longer by it than anything redial did.
+   */
+  slowSendJumps: { from: number; to: number }[];
   /** Every AWS request redial sent, by deployed function (with `logRequests`). */
   sentRequests: SentRequestLog | undefined;
   /** Called with each mail the SMTP server takes (the driver follows the owner's confirmation link). */
@@ -311,6 +317,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
     await placer.start();
     stops.push(() => placer.close());
     const requestTimeoutMs = plan.speed !== undefined ? SLOW_SEND_TIMEOUT_MS : 400;
+    const slowSendJumps: { from: number; to: number }[] = [];
     const receivers = new SimReceivers({
       clock,
       scopes,
@@ -319,7 +326,10 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       stallMs: requestTimeoutMs * 3,
       slowSend: async (fraction) => {
         const beside = activity.inFlight;
-        clock.set(clock.now() + Math.floor(fraction * requestTimeoutMs * clock.speed));
+        const from = clock.now();
+        const to = from + Math.floor(fraction * requestTimeoutMs * clock.speed);
+        slowSendJumps.push({ from, to });
+        clock.set(to);
         await settledBeside(activity, beside, requestTimeoutMs - SLOW_SEND_MARGIN_MS);
       },
     });
@@ -449,6 +459,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       activity,
       observer: { clients: observer, tableNames },
       strandedWithinMs: leaseTerms(requestTimeoutMs, clock.speed).leaseMs + SWEEP_EVERY_SECONDS * 1000 + RESCUER_PERIOD_MS,
+      slowSendJumps,
       sentRequests: sent,
       onMail: (listener) => mailListeners.push(listener),
       quiesce,
