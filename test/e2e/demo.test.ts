@@ -92,7 +92,8 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
         await expect
           .poll(async () => (await page.reload(), (await goneCell.count()) > 0 && (await page.getByText(/yes: gone/).isVisible())), { timeout: 60_000, interval: 500 })
           .toBe(true);
-        const row = deliveries.getByRole('row').filter({ has: goneCell }).first();
+        // (`has` is matched inside each row: a bare cell locator, not one chained from the table.)
+        const row = deliveries.getByRole('row').filter({ has: page.getByRole('cell', { name: 'gone', exact: true }) }).first();
         const jobId = (await row.getByRole('link').first().textContent())!.trim();
         expect(jobId).toMatch(/^webhook\.deliver:evt_[0-9a-f]+:ep_/);
         expect((await api(`${url}/v1/ops/jobs/${encodeURIComponent(jobId)}`)).attempt).toBe(1);
