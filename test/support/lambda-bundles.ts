@@ -244,6 +244,13 @@ export function coldImport(file: string, env: Record<string, string>): Promise<C
     const importMs = performance.now() - started;
     console.log(JSON.stringify({ importMs, hasHandler: typeof mod.handler === 'function' }));
     process.exit(0);`;
+  return runModuleScript<{ importMs: number; hasHandler: boolean }>(script, env).then(({ code, parsed, stdout, stderr }) =>
+    parsed ? { ok: code === 0, importMs: parsed.importMs, hasHandler: parsed.hasHandler, stderr } : { ok: false, importMs: Number.NaN, hasHandler: false, stderr: `${stderr}\nexit ${String(code)}: ${stdout}` },
+  );
+}
+
+/** Runs an ES module `script` in a fresh Node process (the running Node 22) with exactly `env`: its exit code, output, and last stdout line parsed as JSON. */
+function runModuleScript<T>(script: string, env: Record<string, string>): Promise<{ code: number | null; parsed?: T; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -253,10 +260,9 @@ export function coldImport(file: string, env: Record<string, string>): Promise<C
     child.on('close', (code) => {
       const line = stdout.trim().split('\n').pop() ?? '';
       try {
-        const parsed = JSON.parse(line) as { importMs: number; hasHandler: boolean };
-        resolve({ ok: code === 0, importMs: parsed.importMs, hasHandler: parsed.hasHandler, stderr });
+        resolve({ code, parsed: JSON.parse(line) as T, stdout, stderr });
       } catch {
-        resolve({ ok: false, importMs: Number.NaN, hasHandler: false, stderr: `${stderr}\nexit ${String(code)}: ${stdout}` });
+        resolve({ code, stdout, stderr });
       }
     });
   });
@@ -328,20 +334,7 @@ export function coldInvoke(file: string, env: Record<string, string>, events: re
     }
     console.log(JSON.stringify({ invocations, refused }));
     process.exit(0);`;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => {
-      const line = stdout.trim().split('\n').pop() ?? '';
-      try {
-        const parsed = JSON.parse(line) as { invocations: Invocation[]; refused: string[] };
-        resolve({ ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, stderr });
-      } catch {
-        resolve({ ok: false, invocations: [], refused: [], stderr: `${stderr}\nexit ${String(code)}: ${stdout}` });
-      }
-    });
-  });
+  return runModuleScript<{ invocations: Invocation[]; refused: string[] }>(script, env).then(({ code, parsed, stdout, stderr }) =>
+    parsed ? { ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, stderr } : { ok: false, invocations: [], refused: [], stderr: `${stderr}\nexit ${String(code)}: ${stdout}` },
+  );
 }
