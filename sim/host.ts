@@ -15,7 +15,7 @@ import type { MailTransport } from '../functions/mail/transport.ts';
 import { transportFor } from '../functions/mail/smtp-transport.ts';
 import { createAwsClients, localCredentials } from '../functions/platform/aws.ts';
 import type { AwsClients } from '../functions/platform/aws.ts';
-import { systemClock } from '../functions/platform/clock.ts';
+import { clockMs, systemClock } from '../functions/platform/clock.ts';
 import { ensureTables, freePort } from '../functions/platform/local/dynamodb-local.ts';
 import { createLogger } from '../functions/platform/logger.ts';
 import { MemoryMetrics } from '../functions/platform/metrics.ts';
@@ -27,7 +27,9 @@ import { LocalSecretKey } from '../functions/platform/secret-key.ts';
 import type { WebhookHttp } from '../functions/webhooks/deps.ts';
 import type { WebhookStore } from '../functions/webhooks/store.ts';
 import { SWEEP_EVERY_SECONDS } from '../functions/webhooks/kinds.ts';
+import { leaseMs } from '../functions/jobs/queues.ts';
 import { leaseTerms } from '../functions/webhooks/lease.ts';
+import { webhooksQueues } from '../functions/webhooks/queues.ts';
 import { SimClock } from './clock.ts';
 import { FaultInjector } from './faults.ts';
 import { SLOW_SEND_TIMEOUT_MS } from './plan.ts';
@@ -118,6 +120,12 @@ export interface SimHost {
    * (which starts the sweep). docs/webhooks.md, "Races, crashes, nothing stranded".
    */
   strandedWithinMs: number;
+  /**
+   * A webhook.deliver run's claim on this plan's clock (its queue's timeout and margin, real time): a run
+   * whose worker was lost, or whose outcome was not recorded, stays `running` that long before the rescuer
+   * may move it on, and a lease handed to it meanwhile waits for that (the stranded bound starts after it).
+   */
+  deliveryClaimMs: number;
   /**
    * The clock's jumps while a slow send was out (`endpoint.slow`), in order: a timer that fell due inside
    * one (the sweep that restarts a stalled list, say) runs at its end, so a wait that spans a jump is
@@ -459,6 +467,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       activity,
       observer: { clients: observer, tableNames },
       strandedWithinMs: leaseTerms(requestTimeoutMs, clock.speed).leaseMs + SWEEP_EVERY_SECONDS * 1000 + RESCUER_PERIOD_MS,
+      deliveryClaimMs: clockMs(clock, leaseMs(webhooksQueues.deliveries)),
       slowSendJumps,
       sentRequests: sent,
       onMail: (listener) => mailListeners.push(listener),

@@ -386,11 +386,29 @@ function subscribedAt(host: SimHost, p: EndpointRow, type: string, at: number): 
 }
 
 /**
+ * The latest end (claim end plus a rescuer pass) of a lost run of a delivery to `endpointId` whose claim
+ * overlapped [`from`, `to`], if any: until then the lease may be held for a run nobody works under.
+ */
+function lostClaimsEnd(o: Observed, endpointId: string, from: number, to: number, claimMs: number): number | undefined {
+  let end: number | undefined;
+  for (const j of o.jobs) {
+    if (j.kind !== 'webhook.deliver' || !j.id.endsWith(`:${endpointId}`)) continue;
+    for (const a of j.attempts) {
+      if (a.outcome !== 'lost') continue;
+      const claimEnd = Date.parse(a.at) + claimMs + RESCUER_PERIOD_MS;
+      if (Date.parse(a.at) < to && claimEnd > from) end = Math.max(end ?? from, claimEnd);
+    }
+  }
+  return end;
+}
+
+/**
  * A delivery put in an endpoint's wait list is sent within {@link SimHost.strandedWithinMs} of being
  * written, unless its endpoint failed meanwhile (a failing endpoint's list waits for its probe) or its
  * delivery became a job whose own schedule then ran (a lost or failed attempt): a lease left behind by a
  * crash (a publisher that took it and died before its commit, a holder that died) expires, and the sweep
- * gives it to the list within one period. One still waiting at the end is reported by
+ * gives it to the list within one period; a lease handed to a delivery whose run was lost waits for that
+ * run's claim to end and the rescuer to move it on, and the bound starts then. One still waiting at the end is reported by
  * every-event-delivered; one that waited longer and was sent after all, here.
  */
 const strandedDeliveredInTime: Check = (o, host) => {
@@ -406,7 +424,11 @@ const strandedDeliveredInTime: Check = (o, host) => {
     // at its end (seed 289: a stalled list restarted 49 simulated minutes late, twice, behind another
     // endpoint's held requests): the jumps are the simulation's, not redial's, so they extend the bound.
     const jumped = host.slowSendJumps.filter((j) => j.from >= writtenAt && j.from < sent.at).reduce((sum, j) => sum + (j.to - j.from), 0);
-    if (sent.at - writtenAt <= host.strandedWithinMs + jumped) continue;
+    // A delivery to this endpoint whose run was lost while the entry waited stayed `running` to its claim's
+    // end; a lease handed to it meanwhile waits for that and a rescuer pass (seed 443: an outcome write
+    // refused after a rerun's send), so the bound starts there.
+    const from = lostClaimsEnd(o, endpointId, writtenAt, sent.at, host.deliveryClaimMs) ?? writtenAt;
+    if (sent.at - from <= host.strandedWithinMs + jumped) continue;
     if (requests.some((r) => r.at <= sent.at && (r.status < 200 || r.status >= 300))) continue;
     const job = jobs.get(deliveryJobId(eventId, endpointId));
     if (job && (job.attempt > 1 || job.attempts.some((a) => a.outcome !== 'completed'))) continue;

@@ -6,7 +6,7 @@ import type { MetricsSink } from '../platform/metrics.ts';
 import type { SecretKey } from '../platform/secret-key.ts';
 import { VettedHttpClient } from '../platform/vetted-http.ts';
 import type { Resolver } from '../platform/vetted-http.ts';
-import { handle, JobNotFoundError, TransitionRefusedError } from '../jobs/index.ts';
+import { handle, JobNotFoundError, snooze, TransitionRefusedError } from '../jobs/index.ts';
 import type { JobClient, JobHandler } from '../jobs/index.ts';
 import { AttemptLog } from './attempt-log.ts';
 import { Deliveries, DRAIN_BUDGET_MS } from './delivery.ts';
@@ -28,7 +28,7 @@ import { addressPolicy } from './ssrf.ts';
 import { WebhookStore } from './store.ts';
 import { sweep } from './sweep.ts';
 import type { SweepReport } from './sweep.ts';
-import { WaitList } from './waitlist.ts';
+import { wakeLookAgainAt, WaitList } from './waitlist.ts';
 
 /** How the webhooks context is set up; every field has a production default. */
 export interface WebhookOptions {
@@ -141,14 +141,17 @@ export function createWebhooksContext(host: WebhookHost, http?: WebhookHttp & { 
       await fanout(deps, waitList, args, ctx);
     }),
     handle(webhookDeliverKind, (args, ctx) => deliveries.deliver(args, ctx), { onDiscard: (args, job) => deliveries.discarded(args, job) }),
-    handle(webhookWakeKind, async (args) => {
+    handle(webhookWakeKind, async (args, ctx) => {
       const row = await deps.store.getEndpoint(args.endpointId);
       if (!row || row.holder !== args.jobId) return;
       try {
         await deps.jobs.wake(args.jobId);
       } catch (error) {
-        // Still running: fail this run, and the job layer runs it again on its backoff.
-        if (error instanceof TransitionRefusedError && error.current?.state === 'running') throw new Error(`delivery ${args.jobId} is still running`, { cause: error });
+        // Still running: look again later, by its claim's end at the latest (a lost run holds it to then).
+        if (error instanceof TransitionRefusedError && error.current?.state === 'running') {
+          const claimUntil = error.current.leaseUntil === undefined ? undefined : Date.parse(error.current.leaseUntil);
+          throw snooze({ until: wakeLookAgainAt(ctx.now(), Date.parse(ctx.createdAt), claimUntil) }, `delivery ${args.jobId} is still running (claimed until ${error.current.leaseUntil ?? '?'})`);
+        }
         // Finished, gone, or due already: nothing to wake.
         if (error instanceof TransitionRefusedError || error instanceof JobNotFoundError) return;
         throw error;

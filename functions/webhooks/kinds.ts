@@ -57,8 +57,9 @@ export const webhookDeliverKind = defineKind({
 
 /**
  * webhook.wake: runs a parked delivery that was handed its endpoint's lease while it was still running
- * (so `jobs.client.retry` could not wake it). It tries again, on its policy, until that delivery has
- * gone to sleep and can be woken, or no longer holds the lease.
+ * (so `jobs.client.retry` could not wake it). It looks again (a snooze: no attempt spent) until that
+ * delivery has gone to sleep, or its lost run has been moved on by the rescuer, and can be woken — or no
+ * longer holds the lease (waitlist.ts `wakeLookAgainAt`).
  */
 export const webhookWakeKind = defineKind({
   kind: 'webhook.wake',

@@ -40,6 +40,25 @@ export interface FinishOptions {
 
 type Start = 'claimed' | 'woken' | 'busy' | 'stale';
 
+/** A webhook.wake's first look again at a delivery still running; each later look waits as long as the wake has existed. */
+export const WAKE_FIRST_LOOK_MS = 1_000;
+/** Once that delivery's claim has run out, the longest a wake waits between looks: about the rescuer's period. */
+export const WAKE_AFTER_CLAIM_MS = 60_000;
+
+/**
+ * When a webhook.wake looks again at a delivery that was handed the lease while still running: soon at
+ * first (a run about to go to sleep ends in moments), then at gaps that double with the wake's age, never
+ * later than just after the run's claim (`claimUntil`) ends — a run whose worker was lost (or whose outcome
+ * was not recorded) stays `running` until then, and the rescuer's next pass moves it on. On the job layer's
+ * clock, as the claim is, so it holds on a scaled clock too; a snooze, so the wake spends no attempt and
+ * cannot run out of them while the claim lasts.
+ */
+export function wakeLookAgainAt(now: number, createdAt: number, claimUntil: number | undefined): number {
+  const doubling = now + Math.max(WAKE_FIRST_LOOK_MS, now - createdAt);
+  if (claimUntil === undefined) return Math.min(doubling, now + WAKE_AFTER_CLAIM_MS);
+  return claimUntil >= now ? Math.min(doubling, claimUntil + 1) : Math.min(doubling, now + WAKE_AFTER_CLAIM_MS);
+}
+
 /**
  * Handing the lease on: the holder (or the sweep, for a lease whose holder vanished) gives it to the
  * oldest waiting delivery and starts it. One conditional write on the endpoint moves the lease; the holder's

@@ -94,6 +94,44 @@ describe('the lease and the wait list under races', () => {
     expect(receiver.requests).toHaveLength(1);
   });
 
+  it('AParkerHandedTheLeaseAfterItsRunWasLost_IsWokenOnceTheRescuerMovesItOn_TheWakeWaitingOutTheClaimWithoutSpendingAttempts', async () => {
+    // Seed 443: a parked delivery's rerun lost its outcome write, so its job stayed `running` for its whole
+    // claim; handed the lease then, its wake ran out of attempts on a scaled clock long before the claim
+    // ended, and the list behind it waited for the endpoint lease to expire again.
+    const { receiver, fx, endpointId, ids, store, hold } = await setup(2);
+    const [holder, parker] = ids as [string, string];
+    await hold(holder);
+    expect((await fx.run(parker)).result).toBe('snoozed');
+    // The parker is woken and claimed, and its worker is lost before anything is recorded.
+    await fx.jobs.client.wake(parker);
+    const claimMs = leaseMs(webhooksModule.queues.deliveries);
+    const claimed = await fx.jobs.store.claim(parker, (await fx.job(parker)).seq, fx.clock.now(), claimMs);
+    const claimUntil = Date.parse(claimed.leaseUntil);
+    await fx.webhooks.waitList.finish(endpointId, holder, healthy, await store.waitListHead(endpointId, 3), fx.clock.now());
+    expect((await store.getEndpoint(endpointId))?.holder).toBe(parker);
+    const [wake] = (await fx.jobs.client.list({ kind: 'webhook.wake' })).jobs;
+    // While the claim lasts, the wake looks again at doubling gaps, never past the claim's end, spending nothing.
+    const looks: number[] = [];
+    for (;;) {
+      expect((await fx.runWhenDue(wake!.id)).result).toBe('snoozed');
+      const row = await fx.job(wake!.id);
+      expect(row.attempt).toBe(0);
+      looks.push(Date.parse(row.scheduledAt));
+      if (Date.parse(row.scheduledAt) > claimUntil) break;
+    }
+    expect(looks.at(-1)).toBe(claimUntil + 1);
+    expect(looks.length).toBeLessThan(12);
+    for (let i = 2; i < looks.length - 1; i++) expect(looks[i]! - looks[i - 1]!).toBeGreaterThan(looks[i - 1]! - looks[i - 2]!);
+    // The claim over, the rescuer moves the lost run on; the wake's next look wakes it, and it delivers.
+    fx.clock.set(claimUntil + 1);
+    expect((await fx.jobs.rescuer(fx.handlers, 60_000).run()).expired).toBe(1);
+    expect((await fx.runWhenDue(wake!.id)).result).toBe('completed');
+    expect(await fx.job(parker)).toMatchObject({ state: 'available', attempts: [{ outcome: 'lost' }] });
+    expect((await fx.run(parker)).result).toBe('completed');
+    expect(receiver.requests).toHaveLength(1);
+    expect((await store.getEndpoint(endpointId))?.holder).toBeUndefined();
+  });
+
   it('AHolderThatVanished_StrandsNothing_TheSweepGivesItsExpiredLeaseToTheOldestWaiter', async () => {
     const { receiver, fx, endpointId, ids, store, hold } = await setup(3);
     await hold('webhook.deliver:crashed');
