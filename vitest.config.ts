@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongFirstSequencer from './test/support/sequencer.ts';
 
 export default defineConfig({
   test: {
@@ -6,6 +7,8 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    // The longest files first, also on a fresh checkout with no durations cached (test/support/sequencer.ts).
+    sequence: { sequencer: LongFirstSequencer },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
