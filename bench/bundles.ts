@@ -40,7 +40,8 @@ export async function benchBundles(root: string, base = BUNDLES_BASE): Promise<{
   const ratios: number[] = [];
   try {
     for (const fn of functions) {
-      const before = await buildBundle(baseRoot, fn.entry, join(work, 'before', fn.name));
+      // The base as it was deployed: before the bundling aliases (its checkout has no module to alias to).
+      const before = await buildBundle(baseRoot, fn.entry, join(work, 'before', fn.name), {});
       const after = await buildBundle(root, fn.entry, join(work, 'after', fn.name));
       const env = { ...LAMBDA_BASE_ENV, ...fn.env, ...standIns.env };
       const times: { before: number[]; after: number[] } = { before: [], after: [] };

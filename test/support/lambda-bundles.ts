@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
-import { BUNDLING_BANNER } from '../../lib/constructs/function.ts';
+import { BUNDLING_ALIASES, BUNDLING_BANNER } from '../../lib/constructs/function.ts';
 import { fakeResolve, synth } from '../infra/synth.ts';
 import type { Intrinsic, Resource } from '../infra/synth.ts';
 
@@ -62,8 +62,11 @@ export interface BuiltBundle {
   largest: { name: string; bytes: number }[];
 }
 
-/** Bundles `entry` (relative to `root`) into `outdir` as NodejsFunction does (ESM, minified, source map, the require banner). */
-export async function buildBundle(root: string, entry: string, outdir: string): Promise<BuiltBundle> {
+/**
+ * Bundles `entry` (relative to `root`) into `outdir` as NodejsFunction does (ESM, minified, source map, the
+ * require banner, `aliases`: the deployed ones unless given; a checkout from before them has none).
+ */
+export async function buildBundle(root: string, entry: string, outdir: string, aliases: Readonly<Record<string, string>> = BUNDLING_ALIASES): Promise<BuiltBundle> {
   mkdirSync(outdir, { recursive: true });
   const file = join(outdir, 'index.mjs');
   const result = await esbuild.build({
@@ -77,6 +80,7 @@ export async function buildBundle(root: string, entry: string, outdir: string): 
     sourcemap: true,
     mainFields: ['module', 'main'],
     banner: { js: BUNDLING_BANNER },
+    alias: { ...aliases },
     outfile: file,
     metafile: true,
     logLevel: 'error',
