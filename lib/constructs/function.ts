@@ -78,8 +78,10 @@ export class RedialFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
-      // Stack traces in the logs point into the TypeScript sources, not the minified bundle.
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      // No NODE_OPTIONS=--enable-source-maps: Node would read and parse the bundle's source map on every cold
+      // start (a third of the import, docs/benchmarks.md "Lambda bundles"). Stack traces in the logs point
+      // into index.mjs; `npm run map-stack-trace` maps them to the TypeScript sources with the asset's map.
+      environment: props.environment ?? {},
       retryAttempts: props.asyncRetryAttempts ?? 0,
       ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
       // Every invocation is traced (X-Ray), so one intake result can be followed through fanout and delivery.
@@ -94,7 +96,9 @@ export class RedialFunction extends Construct {
         // `--alias:semver=./functions/…` on esbuild's command line (CDK's esbuildArgs form of `alias`).
         esbuildArgs: Object.fromEntries(Object.entries(BUNDLING_ALIASES).map(([pkg, path]) => [`--alias:${pkg}`, path])),
         minify: true,
+        // The map ships in the asset for mapping traces; positions only, without the sources' text (a third its size).
         sourceMap: true,
+        sourcesContent: false,
       },
     });
 

@@ -62,11 +62,17 @@ export interface BuiltBundle {
   largest: { name: string; bytes: number }[];
 }
 
-/**
- * Bundles `entry` (relative to `root`) into `outdir` as NodejsFunction does (ESM, minified, source map, the
- * require banner, `aliases`: the deployed ones unless given; a checkout from before them has none).
- */
-export async function buildBundle(root: string, entry: string, outdir: string, aliases: Readonly<Record<string, string>> = BUNDLING_ALIASES): Promise<BuiltBundle> {
+/** How a bundle differs from today's deployed ones (an older checkout was bundled differently). */
+export interface BundleOptions {
+  /** esbuild aliases. @default BUNDLING_ALIASES (lib/constructs/function.ts) */
+  aliases?: Readonly<Record<string, string>>;
+  /** Whether the source map carries the sources' text. @default false, as deployed */
+  sourcesContent?: boolean;
+}
+
+/** Bundles `entry` (relative to `root`) into `outdir` as NodejsFunction does (ESM, minified, source map, the require banner, the aliases), unless `options` say otherwise. */
+export async function buildBundle(root: string, entry: string, outdir: string, options: BundleOptions = {}): Promise<BuiltBundle> {
+  const { aliases = BUNDLING_ALIASES, sourcesContent = false } = options;
   mkdirSync(outdir, { recursive: true });
   const file = join(outdir, 'index.mjs');
   const result = await esbuild.build({
@@ -78,6 +84,7 @@ export async function buildBundle(root: string, entry: string, outdir: string, a
     format: 'esm',
     minify: true,
     sourcemap: true,
+    sourcesContent,
     mainFields: ['module', 'main'],
     banner: { js: BUNDLING_BANNER },
     alias: { ...aliases },
