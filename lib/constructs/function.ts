@@ -9,14 +9,19 @@ import { Construct } from 'constructs';
 export const BUNDLING_BANNER = "import { createRequire as __redialCreateRequire } from 'node:module'; const require = __redialCreateRequire(import.meta.url);";
 
 /**
- * Packages every bundle takes from a smaller module of ours (esbuild `alias`; paths relative to the project
- * root, where CDK runs esbuild). The bundle test builds with the same map (test/support/lambda-bundles.ts),
- * so what it runs is what is deployed.
+ * Modules every bundle takes from a module of ours (esbuild `alias`; paths relative to the project root,
+ * where CDK runs esbuild). The bundle test builds with the same map (test/support/lambda-bundles.ts), so
+ * what it runs is what is deployed.
  *
  * - `semver`: the X-Ray SDK requires it whole for one `gte` in a patcher redial never calls;
- *   functions/platform/semver-gte.ts is that `gte` (≈ 20 KB less in every bundle).
+ *   functions/platform/semver-gte.ts is that `gte` (≈ 28 KB less in every bundle).
+ * - `node:http`: imported as an ES module it makes Node load its own undici at cold start;
+ *   functions/platform/node-http.cts hands over the same module through require(), which does not.
  */
-export const BUNDLING_ALIASES: Readonly<Record<string, string>> = { semver: './functions/platform/semver-gte.ts' };
+export const BUNDLING_ALIASES: Readonly<Record<string, string>> = {
+  semver: './functions/platform/semver-gte.ts',
+  'node:http': './functions/platform/node-http.cts',
+};
 
 /** Properties of a {@link RedialFunction}. */
 export interface RedialFunctionProps {

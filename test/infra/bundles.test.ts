@@ -163,6 +163,8 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     expect(run.stderr, `${name} wrote to stderr`).toBe('');
     expect(run.refused, `${name} reached past the stand-ins`).toEqual([]);
     expect(run.ok, `${name} did not run to its end`).toBe(true);
+    // Node loads its undici for an ES module import of node:http (the BUNDLING_ALIASES entry avoids it): a cold-start cost, paid for nothing.
+    expect(run.undiciAtImport, `${name}'s import loaded Node's undici`).toBe(false);
     for (const invocation of run.invocations) expect(invocation.error, `${name} threw`).toBeUndefined();
     const { requests: iam, decisions } = await decideSent({ names: namesOf(env, tableNames), requests: requests.map((r) => sentRequestOf(name, r)) });
     expect(decisions.filter((d) => !cleanlyAllowed(d)).map(describeDecision), `${name}'s role refuses what its bundle sent`).toEqual([]);

@@ -291,6 +291,8 @@ export interface ColdInvoke {
   invocations: Invocation[];
   /** Every outbound connection the process tried to a port it was not given (refused there, as `host:port`). */
   refused: string[];
+  /** Whether Node's own undici (its fetch) was loaded once the import was done, before any invocation. */
+  undiciAtImport: boolean;
   stderr: string;
 }
 
@@ -328,6 +330,7 @@ export function coldInvoke(file: string, env: Record<string, string>, events: re
     };
     process.on('unhandledRejection', (e) => { console.error('unhandled rejection', e); process.exit(3); });
     const mod = await import(${JSON.stringify(pathToFileURL(file).href)});
+    const undiciAtImport = process.moduleLoadList.some((m) => m.includes('undici'));
     const invocations = [];
     let n = 0;
     for (const event of ${JSON.stringify(events)}) {
@@ -343,9 +346,11 @@ export function coldInvoke(file: string, env: Record<string, string>, events: re
         invocations.push({ error: String(e && e.stack || e) });
       }
     }
-    console.log(JSON.stringify({ invocations, refused }));
+    console.log(JSON.stringify({ invocations, refused, undiciAtImport }));
     process.exit(0);`;
-  return runModuleScript<{ invocations: Invocation[]; refused: string[] }>(script, env).then(({ code, parsed, stdout, stderr }) =>
-    parsed ? { ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, stderr } : { ok: false, invocations: [], refused: [], stderr: `${stderr}\nexit ${String(code)}: ${stdout}` },
+  return runModuleScript<{ invocations: Invocation[]; refused: string[]; undiciAtImport: boolean }>(script, env).then(({ code, parsed, stdout, stderr }) =>
+    parsed
+      ? { ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, undiciAtImport: parsed.undiciAtImport, stderr }
+      : { ok: false, invocations: [], refused: [], undiciAtImport: false, stderr: `${stderr}\nexit ${String(code)}: ${stdout}` },
   );
 }
