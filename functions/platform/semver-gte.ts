@@ -5,8 +5,8 @@
  * which redial never calls; this keeps that check working, with semver 7's strict parsing and precedence,
  * at a tenth of the bytes. test/platform/semver-gte.test.ts holds it to the package it replaces.
  *
- * Nothing in redial imports this module; a bundle that required another `semver` function would find it
- * missing at the call (`semver.x is not a function`), and the bundle test would fail on it.
+ * Nothing in redial imports this module. Code that called another `semver` function would fail at the call
+ * (`semver.x is not a function`), so the bundle test checks that the patcher is its only importer.
  */
 
 /** semver's own limit: a longer string is refused before the pattern runs. */

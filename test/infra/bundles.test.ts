@@ -211,6 +211,13 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
     }
   });
 
+  it('the semver alias serves only the X-Ray SDK’s patcher, whose one call (gte) the module is held to', () => {
+    // functions/platform/semver-gte.ts has gte alone (test/platform/semver-gte.test.ts): another importer may call what it lacks.
+    for (const fn of functions) {
+      expect(bundles.get(fn.name)!.aliasImporters['semver'], fn.name).toEqual(['node_modules/aws-xray-sdk-core/dist/lib/patchers/aws_p.js']);
+    }
+  });
+
   it('intake: reads its signing secret at cold start, then answers a signed call result for an unknown batch 200 ignored after one read', async () => {
     const payload = JSON.stringify({ batchId: BATCH_ID, contactNumber: '+34600000001', callId: 'c1', code: 'NO_PICKUP', emptyTranscription: true, durationSeconds: 0 });
     const id = `msg_${randomBytes(6).toString('hex')}`;

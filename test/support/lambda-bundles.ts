@@ -60,6 +60,8 @@ export interface BuiltBundle {
   bytes: number;
   /** The largest inputs, by package (node_modules) or by functions/ folder, in bytes of output. */
   largest: { name: string; bytes: number }[];
+  /** For each alias (the module it replaces), the files that import it, relative to the root: what the module of ours must serve. */
+  aliasImporters: Record<string, string[]>;
 }
 
 /** How a bundle differs from today's deployed ones (an older checkout was bundled differently). */
@@ -104,7 +106,13 @@ export async function buildBundle(root: string, entry: string, outdir: string, o
     }
   }
   const largest = [...byPart.entries()].map(([name, b]) => ({ name, bytes: b })).sort((a, b) => b.bytes - a.bytes);
-  return { file, bytes, largest };
+  const aliasImporters: Record<string, string[]> = Object.fromEntries(Object.keys(aliases).map((name) => [name, []]));
+  for (const [path, input] of Object.entries(result.metafile.inputs)) {
+    for (const imported of input.imports) {
+      if (imported.original !== undefined && imported.original in aliasImporters) aliasImporters[imported.original]!.push(path);
+    }
+  }
+  return { file, bytes, largest, aliasImporters };
 }
 
 /**
