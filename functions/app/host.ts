@@ -4,7 +4,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { SecretKey } from '../platform/secret-key.ts';
-import type { JobRuntime } from '../jobs/runtime.ts';
+import type { JobClientRuntime } from '../jobs/client-runtime.ts';
 import type { CallsConfig } from '../calls/config.ts';
 import type { CallsStore } from '../calls/store.ts';
 import type { MailServices } from '../mail/context.ts';
@@ -14,7 +14,8 @@ import type { TableNames } from './catalog.ts';
 
 /** What a host (a Lambda's cold start, the local host) gives the system. */
 export interface SystemHost {
-  jobs: JobRuntime;
+  /** The job layer as the contexts use it (the client, the store); a host that runs jobs has the whole runtime (functions/jobs/runtime.ts). */
+  jobs: JobClientRuntime;
   db: DynamoDBDocumentClient;
   tableNames: TableNames;
   clock: Clock;

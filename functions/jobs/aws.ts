@@ -10,6 +10,8 @@ import type { Tracing } from '../platform/tracing.ts';
 import { AwsDispatchTransport } from './dispatch.ts';
 import type { QueueSpec } from './queues.ts';
 import { DEFAULT_DISCARDED_RETENTION_DAYS } from './row.ts';
+import { createJobClientRuntime } from './client-runtime.ts';
+import type { JobClientRuntime, JobRuntimeDeps } from './client-runtime.ts';
 import { createJobRuntime } from './runtime.ts';
 import type { JobRuntime } from './runtime.ts';
 
@@ -27,23 +29,25 @@ export const jobsAwsConfig = z.object({
 
 export type JobsAwsConfig = z.infer<typeof jobsAwsConfig>;
 
+/** What {@link awsJobRuntime} and {@link awsJobClientRuntime} build on: the configuration, the clients and the job layer's dependencies. */
+interface AwsJobParts {
+  deps: JobRuntimeDeps;
+  config: JobsAwsConfig;
+  clients: Pick<AwsClients, 'dynamo' | 'sqs' | 'scheduler'>;
+}
+
 /**
- * Builds the job layer for a Lambda at cold start over `queues`: configuration parsed once, clients with
- * retries off, each wrapped by `tracing.capture` (their requests traced, the trace passed on to SQS), and
- * the job layer's spans on `tracing`.
+ * The job layer's dependencies for a Lambda at cold start over `queues`: configuration parsed once, clients
+ * with retries off, each wrapped by `tracing.capture` (their requests traced, the trace passed on to SQS),
+ * and the job layer's spans on `tracing`.
  */
-export function awsJobRuntime(
-  service: string,
-  queues: Readonly<Record<string, QueueSpec>>,
-  tracing?: Tracing & { capture<T>(client: T): T },
-): { runtime: JobRuntime; config: JobsAwsConfig; clients: Pick<AwsClients, 'dynamo' | 'sqs' | 'scheduler'> } {
+function awsJobParts(service: string, queues: Readonly<Record<string, QueueSpec>>, tracing?: Tracing & { capture<T>(client: T): T }): AwsJobParts {
   const config = parseConfig(jobsAwsConfig);
   // The job layer's clients only: a function that uses another service builds that client itself
   // (functions/app/aws.ts), so no bundle carries a client its function does not call.
   const options = tracing ? { capture: <T>(client: T): T => tracing.capture(client) } : {};
   const clients = { dynamo: dynamoClient(options), sqs: sqsClient(options), scheduler: schedulerClient(options) };
-  const logger = createLogger(service);
-  const runtime = createJobRuntime({
+  const deps: JobRuntimeDeps = {
     db: clients.dynamo,
     jobsTable: config.JOBS_TABLE,
     queues,
@@ -56,11 +60,31 @@ export function awsJobRuntime(
     }),
     clock: systemClock,
     rng: systemRng(),
-    logger,
+    logger: createLogger(service),
     metrics: powertoolsMetrics(service),
     ...(tracing ? { tracing } : {}),
     rescueAfterMs: config.RESCUE_AFTER_SECONDS * 1000,
     discardedRetentionSeconds: config.DISCARDED_RETENTION_DAYS * 86400,
-  });
-  return { runtime, config, clients };
+  };
+  return { deps, config, clients };
+}
+
+/** The job layer for a Lambda that runs jobs (a worker, the rescuer), built once per cold start over `queues` (see {@link awsJobParts}). */
+export function awsJobRuntime(
+  service: string,
+  queues: Readonly<Record<string, QueueSpec>>,
+  tracing?: Tracing & { capture<T>(client: T): T },
+): { runtime: JobRuntime; config: JobsAwsConfig; clients: Pick<AwsClients, 'dynamo' | 'sqs' | 'scheduler'> } {
+  const { deps, config, clients } = awsJobParts(service, queues, tracing);
+  return { runtime: createJobRuntime(deps), config, clients };
+}
+
+/** The job layer's client alone, for a Lambda that enqueues and reads jobs but runs none (the intake, the APIs, the links). */
+export function awsJobClientRuntime(
+  service: string,
+  queues: Readonly<Record<string, QueueSpec>>,
+  tracing?: Tracing & { capture<T>(client: T): T },
+): { runtime: JobClientRuntime; config: JobsAwsConfig; clients: Pick<AwsClients, 'dynamo' | 'sqs' | 'scheduler'> } {
+  const { deps, config, clients } = awsJobParts(service, queues, tracing);
+  return { runtime: createJobClientRuntime(deps), config, clients };
 }

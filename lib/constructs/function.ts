@@ -8,6 +8,21 @@ import { Construct } from 'constructs';
 /** The first line of every bundle: CommonJS dependencies inside an ES module bundle still call require() for Node built-ins. */
 export const BUNDLING_BANNER = "import { createRequire as __redialCreateRequire } from 'node:module'; const require = __redialCreateRequire(import.meta.url);";
 
+/**
+ * Modules every bundle takes from a module of ours (esbuild `alias`; paths relative to the project root,
+ * where CDK runs esbuild). The bundle test builds with the same map (test/support/lambda-bundles.ts), so
+ * what it runs is what is deployed.
+ *
+ * - `semver`: the X-Ray SDK requires it whole for one `gte` in a patcher redial never calls;
+ *   functions/platform/semver-gte.ts is that `gte` (≈ 28 KB less in every bundle).
+ * - `node:http`: imported as an ES module it makes Node load its own undici at cold start;
+ *   functions/platform/node-http.cts hands over the same module through require(), which does not.
+ */
+export const BUNDLING_ALIASES: Readonly<Record<string, string>> = {
+  semver: './functions/platform/semver-gte.ts',
+  'node:http': './functions/platform/node-http.cts',
+};
+
 /** Properties of a {@link RedialFunction}. */
 export interface RedialFunctionProps {
   /** The TypeScript file that exports `handler`. */
@@ -68,8 +83,10 @@ export class RedialFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
-      // Stack traces in the logs point into the TypeScript sources, not the minified bundle.
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      // No NODE_OPTIONS=--enable-source-maps: Node would read and parse the bundle's source map on every cold
+      // start (a third of the import, docs/benchmarks.md "Lambda bundles"). Stack traces in the logs point
+      // into index.mjs; `npm run map-stack-trace` maps them to the TypeScript sources with the asset's map.
+      environment: props.environment ?? {},
       retryAttempts: props.asyncRetryAttempts ?? 0,
       ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
       // Every invocation is traced (X-Ray), so one intake result can be followed through fanout and delivery.
@@ -81,8 +98,12 @@ export class RedialFunction extends Construct {
         externalModules: [],
         mainFields: ['module', 'main'],
         banner: BUNDLING_BANNER,
+        // `--alias:semver=./functions/…` on esbuild's command line (CDK's esbuildArgs form of `alias`).
+        esbuildArgs: Object.fromEntries(Object.entries(BUNDLING_ALIASES).map(([pkg, path]) => [`--alias:${pkg}`, path])),
         minify: true,
+        // The map ships in the asset for mapping traces; positions only, without the sources' text (a third its size).
         sourceMap: true,
+        sourcesContent: false,
       },
     });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { crashedHandler, seedExpiredLeases } from '../../bench/rescue.ts';
-import { Watermarks } from '../../functions/jobs/rescuer.ts';
+import { Watermarks } from '../../functions/jobs/watermarks.ts';
 import { CHECK_SHARDS, checkShard } from '../../functions/jobs/row.ts';
 import { jobsFixture } from '../support/jobs.ts';
 

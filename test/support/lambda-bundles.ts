@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
-import { BUNDLING_BANNER } from '../../lib/constructs/function.ts';
+import { BUNDLING_ALIASES, BUNDLING_BANNER } from '../../lib/constructs/function.ts';
 import { fakeResolve, synth } from '../infra/synth.ts';
 import type { Intrinsic, Resource } from '../infra/synth.ts';
 
@@ -60,10 +60,21 @@ export interface BuiltBundle {
   bytes: number;
   /** The largest inputs, by package (node_modules) or by functions/ folder, in bytes of output. */
   largest: { name: string; bytes: number }[];
+  /** For each alias (the module it replaces), the files that import it, relative to the root: what the module of ours must serve. */
+  aliasImporters: Record<string, string[]>;
 }
 
-/** Bundles `entry` (relative to `root`) into `outdir` as NodejsFunction does (ESM, minified, source map, the require banner). */
-export async function buildBundle(root: string, entry: string, outdir: string): Promise<BuiltBundle> {
+/** How a bundle differs from today's deployed ones (an older checkout was bundled differently). */
+export interface BundleOptions {
+  /** esbuild aliases. @default BUNDLING_ALIASES (lib/constructs/function.ts) */
+  aliases?: Readonly<Record<string, string>>;
+  /** Whether the source map carries the sources' text. @default false, as deployed */
+  sourcesContent?: boolean;
+}
+
+/** Bundles `entry` (relative to `root`) into `outdir` as NodejsFunction does (ESM, minified, source map, the require banner, the aliases), unless `options` say otherwise. */
+export async function buildBundle(root: string, entry: string, outdir: string, options: BundleOptions = {}): Promise<BuiltBundle> {
+  const { aliases = BUNDLING_ALIASES, sourcesContent = false } = options;
   mkdirSync(outdir, { recursive: true });
   const file = join(outdir, 'index.mjs');
   const result = await esbuild.build({
@@ -75,8 +86,10 @@ export async function buildBundle(root: string, entry: string, outdir: string): 
     format: 'esm',
     minify: true,
     sourcemap: true,
+    sourcesContent,
     mainFields: ['module', 'main'],
     banner: { js: BUNDLING_BANNER },
+    alias: { ...aliases },
     outfile: file,
     metafile: true,
     logLevel: 'error',
@@ -93,7 +106,13 @@ export async function buildBundle(root: string, entry: string, outdir: string): 
     }
   }
   const largest = [...byPart.entries()].map(([name, b]) => ({ name, bytes: b })).sort((a, b) => b.bytes - a.bytes);
-  return { file, bytes, largest };
+  const aliasImporters: Record<string, string[]> = Object.fromEntries(Object.keys(aliases).map((name) => [name, []]));
+  for (const [path, input] of Object.entries(result.metafile.inputs)) {
+    for (const imported of input.imports) {
+      if (imported.original !== undefined && imported.original in aliasImporters) aliasImporters[imported.original]!.push(path);
+    }
+  }
+  return { file, bytes, largest, aliasImporters };
 }
 
 /**
@@ -280,6 +299,8 @@ export interface ColdInvoke {
   invocations: Invocation[];
   /** Every outbound connection the process tried to a port it was not given (refused there, as `host:port`). */
   refused: string[];
+  /** Whether Node's own undici (its fetch) was loaded once the import was done, before any invocation. */
+  undiciAtImport: boolean;
   stderr: string;
 }
 
@@ -317,6 +338,7 @@ export function coldInvoke(file: string, env: Record<string, string>, events: re
     };
     process.on('unhandledRejection', (e) => { console.error('unhandled rejection', e); process.exit(3); });
     const mod = await import(${JSON.stringify(pathToFileURL(file).href)});
+    const undiciAtImport = process.moduleLoadList.some((m) => m.includes('undici'));
     const invocations = [];
     let n = 0;
     for (const event of ${JSON.stringify(events)}) {
@@ -332,9 +354,11 @@ export function coldInvoke(file: string, env: Record<string, string>, events: re
         invocations.push({ error: String(e && e.stack || e) });
       }
     }
-    console.log(JSON.stringify({ invocations, refused }));
+    console.log(JSON.stringify({ invocations, refused, undiciAtImport }));
     process.exit(0);`;
-  return runModuleScript<{ invocations: Invocation[]; refused: string[] }>(script, env).then(({ code, parsed, stdout, stderr }) =>
-    parsed ? { ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, stderr } : { ok: false, invocations: [], refused: [], stderr: `${stderr}\nexit ${String(code)}: ${stdout}` },
+  return runModuleScript<{ invocations: Invocation[]; refused: string[]; undiciAtImport: boolean }>(script, env).then(({ code, parsed, stdout, stderr }) =>
+    parsed
+      ? { ok: code === 0, invocations: parsed.invocations, refused: parsed.refused, undiciAtImport: parsed.undiciAtImport, stderr }
+      : { ok: false, invocations: [], refused: [], undiciAtImport: false, stderr: `${stderr}\nexit ${String(code)}: ${stdout}` },
   );
 }

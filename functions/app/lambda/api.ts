@@ -3,11 +3,11 @@
 // builds the whole composition root (without SES: mail leaves from the mail worker only).
 import { createApiHandler } from '../../platform/http.ts';
 import { callsConfigFromEnv } from '../../calls/config.ts';
-import { lambdaHost, withSecretKey } from '../aws.ts';
+import { lambdaClientHost, withSecretKey } from '../aws.ts';
 import { withMailLinks } from '../mail-parts.ts';
 import { routesServedBy, System } from '../system.ts';
 
-const { host, tracing } = lambdaHost('redial-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
+const { host, tracing } = lambdaClientHost('redial-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
 const system = new System(() => host);
 
 export const handler = createApiHandler(routesServedBy(system, 'api'), host.logger).use(tracing.handlerMiddleware());

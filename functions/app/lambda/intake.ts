@@ -10,14 +10,14 @@ import { intakeRoute } from '../../calls/intake-api.ts';
 import { countingCallResults } from '../../calls/metrics.ts';
 import { tracingCallResults } from '../../calls/tracing.ts';
 import type { Publisher } from '../../webhooks/publish.ts';
-import { lambdaHost, readSecret } from '../aws.ts';
+import { lambdaClientHost, readSecret } from '../aws.ts';
 import { buildCalls } from '../contexts/calls.ts';
 import { buildPublisher } from '../contexts/publisher.ts';
 
 // The signing secret, read once per cold start (lib/ keeps it in Secrets Manager, never in the environment).
 const { CALL_WEBHOOK_SECRET_ARN } = parseConfig(z.object({ CALL_WEBHOOK_SECRET_ARN: z.string().startsWith('arn:') }));
 const webhookSecret = checkWebhookSecret(await readSecret(CALL_WEBHOOK_SECRET_ARN));
-const { host, tracing } = lambdaHost('redial-intake', () => ({ calls: callsConfigFromEnv(process.env, { webhookSecret }) }));
+const { host, tracing } = lambdaClientHost('redial-intake', () => ({ calls: callsConfigFromEnv(process.env, { webhookSecret }) }));
 let publisher: Publisher | undefined;
 const calls = buildCalls(host, () => (publisher ??= buildPublisher(host)));
 

@@ -3,11 +3,11 @@
 // rows and nothing else. The document lists every route, so this entry holds every context's routes (not
 // their clients: it sends no mail and uses no key).
 import { createApiHandler } from '../../platform/http.ts';
-import { lambdaHost } from '../aws.ts';
+import { lambdaClientHost } from '../aws.ts';
 import { withMailLinks } from '../mail-parts.ts';
 import { routesServedBy, System } from '../system.ts';
 
-const { host, tracing } = lambdaHost('redial-links', withMailLinks);
+const { host, tracing } = lambdaClientHost('redial-links', withMailLinks);
 const system = new System(() => host);
 
 export const handler = createApiHandler(routesServedBy(system, 'publicLinks'), host.logger).use(tracing.handlerMiddleware());

@@ -4,11 +4,11 @@
 // acts for that tenant alone. Operators reach the same handlers through the IAM copies (api.ts).
 import { createApiHandler } from '../../platform/http.ts';
 import { callsConfigFromEnv } from '../../calls/config.ts';
-import { lambdaHost, withSecretKey } from '../aws.ts';
+import { lambdaClientHost, withSecretKey } from '../aws.ts';
 import { withMailLinks } from '../mail-parts.ts';
 import { routesServedBy, System } from '../system.ts';
 
-const { host, tracing } = lambdaHost('redial-tenant-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
+const { host, tracing } = lambdaClientHost('redial-tenant-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
 const system = new System(() => host);
 
 export const handler = createApiHandler(routesServedBy(system, 'tenantApi'), host.logger, { keys: () => system.apiKeys }).use(tracing.handlerMiddleware());
