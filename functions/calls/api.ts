@@ -5,13 +5,14 @@ import { refusedCodes } from '../platform/dynamo.ts';
 import { HttpError, notFound, queryInt, route, tenantRoute, unavailable, withErrors } from '../platform/http.ts';
 import { InvalidCursorError } from '../platform/dynamo.ts';
 import type { ApiResponse, ApiRoute } from '../platform/http.ts';
-import { DEFAULT_ROUND_RETRY } from './backoff.ts';
+import { listPagesFor, newBatchRow } from './batch-create.ts';
+import { CallsStore } from './store.ts';
 import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchIds, batchKey, callsExpiry, jobIds, LIST_PAGE_SIZE, listKey } from './model.ts';
-import type { BatchRow, ListPage, TenantRow } from './model.ts';
+import { BatchStatus, batchIds, jobIds, LIST_PAGE_SIZE } from './model.ts';
+import type { BatchRow, TenantRow } from './model.ts';
 import { contactState, dialledInRound } from './status.ts';
 import type { ContactState } from './status.ts';
 import {
@@ -157,8 +158,8 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     summary: 'Create a batch of contacts to call; its first round starts at once (or when its calling window opens)',
     body: batchBody,
     headers: batchHeaders,
-    // 10 000 contacts of up to 16 characters each, with their JSON around them.
-    maxBodyBytes: 1024 * 1024,
+    // 10 000 contacts with their data, under Lambda's 6 MB request limit (larger: a CSV import).
+    maxBodyBytes: 5 * 1024 * 1024,
     responses: {
       201: { description: 'created', schema: batchResponse.pick({ batchId: true }) },
       200: { description: 'a retry with the same Idempotency-Key and body: the batch it created; nothing written', schema: batchResponse.pick({ batchId: true }) },
@@ -175,40 +176,31 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const hash = key === undefined ? undefined : requestHash(body);
       const batchId = key === undefined ? batchIds.make(scope.tenantId, randomUUID().replaceAll('-', '')) : batchIdForKey(scope.tenantId, key);
       const numbers = body.contacts.map((c) => c.number);
-      const pages: ListPage[] = [];
-      for (let page = 0; page * LIST_PAGE_SIZE < numbers.length; page++) {
-        pages.push({ ...listKey(batchId, 1, page), round: 1, page, numbers: numbers.slice(page * LIST_PAGE_SIZE, (page + 1) * LIST_PAGE_SIZE), expiresAt: callsExpiry(now) });
+      const pages = listPagesFor(batchId, numbers, now);
+      // A contact's data (externalId, variables, zone, an invalid number's flag) lives in items of its own,
+      // too many for the batch's transaction: they are written first, each derived from the body (a retry
+      // writes the same), and are reachable only once the batch commits. If it never does, they expire.
+      const data = CallsStore.contactDataItems(batchId, body.contacts, now);
+      if (data.length > 0) {
+        const written = await store.putItems(data as unknown as Record<string, unknown>[]);
+        if (written.unprocessed > 0) throw unavailable(`DynamoDB left ${written.unprocessed} of the contacts' data items unwritten; no batch was created, try again (with an Idempotency-Key, the same batch)`);
       }
-      const batch: BatchRow = {
-        ...batchKey(batchId),
+      const batch = newBatchRow({
         batchId,
         tenantId: body.tenantId,
         status: BatchStatus.Pending,
-        round: 1,
-        maxAttempts: body.maxAttempts,
-        ...(body.callingWindow ? { callingWindow: body.callingWindow } : {}),
-        retry: body.retry ?? DEFAULT_ROUND_RETRY,
-        minConversationDurationSeconds: body.minConversationDurationSeconds,
-        contactCount: numbers.length,
-        createdAt: new Date(now).toISOString(),
-        updatedAt: new Date(now).toISOString(),
-        expiresAt: callsExpiry(now),
+        settings: body,
+        contacts: {
+          count: numbers.length,
+          variableNames: body.variableNames,
+          hasContactData: data.length > 0,
+          invalidNumbers: body.contacts.filter((c) => !c.numberValid).length,
+          duplicatesDropped: body.duplicatesDropped,
+        },
         listPages: pages.length,
-        roundSize: numbers.length,
-        dialPage: 0,
-        dialPos: 0,
-        dialComplete: false,
-        nQueued: numbers.length,
-        nCalling: 0,
-        nCompleted: 0,
-        nRetryEligible: 0,
-        byCode: {},
-        finPage: 0,
-        finPos: 0,
-        nextPages: 0,
-        nextSize: 0,
-        ...(key === undefined ? {} : { idempotencyKey: key, requestHash: hash }),
-      };
+        now,
+        idempotency: key === undefined || hash === undefined ? undefined : { key, requestHash: hash },
+      });
       // The round-1 dialer is enqueued with the batch: it checks the window itself.
       const dial = jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) });
       const result = await store.transact([...store.createBatchItems(batch, pages), dial.item]);

@@ -18,6 +18,9 @@ import type { CallingWindow } from './window.ts';
  * | batch | `TENANT#<tenantId>#BATCH#<hex>` | `BATCH` |
  * | a round's dial list, one page | `TENANT#<tenantId>#BATCH#<hex>` | `LIST#<round:3>#<page:5>` |
  * | contact state | `TENANT#<tenantId>#BATCH#<hex>#C<shard:2>` (16 shards by number) | `CONTACT#<E.164 number>` |
+ * | a contact's data (externalId, variables, zone), when it has any | the contact's shard | `DATA#<E.164 number>` |
+ * | one call of a contact (an attempt), its artefacts | the contact's shard | `ATTEMPT#<E.164 number>#<round:3>` |
+ * | an externalId → its contact's number | `…#C<shard:2>` (16 shards by externalId) | `XID#<externalId>` |
  * | a finished round's outcomes | `TENANT#<tenantId>#BATCH#<hex>` | `ROUND#<round:3>` |
  * | the operators' batch index, every tenant's | `BATCHES` | `<createdAt>#<batchId>` |
  *
@@ -59,6 +62,8 @@ export type ContactStatus = (typeof ContactStatus)[keyof typeof ContactStatus];
 
 /** A batch's status. */
 export const BatchStatus = {
+  /** Created from a large CSV: its import job is writing its contacts; nothing is dialled until it ends (then Pending). */
+  Importing: 'Importing',
   /** Created; nothing dialled yet (waiting for its window, or for its first dial run). */
   Pending: 'Pending',
   InProgress: 'InProgress',
@@ -141,6 +146,17 @@ export interface BatchRow {
   finPos: number;
   nextPages: number;
   nextSize: number;
+  /** Every variable name the batch's contacts use, in import order: the export's variable columns. Absent: none. */
+  variableNames?: string[];
+  /** Some contact has a data item (externalId, variables or zone, or a number flagged not valid): the dialer reads them per dial group. */
+  hasContactData?: boolean;
+  /** Contacts whose number is possible but not valid (accepted, flagged on the contact). */
+  invalidNumbers?: number;
+  /** Contacts dropped as duplicates (`dedupe`). */
+  duplicatesDropped?: number;
+  /** The contact settings the batch was created with (`defaultCountry`, `strictNumbers`). */
+  defaultCountry?: string;
+  strictNumbers?: boolean;
 }
 
 /**
@@ -171,6 +187,69 @@ export interface ContactRow {
   /** The call that completed ({@link callIdFor}, with its slot suffix): it names the round and the list position. */
   callId?: string;
   updatedAt: string;
+  // The latest call's artefacts (its attempt item has them all, `data` included).
+  recordingUrl?: string;
+  transcriptUrl?: string;
+  summary?: string;
+  endedReason?: string;
+}
+
+/**
+ * A contact's data, apart from its state: what the customer gave with it. Written before the contact can be
+ * dialled (with the batch, or by the import job before the list page naming it), never changed after;
+ * read by the dialer per dial group (one BatchGet) and by the listing and the export. A contact with no
+ * externalId, no variables, no zone and a valid number has none.
+ */
+export interface ContactDataRow {
+  pk: string;
+  sk: string;
+  batchId: string;
+  contactNumber: string;
+  externalId?: string;
+  variables?: Record<string, string | number | boolean>;
+  timezone?: string;
+  /** False for a possible number in no assigned range (accepted unless `strictNumbers`). Absent: valid. */
+  numberValid?: false;
+  /** ISO 3166-1 alpha-2, when the number names one region. */
+  region?: string;
+  expiresAt?: number;
+}
+
+/** An externalId's entry: which contact of the batch it names (the listing's `externalId` filter reads it). */
+export interface ExternalIdRow {
+  pk: string;
+  sk: string;
+  contactNumber: string;
+  expiresAt?: number;
+}
+
+/**
+ * One call of a contact — one per round it was dialled in, written by the call's completion in its
+ * transaction (so at most one per round: the contact's condition admits one completion a round).
+ */
+export interface AttemptRow {
+  pk: string;
+  sk: string;
+  batchId: string;
+  contactNumber: string;
+  round: number;
+  callId: string;
+  /** The handler's own code, as reported (absent for a TIMEOUT or a placer's INTERNAL_ERROR). */
+  reportedCode?: string;
+  code: string;
+  retryable: boolean;
+  source: CompletionSource;
+  durationSeconds?: number;
+  emptyTranscription?: boolean;
+  /** When the call's dial committed, as the placer was told and echoed back (absent when it did not echo). */
+  placedAt?: string;
+  completedAt: string;
+  recordingUrl?: string;
+  transcriptUrl?: string;
+  summary?: string;
+  data?: Record<string, unknown>;
+  endedReason?: string;
+  expiresAt?: number;
 }
 
 export interface ListPage {
@@ -250,6 +329,12 @@ export const CONTACT_SHARDS = 16;
 export const contactShard = (number: string): number => createHash('sha256').update(number).digest().readUInt32BE(0) % CONTACT_SHARDS;
 export const contactPartition = (batchId: string, shard: number): string => `${batchPartition(batchId)}#C${String(shard).padStart(2, '0')}`;
 export const contactKey = (batchId: string, number: string) => ({ pk: contactPartition(batchId, contactShard(number)), sk: `CONTACT#${number}` });
+export const DATA_PREFIX = 'DATA#';
+export const contactDataKey = (batchId: string, number: string) => ({ pk: contactPartition(batchId, contactShard(number)), sk: `${DATA_PREFIX}${number}` });
+/** An externalId's entry spreads over the same shards as contacts, by a hash of the id. */
+export const externalIdKey = (batchId: string, externalId: string) => ({ pk: contactPartition(batchId, contactShard(`xid:${externalId}`)), sk: `XID#${externalId}` });
+export const attemptPrefix = (number: string) => `ATTEMPT#${number}#`;
+export const attemptKey = (batchId: string, number: string, round: number) => ({ pk: contactPartition(batchId, contactShard(number)), sk: `${attemptPrefix(number)}${String(round).padStart(3, '0')}` });
 export const listKey = (batchId: string, round: number, page: number) => ({
   pk: batchPartition(batchId),
   sk: `LIST#${String(round).padStart(3, '0')}#${String(page).padStart(5, '0')}`,

@@ -4,6 +4,7 @@ import * as z from 'zod';
 import { e164 } from './intake-schemas.ts';
 import { batchIds } from './model.ts';
 import { callingWindowSchema } from './window.ts';
+import { contactInputSchema, contactSettingsFields, normaliseContacts } from './contacts/contact.ts';
 
 /**
  * The calls API's request and response schemas (docs/openapi.json is generated from them). Validation happens here, at the edge: a
@@ -35,26 +36,36 @@ export const tenantResponse = z.object({
 /** A batch's id names its tenant: `b_<tenantId>.<32 hex>` (model.ts `batchIds`). */
 export const batchParams = z.object({ id: batchIds.schema });
 
+/** A batch's settings other than its contacts: the JSON body's fields, and a CSV import's (as query parameters there). */
+export const batchSettingsFields = {
+  tenantId: tenantIdSchema.optional().describe('optional: the tenant is your API key’s (the path’s, on the operator copy); another tenant’s id is a 403'),
+  /** Rounds: how many times a contact may be dialled. */
+  maxAttempts: z.number().int().min(1).max(10),
+  callingWindow: callingWindowSchema.optional(),
+  retry: z
+    .strictObject({ baseSeconds: z.number().int().min(1).max(86_400), capSeconds: z.number().int().min(1).max(7 * 86_400) })
+    .refine((r) => r.capSeconds >= r.baseSeconds, { message: 'capSeconds must be at least baseSeconds', path: ['capSeconds'] })
+    .optional(),
+  minConversationDurationSeconds: z.number().int().min(0).max(3600).default(10),
+  ...contactSettingsFields,
+};
+
+/**
+ * `POST /v1/batches` as JSON: contacts `{number, externalId?, variables?, timezone?}` read against the
+ * batch's contact settings (contacts/contact.ts `normaliseContacts`): numbers into E.164, duplicates and
+ * invalid numbers refused (or dropped, flagged) with the contact's path. The validated body carries the
+ * normalised contacts and the batch's variable names in order of first use.
+ */
 export const batchBody = z
   .strictObject({
-    tenantId: tenantIdSchema.optional().describe('optional: the tenant is your API key’s (the path’s, on the operator copy); another tenant’s id is a 403'),
-    contacts: z.array(z.strictObject({ number: e164 })).min(1).max(MAX_CONTACTS_PER_BATCH),
-    /** Rounds: how many times a contact may be dialled. */
-    maxAttempts: z.number().int().min(1).max(10),
-    callingWindow: callingWindowSchema.optional(),
-    retry: z
-      .strictObject({ baseSeconds: z.number().int().min(1).max(86_400), capSeconds: z.number().int().min(1).max(7 * 86_400) })
-      .refine((r) => r.capSeconds >= r.baseSeconds, { message: 'capSeconds must be at least baseSeconds', path: ['capSeconds'] })
-      .optional(),
-    minConversationDurationSeconds: z.number().int().min(0).max(3600).default(10),
+    ...batchSettingsFields,
+    contacts: z.array(contactInputSchema).min(1).max(MAX_CONTACTS_PER_BATCH),
   })
-  .superRefine((body, ctx) => {
-    const seen = new Map<string, number>();
-    body.contacts.forEach((contact, i) => {
-      const first = seen.get(contact.number);
-      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['contacts', i, 'number'], message: `duplicate of contacts.${first}.number` });
-      else seen.set(contact.number, i);
-    });
+  .transform((body, ctx) => {
+    const result = normaliseContacts(body.contacts, body);
+    for (const issue of result.issues) ctx.addIssue({ code: 'custom', path: ['contacts', ...issue.path], message: issue.message });
+    if (result.issues.length > 0) return z.NEVER;
+    return { ...body, contacts: result.contacts, variableNames: result.variableNames, duplicatesDropped: result.duplicatesDropped };
   });
 export type BatchBody = z.infer<typeof batchBody>;
 

@@ -1,12 +1,17 @@
 import { GetCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
-import { batchGet, conditionCheck, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
+import { batchGet, batchWrite, MAX_BATCH_WRITE_ITEMS, conditionCheck, conditionFailure, Expression, keyCursor, MAX_BATCH_GET_KEYS, putItem, transact, updateItem } from '../platform/dynamo.ts';
 import type { TransactItem, TransactOutcome } from '../platform/dynamo.ts';
 import type { TenantScope } from '../platform/tenancy.ts';
 import { apiKeyKey, apiKeysPartition } from './keys.ts';
 import type { ApiKeyRow, ApiKeyStore } from './keys.ts';
 import {
+  attemptPrefix,
+  contactDataKey,
+  contactPartition,
+  contactShard,
+  externalIdKey,
   BATCH_INDEX_PK,
   batchIds,
   batchIndexKey,
@@ -32,7 +37,8 @@ import {
   tenantBatchIndexKey,
   tenantKey,
 } from './model.ts';
-import type { BatchRow, CompletionSource, ContactRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
+import type { AttemptRow, BatchRow, CompletionSource, ContactDataRow, ContactRow, ExternalIdRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
+import type { Contact } from './contacts/contact.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
 const is = {
@@ -327,6 +333,68 @@ export class CallsStore implements ApiKeyStore {
       for (const page of (result.Items ?? []) as ListPage[]) page.numbers.forEach((number, pos) => isDialled(batch, page.page, pos) && dialled.add(number));
     }
     return dialled;
+  }
+
+  // ─── contact data ───────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * The data items of a batch's contacts (model.ts `ContactDataRow`, and an `XID#` entry per externalId):
+   * only contacts that carry something have one. Derived from the contacts alone, so writing them again
+   * (a retried request with its Idempotency-Key, an import page run again) writes the same items.
+   */
+  static contactDataItems(batchId: string, contacts: readonly Contact[], now: number): (ContactDataRow | (ExternalIdRow & { batchId: string }))[] {
+    const expiresAt = callsExpiry(now);
+    const items: (ContactDataRow | (ExternalIdRow & { batchId: string }))[] = [];
+    for (const c of contacts) {
+      if (c.externalId === undefined && c.variables === undefined && c.timezone === undefined && c.numberValid) continue;
+      items.push({
+        ...contactDataKey(batchId, c.number),
+        batchId,
+        contactNumber: c.number,
+        ...(c.externalId !== undefined ? { externalId: c.externalId } : {}),
+        ...(c.variables !== undefined ? { variables: c.variables } : {}),
+        ...(c.timezone !== undefined ? { timezone: c.timezone } : {}),
+        ...(c.numberValid ? {} : { numberValid: false as const }),
+        ...(c.region !== undefined ? { region: c.region } : {}),
+        expiresAt,
+      });
+      if (c.externalId !== undefined) items.push({ ...externalIdKey(batchId, c.externalId), batchId, contactNumber: c.number, expiresAt });
+    }
+    return items;
+  }
+
+  /**
+   * Writes items with BatchWriteItem, {@link MAX_BATCH_WRITE_ITEMS} a request, `parallel` requests at a
+   * time, each sent once: how many DynamoDB left unprocessed comes back (the caller ends its page, or
+   * answers 503), and how many requests were sent.
+   */
+  async putItems(items: readonly Record<string, unknown>[], parallel = 8): Promise<{ unprocessed: number; requests: number }> {
+    const chunks: Record<string, unknown>[][] = [];
+    for (let i = 0; i < items.length; i += MAX_BATCH_WRITE_ITEMS) chunks.push(items.slice(i, i + MAX_BATCH_WRITE_ITEMS));
+    let unprocessed = 0;
+    for (let i = 0; i < chunks.length; i += parallel) {
+      const results = await Promise.all(chunks.slice(i, i + parallel).map((chunk) => batchWrite(this.db, this.tableName, chunk)));
+      unprocessed += results.reduce((n, r) => n + r.unprocessed.length, 0);
+    }
+    return { unprocessed, requests: chunks.length };
+  }
+
+  /** The data items of these contacts (consistent BatchGets of 100), by number; a contact without one is absent. Unprocessed keys fail the read. */
+  async getContactData(batchId: string, numbers: readonly string[]): Promise<Map<string, ContactDataRow>> {
+    const chunks = Array.from({ length: Math.ceil(numbers.length / MAX_BATCH_GET_KEYS) }, (_, i) => numbers.slice(i * MAX_BATCH_GET_KEYS, (i + 1) * MAX_BATCH_GET_KEYS));
+    const reads = await Promise.all(chunks.map((chunk) => batchGet(this.db, this.tableName, chunk.map((n) => contactDataKey(batchId, n)))));
+    return new Map((reads.flat() as unknown as ContactDataRow[]).map((row) => [row.contactNumber, row]));
+  }
+
+  /** The number of the batch's contact with this externalId, if any. */
+  async numberOfExternalId(batchId: string, externalId: string): Promise<string | undefined> {
+    const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: externalIdKey(batchId, externalId), ConsistentRead: true }));
+    return (result.Item as ExternalIdRow | undefined)?.contactNumber;
+  }
+
+  /** A contact's calls, first round first (its attempt items). */
+  async getAttempts(batchId: string, number: string): Promise<AttemptRow[]> {
+    return this.queryBatch<AttemptRow>(batchId, attemptPrefix(number), contactPartition(batchId, contactShard(number)));
   }
 
   // ─── the transaction ────────────────────────────────────────────────────────────────────────────

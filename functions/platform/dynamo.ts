@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { TableDefinition } from './tables.ts';
@@ -513,6 +513,23 @@ export async function batchGet(
   const unprocessed = result.UnprocessedKeys?.[tableName]?.Keys?.length ?? 0;
   if (unprocessed > 0) throw new IncompleteReadError(unprocessed);
   return result.Responses?.[tableName] ?? [];
+}
+
+/** The most put requests one BatchWriteItem takes. */
+export const MAX_BATCH_WRITE_ITEMS = 25;
+
+/**
+ * One BatchWriteItem of up to {@link MAX_BATCH_WRITE_ITEMS} puts into one table, sent once: the items
+ * DynamoDB left unprocessed are returned, never re-sent here (only the job layer retries: an import job
+ * ends its page and resumes from its cursor; an API request answers 503). Puts are idempotent when the
+ * items' keys and contents are derived from the input, so writing them again is harmless.
+ */
+export async function batchWrite(db: DynamoDBDocumentClient, tableName: string, items: readonly Record<string, unknown>[]): Promise<{ unprocessed: Record<string, unknown>[] }> {
+  if (items.length === 0) return { unprocessed: [] };
+  if (items.length > MAX_BATCH_WRITE_ITEMS) throw new RangeError(`BatchWriteItem takes at most ${MAX_BATCH_WRITE_ITEMS} items`);
+  const result = await db.send(new BatchWriteCommand({ RequestItems: { [tableName]: items.map((Item) => ({ PutRequest: { Item: { ...Item } } })) } }));
+  const left = result.UnprocessedItems?.[tableName] ?? [];
+  return { unprocessed: left.flatMap((request) => (request.PutRequest?.Item ? [request.PutRequest.Item] : [])) };
 }
 
 /** The ProjectionExpression (and its names) of a Get or BatchGet that reads only these attributes. */

@@ -275,7 +275,8 @@ export function scriptByNumber(plan: Record<string, SimulatedOutcome[]>, fallbac
 }
 
 /** `count` distinct E.164 numbers. */
-export const numbers = (count: number, prefix = '+1415555'): string[] => Array.from({ length: count }, (_, i) => `${prefix}${String(1000 + i).padStart(4, '0')}`);
+/** `count` numbers after `prefix`, each 11 digits in all (+1 and ten, as a NANP number has), so that libphonenumber finds them possible. */
+export const numbers = (count: number, prefix = '+1415555'): string[] => Array.from({ length: count }, (_, i) => `${prefix}${String(1000 + i).padStart(12 - prefix.length, '0')}`);
 
 /** The tenant a request to a tenant route names, if it is one (see the fixture's `api`). */
 export function tenantNamed(method: string, path: string, body: unknown, fallback: string): string | undefined {
