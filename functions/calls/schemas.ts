@@ -1,7 +1,6 @@
 import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';
 import * as z from 'zod';
-import { e164 } from './intake-schemas.ts';
 import { batchIds } from './model.ts';
 import { callingWindowSchema } from './window.ts';
 import { contactInputSchema, contactSettingsFields, normaliseContacts } from './contacts/contact.ts';
