@@ -57,6 +57,8 @@ const PROBES: Record<string, () => Probe[]> = {
     // A's contacts cursor on B's own batch: not B's cursor.
     { method: 'GET', path: `/v1/batches/${bBatch}/contacts?limit=1&cursor=${a.contactsCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
   ],
+  'GET /v1/batches/{id}/contacts/{number}/attempts': () =>
+    a.batches.map((id, i) => ({ method: 'GET', path: `/v1/batches/${id}/contacts/${encodeURIComponent(`+141555${8 + i}1000`)}/attempts`, status: 404, check: notFound('batch', id) })),
   'POST /v1/endpoints': () => [{ method: 'POST', path: '/v1/endpoints', body: { tenantId: 'tenant-a', url: receiver.url }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') }],
   'GET /v1/endpoints': () => [
     { method: 'GET', path: '/v1/endpoints', status: 200, check: (body) => expect(body.endpoints).toEqual([]) },
@@ -125,7 +127,7 @@ beforeAll(async () => {
   asB = { authorization: `Bearer ${await fx.keyOf('tenant-b')}` };
   // A: two batches of three contacts, two endpoints; its cursors as A's own listings give them out.
   for (let i = 0; i < 2; i++) {
-    const created = await fx.api('POST', '/v1/batches', { contacts: numbers(3, `+1415556${i}`).map((number) => ({ number })), maxAttempts: 2 }, asA);
+    const created = await fx.api('POST', '/v1/batches', { contacts: numbers(3, `+141555${8 + i}`).map((number) => ({ number })), maxAttempts: 2 }, asA);
     expect(created.status).toBe(201);
     a.batches.push(created.body.batchId);
     const endpoint = await fx.api('POST', '/v1/endpoints', { url: `${receiver.url}/${i}` }, asA);
