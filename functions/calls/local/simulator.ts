@@ -134,6 +134,8 @@ export interface SimulatorOptions {
   resultDelayMs?: (call: { contactNumber: string; round: number; outcome: SimulatedOutcome }) => number;
   /** Port on 127.0.0.1 (default: any free port). */
   port?: number;
+  /** A spoken call's summary is padded to this many bytes (default: its one sentence), as a real agent's summary would run: the capacity day prices artefacts at a stated size. */
+  summaryBytes?: number;
 }
 
 /** The simulator, running on 127.0.0.1. */
@@ -236,7 +238,7 @@ export class CallPlacerSimulator {
   private async finish(call: SimulatedCall): Promise<void> {
     const report = simulatedReports[call.outcome]!;
     const sends = call.outcome === SimulatedOutcome.lostWebhook ? 0 : call.outcome === SimulatedOutcome.duplicateWebhook ? 2 : 1;
-    const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, callId: call.callId, ...report, ...echoAndArtefacts(call, report) });
+    const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, callId: call.callId, ...report, ...echoAndArtefacts(call, report, this.options.summaryBytes) });
     const id = `msg_${randomUUID().replaceAll('-', '')}`;
     for (let n = 0; n < sends; n++) {
       const headers = signCallWebhook(this.options.secret, id, Math.floor((this.options.signingClock ?? this.options.clock).now() / 1000), body);
@@ -272,7 +274,7 @@ export class CallPlacerSimulator {
  * externalId) and, for a call in which someone spoke, its artefacts — links on a host of the simulator's own
  * (never fetched) and a summary that reads the contact's variables, as an agent's prompt would.
  */
-function echoAndArtefacts(call: SimulatedCall, report: { durationSeconds: number; emptyTranscription: boolean }): Record<string, unknown> {
+function echoAndArtefacts(call: SimulatedCall, report: { durationSeconds: number; emptyTranscription: boolean }, summaryBytes = 0): Record<string, unknown> {
   const { durationSeconds } = report;
   const echo = { ...(call.placedAt !== undefined ? { placedAt: call.placedAt } : {}), ...(call.externalId !== undefined ? { externalId: call.externalId } : {}) };
   // A call with nothing said (no pickup, voicemail silence) has no recording worth linking.
@@ -282,7 +284,7 @@ function echoAndArtefacts(call: SimulatedCall, report: { durationSeconds: number
     ...echo,
     recordingUrl: `https://recordings.simulator.invalid/${encodeURIComponent(call.callId)}.mp3`,
     transcriptUrl: `https://recordings.simulator.invalid/${encodeURIComponent(call.callId)}.txt`,
-    summary: `Simulated call of ${durationSeconds} s${name !== undefined ? ` with ${String(name)}` : ''}.`,
+    summary: `Simulated call of ${durationSeconds} s${name !== undefined ? ` with ${String(name)}` : ''}.`.padEnd(summaryBytes, ' .'),
     endedReason: 'simulated',
   };
 }
