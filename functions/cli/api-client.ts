@@ -68,6 +68,32 @@ export class OpsSigningError extends OpsClientError {
   override readonly name = 'OpsSigningError';
 }
 
+/** An export that failed after its first page: `cursor` is the page it stopped at (`--cursor` resumes there). */
+export class OpsExportStoppedError extends OpsClientError {
+  override readonly name = 'OpsExportStoppedError';
+  readonly cursor: string;
+  constructor(cursor: string, cause: OpsClientError) {
+    super(`${cause.message}; the export stopped before the page at cursor ${cursor}`, { cause });
+    this.cursor = cursor;
+  }
+}
+
+/** What an export request accepts, by format. */
+const EXPORT_ACCEPT = { csv: 'text/csv', jsonl: 'application/x-ndjson' } as const;
+
+/**
+ * The cursor in a `Link: <…>; rel="next"` (RFC 8288) of an answer from `requestUrl`, when there is one. Only
+ * the cursor is taken from it: the client asks its own path again with it (a stage or a custom domain's
+ * mapping may show the API another path than the client's), and sends its key or signature nowhere else.
+ */
+export function nextCursor(link: string | undefined, requestUrl: string): string | undefined {
+  if (link === undefined) return undefined;
+  const target = /^\s*<([^>]*)>\s*;\s*rel="?next"?\s*$/i.exec(link)?.[1];
+  const cursor = target === undefined ? null : new URL(target, requestUrl).searchParams.get('cursor');
+  if (!cursor) throw new OpsApiResponseError(`unexpected Link header from ${requestUrl}: ${link.slice(0, 200)}`);
+  return cursor;
+}
+
 /** A 2xx answer whose body is not what the route promises (a wrong URL, or a proxy in the way). */
 export class OpsApiResponseError extends OpsClientError {
   override readonly name = 'OpsApiResponseError';
@@ -340,6 +366,38 @@ export class OpsApiClient {
     return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/rounds`), roundsResponse);
   }
 
+  /**
+   * One page of a batch's results (`GET /v1/batches/{id}/export`): its text (CSV, the header on the first
+   * page only, or JSON Lines), and the cursor of the next page, from its `Link: <…>; rel="next"`, when there
+   * is one. Pass `cursor` on for the next page: the URL the link names is this route's with it.
+   */
+  async exportPage(id: string, query: { format: 'csv' | 'jsonl'; limit?: number; cursor?: string }): Promise<{ text: string; cursor?: string }> {
+    const path = this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/export`);
+    const { response, url } = await this.exchange('GET', path, { query: { format: query.format, limit: query.limit?.toString(), cursor: query.cursor }, accept: EXPORT_ACCEPT[query.format] });
+    const cursor = nextCursor(response.headers['link'], url);
+    return { text: response.text, ...(cursor ? { cursor } : {}) };
+  }
+
+  /**
+   * Every page of a batch's results in order, from `cursor` (default: the first page), as each arrives: the
+   * pages' texts joined are the whole export. Each page is one request, sent once; a failure part-way is
+   * an {@link OpsExportStoppedError} naming the cursor to resume from.
+   */
+  async *exportPages(id: string, query: { format: 'csv' | 'jsonl'; limit?: number; cursor?: string }): AsyncGenerator<string> {
+    let cursor = query.cursor;
+    do {
+      let page: { text: string; cursor?: string };
+      try {
+        page = await this.exportPage(id, { ...query, ...(cursor ? { cursor } : {}) });
+      } catch (error) {
+        if (cursor === undefined || !(error instanceof OpsClientError)) throw error;
+        throw new OpsExportStoppedError(cursor, error);
+      }
+      yield page.text;
+      cursor = page.cursor;
+    } while (cursor);
+  }
+
   /** A page of a batch's contacts in upload order. */
   batchContacts(id: string, query: { limit?: number; cursor?: string } = {}): Promise<ContactsPage> {
     return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/contacts`), contactsResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
@@ -491,14 +549,14 @@ export class OpsApiClient {
   private async exchange(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
-    options: { query?: Record<string, string | undefined>; body?: unknown },
+    options: { query?: Record<string, string | undefined>; body?: unknown; accept?: string },
   ): Promise<{ response: OutboundResponse; url: string; text: string }> {
     const url = `${this.baseUrl}${path}${queryString(options.query ?? {})}`;
     let request: OutboundRequest = {
       url,
       method,
       headers: {
-        accept: 'application/json',
+        accept: options.accept ?? 'application/json',
         ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
       },
