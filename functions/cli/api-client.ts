@@ -159,6 +159,44 @@ export type BatchRounds = z.infer<typeof roundsResponse>;
 export type ContactsPage = z.infer<typeof contactsResponse>;
 export type EndpointView = z.infer<typeof endpointViewSchema>;
 
+/** One line of a batch's export as JSON Lines (functions/calls/contacts/export.ts `exportJsonLines`). */
+export const exportLineSchema = z.object({
+  number: z.string(),
+  externalId: z.string().nullable(),
+  variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  status: z.string(),
+  code: z.string().nullable(),
+  attempts: z.number().int(),
+  recordingUrl: z.string().nullable(),
+  transcriptUrl: z.string().nullable(),
+  summary: z.string().nullable(),
+  endedReason: z.string().nullable(),
+});
+export type ExportLine = z.infer<typeof exportLineSchema>;
+
+/** `GET /v1/batches/{id}/contacts/{number}/attempts`: one item per call (functions/calls/model.ts `AttemptRow`); absent fields may come as null. */
+export const contactAttemptsSchema = z.object({
+  attempts: z.array(
+    z.object({
+      round: z.number().int(),
+      callId: z.string(),
+      reportedCode: z.string().nullish(),
+      code: z.string(),
+      retryable: z.boolean(),
+      source: z.string(),
+      durationSeconds: z.number().nullish(),
+      placedAt: z.string().nullish(),
+      completedAt: z.string(),
+      recordingUrl: z.string().nullish(),
+      transcriptUrl: z.string().nullish(),
+      summary: z.string().nullish(),
+      data: z.record(z.string(), z.unknown()).nullish(),
+      endedReason: z.string().nullish(),
+    }),
+  ),
+});
+export type ContactAttempts = z.infer<typeof contactAttemptsSchema>;
+
 /** `GET /v1/endpoints`. */
 export const endpointPageSchema = z.object({ endpoints: z.array(endpointViewSchema), cursor: z.string().optional() });
 export type EndpointPage = z.infer<typeof endpointPageSchema>;
@@ -396,6 +434,28 @@ export class OpsApiClient {
       yield page.text;
       cursor = page.cursor;
     } while (cursor);
+  }
+
+  /**
+   * One page of a batch's results as rows (the export's JSON Lines, each line checked against
+   * {@link exportLineSchema}), and the next page's cursor: what the panel's contact table shows.
+   */
+  async exportRows(id: string, query: { limit?: number; cursor?: string } = {}): Promise<{ rows: ExportLine[]; cursor?: string }> {
+    const page = await this.exportPage(id, { format: 'jsonl', ...query });
+    const rows = page.text
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        const row = exportLineSchema.safeParse(parseJson(line));
+        if (!row.success) throw new OpsApiResponseError(`unexpected line in the export of ${id}: ${row.error.issues[0]?.path.join('.') ?? ''} ${row.error.issues[0]?.message ?? ''}`);
+        return row.data;
+      });
+    return { rows, ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+
+  /** `GET /v1/batches/{id}/contacts/{number}/attempts`: a contact's calls, first round first, each with its artefacts. */
+  contactAttempts(id: string, contactNumber: string): Promise<ContactAttempts> {
+    return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/contacts/${encodePathSegment(contactNumber)}/attempts`), contactAttemptsSchema);
   }
 
   /** A page of a batch's contacts in upload order. */
