@@ -120,7 +120,7 @@ ${
         for await (const pageText of api.exportPages(params.id, { format: 'csv' })) {
           text += pageText;
           if (Buffer.byteLength(text) > PANEL_EXPORT_MAX_BYTES) {
-            throw new HttpError(413, 'too_large', `the results pass ${PANEL_EXPORT_MAX_BYTES / 1024 / 1024} MB: export them with the CLI, which streams them (npm run ops -- batches export ${params.id} > results.csv)`);
+            throw new HttpError(413, 'too_large', `the results pass ${PANEL_EXPORT_MAX_BYTES / 1024 / 1024} MB: export them with the CLI, which streams them (npm run -s ops -- batches export ${params.id} > results.csv)`);
           }
         }
         return {
