@@ -155,7 +155,9 @@ export function exportRoute(calls: () => CallsDeps): ApiRoute {
       // The next page's URL: this request's path (the tenant route or its operator copy), its format and
       // limit, and the cursor; relative, resolved against the request's URL (RFC 8288 §3.2).
       const search = new URLSearchParams({ format, ...(query.limit ? { limit: String(query.limit) } : {}), cursor: encodeExportCursor(batch.batchId, next) });
-      const link: Record<string, string> = next < batch.contactCount ? { link: `<${event.rawPath}?${search.toString()}>; rel="next"` } : {};
+      // A page that found no contact ends the export, even short of contactCount (an import still writing
+      // its list pages): a link back to the same position would never end.
+      const link: Record<string, string> = page.rows > 0 && next < batch.contactCount ? { link: `<${event.rawPath}?${search.toString()}>; rel="next"` } : {};
       return {
         status: 200,
         text: page.text,

@@ -1,7 +1,8 @@
 import { parse } from 'csv-parse/sync';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EXPORT_PAGE_CONTACTS, encodeExportCursor } from '../../functions/calls/export-api.ts';
-import { jobIds } from '../../functions/calls/model.ts';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchKey, jobIds } from '../../functions/calls/model.ts';
 import { callsFixture, numbers, runByHand } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
 import { completed, exportAll, exportPage, write } from '../support/export.ts';
@@ -77,6 +78,16 @@ describe('GET /v1/batches/{id}/export: results out, a page at a time', () => {
     // The same states as the contact listing's.
     const listed = await fx.contactViews(batchId);
     expect(rows.map((r) => listed.get(r['number']!)?.status)).toEqual(rows.map((r) => r['status']));
+  });
+
+  it('APageThatFindsNoContactEndsTheExport_EvenShortOfContactCount', async () => {
+    const fx = await fixture();
+    const all = numbers(3, '+1808');
+    const batchId = await fx.createBatch({ numbers: all, maxAttempts: 1 });
+    // As while an import still writes its list pages: the batch counts more contacts than its list holds.
+    await fx.clients.dynamo.send(new UpdateCommand({ TableName: fx.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET contactCount = :n', ExpressionAttributeValues: { ':n': 600 } }));
+    const pages = await exportAll(fx, 'acme', `/v1/batches/${batchId}/export?format=jsonl`);
+    expect(pages.map((p) => p.text.split('\n').length - 1)).toEqual([3, 0]);
   });
 
   it('ACursorOfAnotherBatchIs400_AnotherTenantsBatchIs404_ABadFormatOrLimitIs400', async () => {
