@@ -33,6 +33,7 @@ import {
 } from './schemas.ts';
 import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
+import { exportRoute } from './export-api.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
@@ -426,5 +427,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  return [...withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, listAttempts, deleteBatch]), intakeRoute(calls)];
+  return [...withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, listAttempts, exportRoute(calls), deleteBatch]), intakeRoute(calls)];
 }
