@@ -91,7 +91,7 @@ const contactsQuery = z.object({
  * (200 with its batch id; the first request's transaction wrote everything, this one nothing); anything
  * else under the same key is refused.
  */
-function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: string): ApiResponse {
+export function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: string): ApiResponse {
   // DynamoDB returns the row with every failed condition it was asked to (ALL_OLD); without it, nothing is known.
   if (!existing) throw unavailable();
   if (existing.tenantId === tenantId && existing.requestHash === hash) return { status: 200, body: { batchId: existing.batchId } };

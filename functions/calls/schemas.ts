@@ -79,7 +79,7 @@ const countsSchema = z.object({
 export const batchResponse = z.object({
   batchId: z.string(),
   tenantId: z.string(),
-  status: z.enum(['Pending', 'InProgress', 'Finalised', 'Deleted']),
+  status: z.enum(['Importing', 'Pending', 'InProgress', 'Finalised', 'Deleted']),
   round: z.number(),
   maxAttempts: z.number(),
   contactCount: z.number(),
