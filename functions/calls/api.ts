@@ -29,6 +29,7 @@ import {
 } from './schemas.ts';
 import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
+import { jobStoppedByDelete } from './imports/job.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
@@ -329,7 +330,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       if (batch.status === BatchStatus.Deleted) return { status: 200, body: batchView(batch) };
       const now = clock.now();
       // The round's dialer stops at its next wake-up; a running one finds the batch Deleted.
-      const result = await store.transact([...store.deleteBatchItems(batch, now), jobs.requestCancelItem(jobIds.dial(batch.batchId, batch.round))]);
+      const result = await store.transact([...store.deleteBatchItems(batch, now), jobs.requestCancelItem(jobStoppedByDelete(batch))]);
       if (!result.committed) {
         // A dial or a result landed between the read and the write: nothing was written; the caller tries again.
         throw unavailable('the batch changed while it was being deleted; nothing was written, try again');

@@ -9,7 +9,7 @@ import { dialKind } from '../kinds.ts';
 import { BatchStatus, batchKey, jobIds, LIST_PAGE_SIZE } from '../model.ts';
 import type { BatchRow } from '../model.ts';
 import { CallsStore } from '../store.ts';
-import { importKind } from './kind.ts';
+import { importJobId, importKind } from './kind.ts';
 import type { ImportArgs } from './kind.ts';
 import { chunkOf, readChunk } from './staging.ts';
 
@@ -50,8 +50,8 @@ export type ImportingBatchRow = BatchRow & {
 
 /** Where a test stops a run, as a crash would: after page `page`'s data items, or after its transaction. */
 export interface ImportFaults {
-  afterDataItems?: (page: number) => void;
-  afterPage?: (page: number) => void;
+  afterDataItems?: (page: number) => Promise<void> | void;
+  afterPage?: (page: number) => Promise<void> | void;
 }
 
 /** The contacts of page `page`, from their chunks (one or two chunk reads; the last chunk read is kept for the next page). */
@@ -107,7 +107,7 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
         const written = await store.putItems(data as unknown as Record<string, unknown>[]);
         if (written.unprocessed > 0) throw snooze({ delayMs: IMPORT_BACKOFF_MS }, `DynamoDB left ${written.unprocessed} data items of page ${page} unprocessed; the page is written again`);
       }
-      faults.afterDataItems?.(page);
+      await faults.afterDataItems?.(page);
 
       const last = page + 1 === batch.importPages;
       const [list] = listPagesFor(batch.batchId, contacts.map((c) => c.number), now, page);
@@ -132,7 +132,7 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
         batch = stored;
         continue;
       }
-      faults.afterPage?.(page);
+      await faults.afterPage?.(page);
       if (dial) {
         await jobs.afterCommit([dial]);
         return;
@@ -148,3 +148,10 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
     }
   });
 }
+
+/**
+ * The job a batch's deletion asks to stop (in its transaction): an Importing batch's import job, else its
+ * round's dialer. (A cancel asked of a job that does not exist refuses the transaction: an Importing batch
+ * has no dialer yet.)
+ */
+export const jobStoppedByDelete = (batch: BatchRow): string => (batch.status === BatchStatus.Importing ? importJobId(batch.batchId) : jobIds.dial(batch.batchId, batch.round));

@@ -166,7 +166,7 @@ describe('POST /v1/batches/csv: a batch from a CSV body', () => {
   it('10000RowsMakeOneBatchOf20ListPages', async () => {
     const fx = await fixture();
     const all = numbers(10_000, '+141555');
-    const created = await postCsv(fx, lines('number,id_var', ...all.map((n, i) => `${n},${i}`)));
+    const created = await postCsv(fx, lines('number', ...all));
     expect(created.status).toBe(201);
     const batch = (await fx.store.getBatch(created.body.batchId))!;
     expect(batch).toMatchObject({ contactCount: 10_000, listPages: 20 });
