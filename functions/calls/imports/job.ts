@@ -88,63 +88,87 @@ class PageReader {
   }
 }
 
+/** A page's data items being written: its contacts, and what the writes came to (an error kept, not thrown, until the page is taken up). */
+interface PageWrite {
+  page: number;
+  contacts: Contact[];
+  written: Promise<{ unprocessed: number } | { error: unknown }>;
+}
+
 export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHandler<ImportArgs> {
   return handle(importKind, async (args, ctx) => {
     const { store, jobs, logger } = deps;
     let batch = (await store.getBatch(args.batchId)) as ImportingBatchRow | undefined;
     if (!batch || batch.status !== BatchStatus.Importing) return;
+    const batchId = batch.batchId;
     const reader = new PageReader(store, args);
     const started = performance.now();
     const pagesPerRun = args.pagesPerRun ?? DEFAULT_PAGES_PER_RUN;
-    for (let done = 0; ; done++) {
-      if (batch.importPage >= batch.importPages) throw new Error(`batch ${batch.batchId} is Importing past its last page`);
-      if (done >= pagesPerRun || performance.now() - started > IMPORT_RUN_BUDGET_MS) throw snooze({ delayMs: args.pageDelayMs ?? 0 }, `imported ${done} pages this run; continuing`);
-      const page: number = batch.importPage;
+    // A page's data items are written while the page before commits (they are reachable only once their
+    // list page is, so writing them early changes nothing anyone reads): the writes and the transactions
+    // overlap instead of taking turns.
+    const write = async (page: number): Promise<PageWrite> => {
       const contacts = await reader.page(page);
-      const now = ctx.now();
-      const data = CallsStore.contactDataItems(batch.batchId, contacts, now);
-      if (data.length > 0) {
-        const written = await store.putItems(data as unknown as Record<string, unknown>[]);
+      const data = CallsStore.contactDataItems(batchId, contacts, ctx.now()) as unknown as Record<string, unknown>[];
+      const written = data.length === 0 ? Promise.resolve({ unprocessed: 0 }) : store.putItems(data).then((r) => ({ unprocessed: r.unprocessed }), (error: unknown) => ({ error }));
+      return { page, contacts, written };
+    };
+    let ahead: PageWrite | undefined;
+    try {
+      for (let done = 0; ; done++) {
+        if (batch.importPage >= batch.importPages) throw new Error(`batch ${batchId} is Importing past its last page`);
+        if (done >= pagesPerRun || performance.now() - started > IMPORT_RUN_BUDGET_MS) throw snooze({ delayMs: args.pageDelayMs ?? 0 }, `imported ${done} pages this run; continuing`);
+        const page: number = batch.importPage;
+        const current = ahead?.page === page ? ahead : await write(page);
+        ahead = undefined;
+        const written = await current.written;
+        if ('error' in written) throw written.error;
         if (written.unprocessed > 0) throw snooze({ delayMs: IMPORT_BACKOFF_MS }, `DynamoDB left ${written.unprocessed} data items of page ${page} unprocessed; the page is written again`);
-      }
-      await faults.afterDataItems?.(page);
+        await faults.afterDataItems?.(page);
 
-      const last = page + 1 === batch.importPages;
-      const [list] = listPagesFor(batch.batchId, contacts.map((c) => c.number), now, page);
-      const e = new Expression();
-      e.when(e.eq('status', BatchStatus.Importing))
-        .when(e.eq('importPage', page))
-        .set('importPage', page + 1)
-        .increment('listPages', 1)
-        .increment('roundSize', contacts.length)
-        .increment('nQueued', contacts.length)
-        .increment('contactCount', contacts.length)
-        .set('updatedAt', iso(now));
-      if (last) e.set('status', BatchStatus.Pending);
-      const dial = last ? jobs.prepare(dialKind, { batchId: batch.batchId, round: 1 }, { id: jobIds.dial(batch.batchId, 1) }) : undefined;
-      const result = await store.transact([putItem(`list page ${page}`, store.tableName, list!), updateItem('batch', store.tableName, batchKey(batch.batchId), e, { returnStored: true }), ...(dial ? [dial.item] : [])]);
-      if (!result.committed) {
-        if (result.contention) throw snooze({ delayMs: IMPORT_BACKOFF_MS }, 'another transaction held the batch');
-        const stored = result.refused['batch']?.item as ImportingBatchRow | undefined;
-        if (!stored) throw new Error(`page ${page} of ${batch.batchId} was refused: ${describeRefusals(result)}`);
-        // Deleted (or otherwise no longer importing): stop. Another run moved the cursor: go on from it.
-        if (stored.status !== BatchStatus.Importing) return void logger.info('import stopped: the batch is no longer Importing', { batchId: batch.batchId, status: stored.status });
-        batch = stored;
-        continue;
+        const { contacts } = current;
+        const now = ctx.now();
+        const last = page + 1 === batch.importPages;
+        if (!last && done + 1 < pagesPerRun) ahead = await write(page + 1);
+        const [list] = listPagesFor(batchId, contacts.map((c) => c.number), now, page);
+        const e = new Expression();
+        e.when(e.eq('status', BatchStatus.Importing))
+          .when(e.eq('importPage', page))
+          .set('importPage', page + 1)
+          .increment('listPages', 1)
+          .increment('roundSize', contacts.length)
+          .increment('nQueued', contacts.length)
+          .increment('contactCount', contacts.length)
+          .set('updatedAt', iso(now));
+        if (last) e.set('status', BatchStatus.Pending);
+        const dial = last ? jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) }) : undefined;
+        const result = await store.transact([putItem(`list page ${page}`, store.tableName, list!), updateItem('batch', store.tableName, batchKey(batchId), e, { returnStored: true }), ...(dial ? [dial.item] : [])]);
+        if (!result.committed) {
+          if (result.contention) throw snooze({ delayMs: IMPORT_BACKOFF_MS }, 'another transaction held the batch');
+          const stored = result.refused['batch']?.item as ImportingBatchRow | undefined;
+          if (!stored) throw new Error(`page ${page} of ${batchId} was refused: ${describeRefusals(result)}`);
+          // Deleted (or otherwise no longer importing): stop. Another run moved the cursor: go on from it.
+          if (stored.status !== BatchStatus.Importing) return void logger.info('import stopped: the batch is no longer Importing', { batchId, status: stored.status });
+          batch = stored;
+          continue;
+        }
+        await faults.afterPage?.(page);
+        if (dial) {
+          await jobs.afterCommit([dial]);
+          return;
+        }
+        batch = {
+          ...batch,
+          importPage: page + 1,
+          listPages: batch.listPages + 1,
+          roundSize: batch.roundSize + contacts.length,
+          nQueued: batch.nQueued + contacts.length,
+          contactCount: batch.contactCount + contacts.length,
+        };
       }
-      await faults.afterPage?.(page);
-      if (dial) {
-        await jobs.afterCommit([dial]);
-        return;
-      }
-      batch = {
-        ...batch,
-        importPage: page + 1,
-        listPages: batch.listPages + 1,
-        roundSize: batch.roundSize + contacts.length,
-        nQueued: batch.nQueued + contacts.length,
-        contactCount: batch.contactCount + contacts.length,
-      };
+    } finally {
+      // A run never leaves writes of its own in flight behind it.
+      if (ahead) await ahead.written;
     }
   });
 }
