@@ -57,6 +57,11 @@ export interface FunctionAccess {
   readonly sendMail?: true;
   /** Uses the key that encrypts webhook endpoint secrets at rest. */
   readonly webhookSecretsKey?: readonly ('encrypt' | 'decrypt')[];
+  /**
+   * The contacts uploads' bucket (functions/calls/imports): `put` signs upload URLs (a presigned PUT acts with
+   * the signer's rights), `get` reads an uploaded file for its import. Objects only, never the bucket itself.
+   */
+  readonly uploads?: readonly ('put' | 'get')[];
 }
 
 /** The functions that serve HTTP, the rescuer, and one worker per job queue. */
@@ -160,7 +165,9 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   the webhooks queue), rotate-secret (the new secret encrypted; UpdateItem) (functions/webhooks/manage.ts);
    *   the attempt log (Query of the endpoint's attempt partition,
    *   functions/webhooks/attempt-log.ts), recover (PutItem of the recovery row and of its webhook.recover
-   *   job in a transaction, woken on the webhooks queue) and a recovery shown (GetItem).
+   *   job in a transaction, woken on the webhooks queue) and a recovery shown (GetItem);
+   * - contacts uploads (functions/calls/imports): an upload URL signed (s3:PutObject, used by the client),
+   *   the uploaded file read for its import (s3:GetObject).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
@@ -173,6 +180,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     sendTo: ['dial', 'deliveries', 'webhooks'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
+    uploads: ['put', 'get'],
   },
   /**
    * Every IAM route (functions/app/system.ts `routesServedBy(system, 'api')`, `auth: 'iam'`): the operator
@@ -203,6 +211,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
+    uploads: ['put', 'get'],
   },
   /**
    * The rescuer (functions/jobs/rescuer.ts): its walk (Query of `byCheck`, BatchGetItem of the rows and of

@@ -15,6 +15,8 @@ import type { Intrinsic, Resource, Statement } from './synth.ts';
  */
 const ALWAYS = ['logs:CreateLogStream ownLogs', 'logs:PutLogEvents ownLogs', 'xray:PutTelemetryRecords *', 'xray:PutTraceSegments *'];
 const consumes = (queue: QueueName) => [`sqs:ReceiveMessage queue:${queue}`, `sqs:DeleteMessage queue:${queue}`, `sqs:GetQueueAttributes queue:${queue}`];
+/** The contacts uploads' objects (functions/calls/imports): URLs signed for a PUT, files read for their import. */
+const uploads = ['s3:PutObject bucket:uploads/*', 's3:GetObject bucket:uploads/*'];
 const sendsTo = (...names: QueueName[]) => names.map((q) => `sqs:SendMessage queue:${q}`);
 const createsSchedules = ['scheduler:CreateSchedule scheduler:schedule/jobSchedules/*', 'iam:PassRole schedulerRole if iam:PassedToService=scheduler.amazonaws.com'];
 const deletesSchedules = ['scheduler:DeleteSchedule scheduler:schedule/jobSchedules/*'];
@@ -53,6 +55,7 @@ const EXPECTED: Record<string, string[]> = {
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
+    ...uploads,
   ],
   api: [
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
@@ -65,6 +68,7 @@ const EXPECTED: Record<string, string[]> = {
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
+    ...uploads,
   ],
   rescuer: [
     'dynamodb:GetItem table:jobs',
@@ -145,6 +149,7 @@ function grantsOf(s: Synth, fnId: string): string[] {
     [s.idOf(s.stack.scheduleGroup)]: 'jobSchedules',
     [s.idOf(s.stack.callWebhookSecret)]: 'secret:callWebhook',
     [s.idOf(s.stack.webhookSecretsKey)]: 'key:webhookSecrets',
+    [s.idOf(s.stack.uploadsBucket)]: 'bucket:uploads',
   };
   for (const key of Object.keys(tables) as TableKey[]) names[s.idOf(s.stack.tables[key])] = `table:${key}`;
   for (const name of queueNames) names[s.idOf(s.stack.jobQueues[name].queue)] = `queue:${name}`;
