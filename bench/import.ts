@@ -113,7 +113,7 @@ async function runChild(mode: string, endpoint: string, path: string): Promise<C
     const auth = { authorization: `Bearer ${key}` };
     const upload = await call('POST', '/v1/uploads', undefined, auth);
     // Streamed from disk, as a client would send a 50 MB file.
-    const put = await fetch(upload.body['url'] as string, { method: 'PUT', body: Readable.toWeb(createReadStream(path)) as ReadableStream, duplex: 'half' } as RequestInit);
+    const put = await fetch(upload.body['url'] as string, { method: 'PUT', body: Readable.toWeb(createReadStream(path)) as ReadableStream, duplex: 'half' });
     if (put.status !== 200) throw new Error(`upload PUT: ${put.status}`);
     counter.reset();
     const started = performance.now();

@@ -15,8 +15,12 @@ import type { TableKey } from '../functions/app/system.ts';
  * enqueued; a wake-up due later than 15 minutes is a Scheduler schedule (CreateSchedule + PassRole).
  */
 
-/** Item-level DynamoDB actions redial's stores use. Scan, BatchWriteItem and table management are never granted. */
-export type ItemAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+/**
+ * Item-level DynamoDB actions redial's stores use. Scan and table management are never granted;
+ * BatchWriteItem only where a batch's contacts' items are written (store.ts `putItems`: the data items of a
+ * new batch, an import's staged chunks and pages), never to a public function.
+ */
+export type ItemAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem' | 'BatchWriteItem';
 
 /** One table's grant. */
 export interface TableAccess {
@@ -173,7 +177,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    */
   tenantApi: {
     tables: {
-      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
@@ -203,7 +207,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    */
   api: {
     tables: {
-      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'] },
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
@@ -257,6 +261,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
     { create: true },
   ),
   /**
+   * calls.import (functions/calls/imports/job.ts): Query (a staged chunk of the batch's contacts), BatchWriteItem
+   * (a page's data items), PutItem (the page's list page) and UpdateItem (the batch's import cursor) in one
+   * transaction, the round-1 dialer (PutItem in the jobs table, woken on the dial queue).
    * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
    * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
    * PutItem (the next round's list page); a watchdog whose batch no longer names it open reads its
@@ -267,7 +274,7 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   calls: worker(
     {
       tables: {
-        calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
+        calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'] },
         jobs: { actions: ['PutItem'] },
         webhooks: publishing,
       },

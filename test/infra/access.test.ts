@@ -46,7 +46,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   publicLinks: ['dynamodb:UpdateItem table:mail if dynamodb:LeadingKeys=TENANT#*'],
   tenantApi: [
-    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*|BATCHES*`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*|BATCHES*`),
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:Query table:jobs/index/byDeadLetter',
@@ -58,7 +58,7 @@ const EXPECTED: Record<string, string[]> = {
     ...uploads,
   ],
   api: [
-    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls`),
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
     'dynamodb:Query table:jobs/index/byCheck',
@@ -93,7 +93,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   callsWorker: [
     ...consumes('calls'),
-    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',

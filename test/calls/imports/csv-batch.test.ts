@@ -23,7 +23,7 @@ async function fixture() {
 async function postCsv(fx: CallsFixture, csv: string | Uint8Array, query: Record<string, string> = {}, headers: Record<string, string> = {}) {
   const key = await fx.keyOf('acme');
   const search = new URLSearchParams({ maxAttempts: '2', ...query });
-  const response = await fetch(`${fx.url}/v1/batches/csv?${search}`, {
+  const response = await fetch(`${fx.url}/v1/batches/csv?${search.toString()}`, {
     method: 'POST',
     headers: { 'content-type': 'text/csv; charset=utf-8', authorization: `Bearer ${key}`, ...headers },
     body: csv,

@@ -6,7 +6,6 @@ import { MAX_CHUNK_BYTES, STAGE_PREFIX } from '../../../functions/calls/imports/
 import { dialKind } from '../../../functions/calls/kinds.ts';
 import { BatchStatus, DATA_PREFIX, jobIds, LIST_PAGE_SIZE } from '../../../functions/calls/model.ts';
 import type { ListPage } from '../../../functions/calls/model.ts';
-import type { JobHandler } from '../../../functions/jobs/index.ts';
 import { callsFixture, numbers, runByHand } from '../../support/calls.ts';
 import type { CallsFixture } from '../../support/calls.ts';
 
@@ -130,7 +129,7 @@ describe('large files: an upload, then an import job', () => {
           }
         },
       };
-      const executor = fx.jobs.executor('calls', [importHandler(fx.deps, faults) as JobHandler<unknown>]);
+      const executor = fx.jobs.executor('calls', [importHandler(fx.deps, faults)]);
       await runImport(fx, batchId, async (id) => {
         const job = await fx.jobs.store.mustGet(id);
         fx.clock.set(Math.max(fx.clock.now(), Date.parse(job.scheduledAt)));
@@ -173,7 +172,7 @@ describe('large files: an upload, then an import job', () => {
         afterDataItems: async (page) => {
           if (page === 1) expect((await as(fx, 'acme', 'DELETE', `/v1/batches/${batchId}`)).status).toBe(200);
         },
-      }) as JobHandler<unknown>,
+      }),
     ]);
     const job = await fx.jobs.store.mustGet(importJobId(batchId));
     await executor.execute({ jobId: job.id, seq: job.seq });

@@ -61,6 +61,10 @@ export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'opsWorker dynamodb:GetItem table:jobs': 'a discard whose write got no answer is read back, to learn whether it was written and counted (functions/jobs/discards.ts); the run loses no answer',
   'callsWorker dynamodb:GetItem table:jobs':
     'a watchdog whose batch no longer names it open reads its successor’s job to learn where its run stopped (functions/calls/watchdog.ts; the seeds reach it, under faults); a discard whose write got no answer is read back, to learn whether it was written and counted (functions/jobs/discards.ts)',
+  'callsWorker dynamodb:Query table:calls': 'calls.import reads an Importing batch’s staged chunks (functions/calls/imports/staging.ts readChunk); the run imports no large file',
+  'callsWorker dynamodb:BatchWriteItem table:calls': 'calls.import writes each page’s data items (functions/calls/imports/job.ts, store.ts putItems); the run imports no large file',
+  'tenantApi dynamodb:BatchWriteItem table:calls': 'a batch’s contacts’ data items (POST /v1/batches with externalId, variables or a zone; POST /v1/batches/csv) and an import’s staged chunks (POST /v1/batches/imports), store.ts putItems; the run’s batches carry numbers only',
+  'api dynamodb:BatchWriteItem table:calls': 'the operator copies of the batch-creating routes write the same items as the tenant routes (store.ts putItems); the run’s batches carry numbers only',
   'callsWorker sqs:SendMessage queue:calls': 'its kinds’ snoozes and retries of up to 15 minutes (a watchdog waiting for its calls to time out, a finaliser continuing) wake them on their own queue',
   'callsWorker sqs:SendMessage queue:dial': 'the next round’s dial, when the batch’s retry backoff is 15 minutes or less (functions/calls/finaliser.ts); the run’s next round waits longer (a schedule)',
 };
