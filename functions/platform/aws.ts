@@ -163,8 +163,13 @@ export const secretsClient = (options: ClientOptions = {}): SecretsManagerClient
 
 export const kmsClient = (options: ClientOptions = {}): KMSClient => instrument(new KMSClient({ ...baseOf(options), maxAttempts: 1 }), 'KMS', options);
 
-/** S3: the contacts uploads' bucket (functions/calls/imports/uploads.ts), presigned PUTs and the import's read. */
-export const s3Client = (options: ClientOptions = {}): S3Client => instrument(new S3Client({ ...baseOf(options), maxAttempts: 1 }), 'S3', options);
+/**
+ * S3: the contacts uploads' bucket (functions/calls/imports/uploads.ts), presigned PUTs and the import's read.
+ * Checksums only where S3 requires them: by default the SDK signs a presigned PUT with the CRC32 of an empty
+ * body (`x-amz-checksum-crc32=AAAAAA==`), which S3 then holds the uploaded file to, and refuses it.
+ */
+export const s3Client = (options: ClientOptions = {}): S3Client =>
+  instrument(new S3Client({ ...baseOf(options), maxAttempts: 1, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }), 'S3', options);
 
 /** Builds every one of redial's AWS clients (the local runtime, the tools and the tests), each sending every request exactly once. */
 export function createAwsClients(options: AwsClientOptions = {}): AwsClients {

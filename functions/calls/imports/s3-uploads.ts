@@ -24,7 +24,7 @@ export class S3UploadStore implements UploadStore {
 
   uploadUrl(key: string, expiresAt: number): Promise<string> {
     const expiresIn = Math.max(1, Math.ceil((expiresAt - this.clock.now()) / 1000));
-    return getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn });
+    return getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn, signingDate: new Date(this.clock.now()) });
   }
 
   async open(key: string): Promise<UploadedFile | undefined> {
