@@ -15,8 +15,12 @@ import type { TableKey } from '../functions/app/system.ts';
  * enqueued; a wake-up due later than 15 minutes is a Scheduler schedule (CreateSchedule + PassRole).
  */
 
-/** Item-level DynamoDB actions redial's stores use. Scan, BatchWriteItem and table management are never granted. */
-export type ItemAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+/**
+ * Item-level DynamoDB actions redial's stores use. Scan and table management are never granted;
+ * BatchWriteItem only where a batch's contacts' items are written (store.ts `putItems`: the data items of a
+ * new batch, an import's staged chunks and pages), never to a public function.
+ */
+export type ItemAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem' | 'BatchWriteItem';
 
 /** One table's grant. */
 export interface TableAccess {
@@ -57,6 +61,11 @@ export interface FunctionAccess {
   readonly sendMail?: true;
   /** Uses the key that encrypts webhook endpoint secrets at rest. */
   readonly webhookSecretsKey?: readonly ('encrypt' | 'decrypt')[];
+  /**
+   * The contacts uploads' bucket (functions/calls/imports): `put` signs upload URLs (a presigned PUT acts with
+   * the signer's rights), `get` reads an uploaded file for its import. Objects only, never the bucket itself.
+   */
+  readonly uploads?: readonly ('put' | 'get')[];
 }
 
 /** The functions that serve HTTP, the rescuer, and one worker per job queue. */
@@ -116,13 +125,14 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    * secret) and, after the commit, the lease of a busy one; ONE transaction updates contact, tenant and
    * batch, puts the event's deliveries (a webhook.deliver job, or a wait-list entry behind a busy endpoint,
    * or one webhook.fanout job beyond five endpoints) and the round's finaliser job when this was its last
-   * call (it touches no existing job: the call's watchdog is left to find it Completed); then wakes the
+   * call (it touches no existing job: the call's watchdog is left to find it Completed), and puts the
+   * call's attempt item (PutItem on the calls table: the attempt and its artefacts); then wakes the
    * deliveries (deliveries queue), a fanout or a restart of a list whose lease was let go (webhooks queue)
    * and the finaliser (calls queue), all due at once.
    */
   intake: {
     tables: {
-      calls: { actions: ['GetItem', 'UpdateItem'] },
+      calls: { actions: ['GetItem', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['PutItem'] },
       webhooks: publishing,
     },
@@ -160,19 +170,22 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   the webhooks queue), rotate-secret (the new secret encrypted; UpdateItem) (functions/webhooks/manage.ts);
    *   the attempt log (Query of the endpoint's attempt partition,
    *   functions/webhooks/attempt-log.ts), recover (PutItem of the recovery row and of its webhook.recover
-   *   job in a transaction, woken on the webhooks queue) and a recovery shown (GetItem).
+   *   job in a transaction, woken on the webhooks queue) and a recovery shown (GetItem);
+   * - contacts uploads (functions/calls/imports): an upload URL signed (s3:PutObject, used by the client),
+   *   the uploaded file read for its import (s3:GetObject).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
   tenantApi: {
     tables: {
-      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
     sendTo: ['dial', 'deliveries', 'webhooks'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
+    uploads: ['put', 'get'],
   },
   /**
    * Every IAM route (functions/app/system.ts `routesServedBy(system, 'api')`, `auth: 'iam'`): the operator
@@ -195,7 +208,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    */
   api: {
     tables: {
-      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'] },
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
@@ -203,6 +216,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
+    uploads: ['put', 'get'],
   },
   /**
    * The rescuer (functions/jobs/rescuer.ts): its walk (Query of `byCheck`, BatchGetItem of the rows and of
@@ -237,7 +251,8 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   dial: worker(
     {
       tables: {
-        calls: { actions: ['GetItem', 'BatchGetItem', 'UpdateItem'] },
+        // PutItem: a placer's refusal completes its call with INTERNAL_ERROR, which puts the call's attempt item.
+        calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
         jobs: { actions: ['PutItem'] },
         webhooks: publishing,
       },
@@ -248,6 +263,9 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
     { create: true },
   ),
   /**
+   * calls.import (functions/calls/imports/job.ts): Query (a staged chunk of the batch's contacts), BatchWriteItem
+   * (a page's data items), PutItem (the page's list page) and UpdateItem (the batch's import cursor) in one
+   * transaction, the round-1 dialer (PutItem in the jobs table, woken on the dial queue).
    * calls.watchdog, calls.finalise (functions/calls/watchdog.ts, finaliser.ts): GetItem (batch, list page,
    * contact), BatchGetItem (a page's contacts), UpdateItem (completion, promotion, finalise, re-arm),
    * PutItem (the next round's list page); a watchdog whose batch no longer names it open reads its
@@ -258,7 +276,7 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   calls: worker(
     {
       tables: {
-        calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
+        calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'] },
         jobs: { actions: ['PutItem'] },
         webhooks: publishing,
       },

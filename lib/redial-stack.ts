@@ -11,6 +11,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
@@ -21,6 +22,7 @@ import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/confi
 
 import { mailEnv } from '../functions/mail/config.ts';
 import { SECRET_CONTEXT_KEYS } from '../functions/webhooks/secrets.ts';
+import { UPLOAD_RETENTION_DAYS } from '../functions/calls/imports/uploads.ts';
 import { linkPaths } from '../functions/mail/links.ts';
 import { tableEnvName } from '../functions/app/aws.ts';
 import { queueNames, queues, System, tables } from '../functions/app/system.ts';
@@ -293,6 +295,12 @@ export class RedialStack extends Stack {
    * only decrypt (to sign); each only with an endpoint's encryption context. No other function may use it.
    */
   readonly webhookSecretsKey: kms.Key;
+  /**
+   * Large contacts files, uploaded by tenants with presigned PUTs and read by their import request
+   * (functions/calls/imports): private (public access blocked, owner-enforced), TLS only, encrypted, each
+   * object kept UPLOAD_RETENTION_DAYS. Only the API functions may put (sign URLs) and get objects.
+   */
+  readonly uploadsBucket: s3.Bucket;
   /** Every function by the name lib/access.ts grants it under: intake, publicLinks, tenantApi, api, rescuer, `<queue>Worker`. */
   readonly functions: Readonly<Record<string, NodejsFunction>>;
   /** Every function's entry file, relative to the repository root, by construct path. */
@@ -393,6 +401,19 @@ export class RedialStack extends Stack {
       reason: 'Shared with an outside signer (the AI call handler); rotating it is a coordinated change with that vendor, not an automatic one. The intake accepts several signatures, so a rotation can overlap.',
     });
     this.webhookSecretsKey = new kms.Key(this, 'WebhookSecretsKey', { description: 'Encrypts webhook endpoint signing secrets at rest', enableKeyRotation: true });
+    this.uploadsBucket = new s3.Bucket(this, 'UploadsBucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      lifecycleRules: [{ id: 'uploads-expire', expiration: Duration.days(UPLOAD_RETENTION_DAYS), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      // Its objects expire within days; kept on a stack deletion as the tables are, for whoever deletes it by hand.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(this.uploadsBucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason: 'Uploads live two days and are reached only through presigned URLs the tenant API signs for the tenant it authenticated (each logged in the API access log with its upload id); a server access log bucket would keep more than the files themselves.',
+    });
 
     for (const fn of Object.values(this.functions)) {
       this.configureEnvironment(fn, mail);
@@ -507,6 +528,14 @@ export class RedialStack extends Stack {
         },
       );
       fn.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', this.webhookSecretsKey.keyArn);
+    }
+    if (access.uploads?.length) {
+      allow(access.uploads.map((use) => (use === 'put' ? 's3:PutObject' : 's3:GetObject')), [this.uploadsBucket.arnForObjects('*')]);
+      fn.addEnvironment('UPLOADS_BUCKET', this.uploadsBucket.bucketName);
+      Validations.of(role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${this.logicalIdOf(this.uploadsBucket)}.Arn>/*]`,
+        reason: 'Upload object keys are made per upload at run time (`<tenantId>/<id>.csv`); the wildcard stays inside the uploads bucket.',
+      });
     }
     if (access.sendMail) {
       // SES API v2's SendEmail (functions/mail/transport.ts), raw content included, is `ses:SendEmail`

@@ -7,6 +7,7 @@ import type { SecretKey } from '../platform/secret-key.ts';
 import type { JobClientRuntime } from '../jobs/client-runtime.ts';
 import type { CallsConfig } from '../calls/config.ts';
 import type { CallsStore } from '../calls/store.ts';
+import type { UploadStore } from '../calls/imports/uploads.ts';
 import type { MailServices } from '../mail/context.ts';
 import type { WebhookOptions } from '../webhooks/module.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
@@ -38,6 +39,8 @@ export interface SystemHost {
   secretKey?: SecretKey;
   /** The calls context's store. @default a CallsStore over `db` (a host may pass another implementation) */
   callsStore?: CallsStore;
+  /** Where large contacts files are uploaded for import (S3 on AWS, a folder locally); only the functions serving the import routes have it. */
+  uploads?: UploadStore;
   /** The webhooks context's store, the intake's publisher's too. @default a WebhookStore over `db` (a host may pass another implementation) */
   webhookStore?: WebhookStore;
 }

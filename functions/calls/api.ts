@@ -34,6 +34,7 @@ import {
 import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
 import { exportRoute } from './export-api.ts';
+import { jobStoppedByDelete } from './imports/job.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
@@ -149,7 +150,7 @@ const contactsQuery = z.object({
  * (200 with its batch id; the first request's transaction wrote everything, this one nothing); anything
  * else under the same key is refused.
  */
-function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: string): ApiResponse {
+export function keyedRetry(existing: BatchRow | undefined, tenantId: string, hash: string): ApiResponse {
   // DynamoDB returns the row with every failed condition it was asked to (ALL_OLD); without it, nothing is known.
   if (!existing) throw unavailable();
   if (existing.tenantId === tenantId && existing.requestHash === hash) return { status: 200, body: { batchId: existing.batchId } };
@@ -418,7 +419,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       if (batch.status === BatchStatus.Deleted) return { status: 200, body: batchView(batch) };
       const now = clock.now();
       // The round's dialer stops at its next wake-up; a running one finds the batch Deleted.
-      const result = await store.transact([...store.deleteBatchItems(batch, now), jobs.requestCancelItem(jobIds.dial(batch.batchId, batch.round))]);
+      const result = await store.transact([...store.deleteBatchItems(batch, now), jobs.requestCancelItem(jobStoppedByDelete(batch))]);
       if (!result.committed) {
         // A dial or a result landed between the read and the write: nothing was written; the caller tries again.
         throw unavailable('the batch changed while it was being deleted; nothing was written, try again');

@@ -8,6 +8,7 @@ import { BatchConfigCache } from './batch-config.ts';
 import { ApiKeys } from './keys.ts';
 import type { CallsPorts } from './ports.ts';
 import type { CallsStore } from './store.ts';
+import type { UploadStore } from './imports/uploads.ts';
 
 /** What the calls context's handlers and routes draw on. */
 export interface CallsDeps {
@@ -29,6 +30,8 @@ export interface CallsDeps {
   batches: BatchConfigCache;
   /** Tenants' API keys: the tenant routes' key check, with its per-container cache (keys.ts). */
   keys: ApiKeys;
+  /** Where large contacts files are uploaded (S3 on AWS, a folder locally); absent: the upload routes answer 503. */
+  uploads?: UploadStore | undefined;
   /** Cryptographically random bytes (API keys). */
   secureRandom: (bytes: number) => Buffer;
 }

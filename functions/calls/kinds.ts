@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { defaultPolicy, defineKind } from '../jobs/index.ts';
+import { importKind } from './imports/kind.ts';
 
 /**
  * The calls job kinds, as data (their handlers are bound in dialer.ts, watchdog.ts and finaliser.ts).
@@ -57,4 +58,4 @@ export const finaliseKind = defineKind({
   description: 'Ends a round: promotes retryable contacts and schedules the next round, or finalises the batch',
 });
 
-export const callsKinds = [dialKind, watchdogKind, finaliseKind] as const;
+export const callsKinds = [dialKind, watchdogKind, finaliseKind, importKind] as const;

@@ -10,6 +10,8 @@ import { finaliseHandler } from './finaliser.ts';
 import { callsKinds } from './kinds.ts';
 import { callsTable } from './model.ts';
 import { watchdogHandler } from './watchdog.ts';
+import { importHandler } from './imports/job.ts';
+import { importRoutes } from './imports/routes.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -24,6 +26,6 @@ export const callsModule = defineModule({
   tables: { calls: callsTable },
   queues: callsQueues,
   kinds: callsKinds,
-  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, keyRoutes(deps))],
+  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps), importHandler(deps)] as JobHandler<unknown>[],
+  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps)])],
 });

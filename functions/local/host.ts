@@ -24,6 +24,7 @@ import { visibilitySeconds } from '../jobs/queues.ts';
 import { createJobRuntime } from '../jobs/runtime.ts';
 import type { JobRuntime } from '../jobs/runtime.ts';
 import type { MailTransport } from '../mail/transport.ts';
+import { localUploads } from './uploads.ts';
 import { httpFunctionsByRoute, queueNames, queues, System } from '../app/system.ts';
 import type { HttpFunction, QueueName, SystemHost, TableNames } from '../app/system.ts';
 
@@ -57,7 +58,9 @@ export interface LocalHostOptions {
    */
   wrapTransport?: (local: LocalTransport, queues: readonly LocalQueue[]) => DispatchTransport;
   /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock, another calls or webhooks store). */
-  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore' | 'webhookStore'>;
+  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore' | 'webhookStore' | 'uploads'>;
+  /** Where uploaded contacts files are kept (S3's place: functions/local/uploads.ts), unless `contexts.uploads` names a store. @default a new temporary folder */
+  uploadsDir?: string;
   /** The queues whose workers run. @default every queue */
   workers?: readonly QueueName[];
   /** What the workers run. @default each queue's context's handlers */
@@ -194,7 +197,10 @@ export async function createLocalHost(options: LocalHostOptions): Promise<LocalH
     ...(rescueAfterMs !== undefined ? { rescueAfterMs } : {}),
     ...(options.discardedRetentionSeconds !== undefined ? { discardedRetentionSeconds: options.discardedRetentionSeconds } : {}),
   });
-  const contexts = options.contexts && recorder && options.contexts.mail ? { ...options.contexts, mail: { ...options.contexts.mail, transport: recordedMail(options.contexts.mail.transport, recorder) } } : options.contexts;
+  const withMail = options.contexts && recorder && options.contexts.mail ? { ...options.contexts, mail: { ...options.contexts.mail, transport: recordedMail(options.contexts.mail.transport, recorder) } } : options.contexts;
+  const uploads = withMail?.uploads ?? localUploads(options.uploadsDir, options.clock);
+  if (!withMail?.uploads) stops.push(() => (uploads as ReturnType<typeof localUploads>).close());
+  const contexts = { ...withMail, uploads };
   const key = options.secretKey ?? processSecretKey();
   const secretKey = recorder ? recordedSecretKey(key, recorder) : key;
   const system = new System(() => ({ jobs, db: options.db, tableNames: options.tableNames, clock: options.clock, rng: options.rng, logger, metrics, secretKey, ...contexts }));

@@ -209,6 +209,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       // Webhook endpoint secrets are encrypted at rest here too (KMS's place): under a key kept beside the
       // data, so endpoints registered before a restart still sign; with --memory, one for this process.
       ...(options.dataDir ? { secretKey: LocalSecretKey.atPath(join(options.dataDir, 'endpoint-secrets.key')) } : {}),
+      // Uploaded contacts files wait beside the data (S3's place); with --memory, in a temporary folder.
+      ...(options.dataDir ? { uploadsDir: join(options.dataDir, 'uploads') } : {}),
       contexts: {
         wallClock: systemClock,
         calls,

@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
@@ -49,7 +50,7 @@ export interface InstrumentableClient {
 }
 
 /** The AWS services redial's clients speak to. */
-export type AwsService = 'DynamoDB' | 'SQS' | 'Scheduler' | 'SES' | 'SecretsManager' | 'KMS';
+export type AwsService = 'DynamoDB' | 'SQS' | 'Scheduler' | 'SES' | 'SecretsManager' | 'KMS' | 'S3';
 
 /**
  * Something that wraps each request a client sends: it may fail it before it is sent, or after it was
@@ -161,6 +162,14 @@ export const secretsClient = (options: ClientOptions = {}): SecretsManagerClient
   instrument(new SecretsManagerClient({ ...baseOf(options), maxAttempts: 1 }), 'SecretsManager', options, false);
 
 export const kmsClient = (options: ClientOptions = {}): KMSClient => instrument(new KMSClient({ ...baseOf(options), maxAttempts: 1 }), 'KMS', options);
+
+/**
+ * S3: the contacts uploads' bucket (functions/calls/imports/uploads.ts), presigned PUTs and the import's read.
+ * Checksums only where S3 requires them: by default the SDK signs a presigned PUT with the CRC32 of an empty
+ * body (`x-amz-checksum-crc32=AAAAAA==`), which S3 then holds the uploaded file to, and refuses it.
+ */
+export const s3Client = (options: ClientOptions = {}): S3Client =>
+  instrument(new S3Client({ ...baseOf(options), maxAttempts: 1, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }), 'S3', options);
 
 /** Builds every one of redial's AWS clients (the local runtime, the tools and the tests), each sending every request exactly once. */
 export function createAwsClients(options: AwsClientOptions = {}): AwsClients {

@@ -15,6 +15,8 @@ import type { Intrinsic, Resource, Statement } from './synth.ts';
  */
 const ALWAYS = ['logs:CreateLogStream ownLogs', 'logs:PutLogEvents ownLogs', 'xray:PutTelemetryRecords *', 'xray:PutTraceSegments *'];
 const consumes = (queue: QueueName) => [`sqs:ReceiveMessage queue:${queue}`, `sqs:DeleteMessage queue:${queue}`, `sqs:GetQueueAttributes queue:${queue}`];
+/** The contacts uploads' objects (functions/calls/imports): URLs signed for a PUT, files read for their import. */
+const uploads = ['s3:PutObject bucket:uploads/*', 's3:GetObject bucket:uploads/*'];
 const sendsTo = (...names: QueueName[]) => names.map((q) => `sqs:SendMessage queue:${q}`);
 const createsSchedules = ['scheduler:CreateSchedule scheduler:schedule/jobSchedules/*', 'iam:PassRole schedulerRole if iam:PassedToService=scheduler.amazonaws.com'];
 const deletesSchedules = ['scheduler:DeleteSchedule scheduler:schedule/jobSchedules/*'];
@@ -44,7 +46,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   publicLinks: ['dynamodb:UpdateItem table:mail if dynamodb:LeadingKeys=TENANT#*'],
   tenantApi: [
-    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*|BATCHES*`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*|BATCHES*`),
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:Query table:jobs/index/byDeadLetter',
@@ -53,9 +55,10 @@ const EXPECTED: Record<string, string[]> = {
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
+    ...uploads,
   ],
   api: [
-    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls`),
     ...['GetItem', 'Query', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:mail`),
     ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:jobs`),
     'dynamodb:Query table:jobs/index/byCheck',
@@ -65,6 +68,7 @@ const EXPECTED: Record<string, string[]> = {
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
+    ...uploads,
   ],
   rescuer: [
     'dynamodb:GetItem table:jobs',
@@ -89,7 +93,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   callsWorker: [
     ...consumes('calls'),
-    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
@@ -145,6 +149,7 @@ function grantsOf(s: Synth, fnId: string): string[] {
     [s.idOf(s.stack.scheduleGroup)]: 'jobSchedules',
     [s.idOf(s.stack.callWebhookSecret)]: 'secret:callWebhook',
     [s.idOf(s.stack.webhookSecretsKey)]: 'key:webhookSecrets',
+    [s.idOf(s.stack.uploadsBucket)]: 'bucket:uploads',
   };
   for (const key of Object.keys(tables) as TableKey[]) names[s.idOf(s.stack.tables[key])] = `table:${key}`;
   for (const name of queueNames) names[s.idOf(s.stack.jobQueues[name].queue)] = `queue:${name}`;

@@ -38,6 +38,9 @@ interface Probe {
  * How each tenant route is probed with B's key against A's things: every route of the OpenAPI document with
  * the API-key security scheme must be here (the first test holds the two lists together).
  */
+/** An upload id of A's scope (its shape; whether A ever uploaded it does not matter to B's answer). */
+const A_UPLOAD = `u_tenant-a.${'a'.repeat(32)}`;
+
 const PROBES: Record<string, () => Probe[]> = {
   'GET /v1/tenants/{tenantId}': () => [{ method: 'GET', path: '/v1/tenants/tenant-a', status: 404, check: (body) => expect(body).toEqual({ error: 'not_found', message: 'tenant tenant-a not found' }) }],
   'GET /v1/batches': () => [
@@ -65,6 +68,13 @@ const PROBES: Record<string, () => Probe[]> = {
     // A's export cursor on B's own batch: not B's cursor.
     { method: 'GET', path: `/v1/batches/${bBatch}/export?cursor=${a.exportCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
     { method: 'GET', path: `/v1/batches/${bBatch}/export?tenantId=tenant-a`, status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') },
+  ],
+  // B naming A in the settings of a CSV batch, an upload or an import; B importing A's upload (an id of A's scope names nothing of B's).
+  'POST /v1/batches/csv': () => [{ method: 'POST', path: '/v1/batches/csv?maxAttempts=1&tenantId=tenant-a', body: 'number\n+14155550100\n', status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') }],
+  'POST /v1/uploads': () => [{ method: 'POST', path: '/v1/uploads?tenantId=tenant-a', status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') }],
+  'POST /v1/batches/imports': () => [
+    { method: 'POST', path: '/v1/batches/imports', body: { tenantId: 'tenant-a', uploadId: A_UPLOAD, maxAttempts: 1 }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') },
+    { method: 'POST', path: '/v1/batches/imports', body: { uploadId: A_UPLOAD, maxAttempts: 1 }, status: 404, check: (body) => expect(body.message).toContain(A_UPLOAD) },
   ],
   'POST /v1/endpoints': () => [{ method: 'POST', path: '/v1/endpoints', body: { tenantId: 'tenant-a', url: receiver.url }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') }],
   'GET /v1/endpoints': () => [

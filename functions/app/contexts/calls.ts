@@ -42,5 +42,6 @@ export function buildCalls(host: SystemHost, publisher: () => Publisher): CallsD
     rng: host.rng,
     logger: host.logger,
     config: host.calls,
+    ...(host.uploads ? { uploads: host.uploads } : {}),
   });
 }

@@ -5,9 +5,10 @@ import { createApiHandler } from '../../platform/http.ts';
 import { callsConfigFromEnv } from '../../calls/config.ts';
 import { lambdaClientHost, withSecretKey } from '../aws.ts';
 import { withMailLinks } from '../mail-parts.ts';
+import { withUploads } from '../uploads-part.ts';
 import { routesServedBy, System } from '../system.ts';
 
-const { host, tracing } = lambdaClientHost('redial-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey);
+const { host, tracing } = lambdaClientHost('redial-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey, withUploads);
 const system = new System(() => host);
 
 export const handler = createApiHandler(routesServedBy(system, 'api'), host.logger).use(tracing.handlerMiddleware());

@@ -77,6 +77,8 @@ function attributeOf(resources: Record<string, Resource>, id: string, attribute:
     'AWS::KMS::Key': { Ref: () => keyIdOf(id), Arn: () => arn('kms', `key/${keyIdOf(id)}`) },
     'AWS::Lambda::Function': { Ref: () => id, Arn: () => arn('lambda', `function:${id}`) },
     'AWS::SNS::Topic': { Ref: () => arn('sns', id), TopicName: () => id },
+    // A bucket's name is global and lower case; its ARN names no region or account.
+    'AWS::S3::Bucket': { Ref: () => id.toLowerCase(), Arn: () => `arn:${PARTITION}:s3:::${id.toLowerCase()}` },
   };
   const value = by[resource.Type]?.[attribute];
   if (!value) throw new Error(`no deployed value for ${attribute} of ${id} (${resource.Type}): add it to test/infra/iam/deployment.ts`);
@@ -172,6 +174,9 @@ export function deploy(s: ReturnType<typeof synth> = synth()) {
   name('secret:callWebhook', s.idOf(stack.callWebhookSecret), attributeOf(resources, s.idOf(stack.callWebhookSecret), 'Ref'));
   name('key:webhookSecrets', s.idOf(stack.webhookSecretsKey), attributeOf(resources, s.idOf(stack.webhookSecretsKey), 'Arn'));
   name('role:scheduler', s.idOf(stack.schedulerRole), attributeOf(resources, s.idOf(stack.schedulerRole), 'Arn'));
+  const uploads = attributeOf(resources, s.idOf(stack.uploadsBucket), 'Arn');
+  name('bucket:uploads', s.idOf(stack.uploadsBucket), uploads);
+  refs['bucket:uploads/*'] = { arn: `${uploads}/*`, label: 'bucket:uploads/*' };
   name('scheduleGroup:jobs', s.idOf(stack.scheduleGroup), attributeOf(resources, s.idOf(stack.scheduleGroup), 'Arn'));
   // The stack of BASE_PROPS sends as its mail domain (test/infra/synth.ts).
   const mail = BASE_PROPS.mail;

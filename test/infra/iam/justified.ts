@@ -37,6 +37,10 @@ export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'deliveriesWorker dynamodb:PutItem table:jobs': 'a delivery from the wait list becomes a job when handed the lease, or when it fails (functions/webhooks/waitlist.ts promote, enqueueAttempted)',
   'deliveriesWorker sqs:SendMessage queue:webhooks': 'enqueues webhook.wake for a waiting delivery it cannot take on itself (functions/webhooks/waitlist.ts)',
   'deliveriesWorker scheduler:CreateSchedule schedule:jobs/*': 'retries of 30 minutes to 10 hours (deliveryPolicy), a Retry-After or a failing endpoint’s next probe beyond 15 minutes (functions/webhooks/delivery.ts); the run’s waits are shorter',
+  'tenantApi s3:PutObject bucket:uploads/*': 'signs upload URLs (functions/calls/imports/s3-uploads.ts: a presigned PUT acts with the signer’s rights); the run’s uploads go to the local store (functions/local/uploads.ts), S3 only on AWS',
+  'tenantApi s3:GetObject bucket:uploads/*': 'reads an uploaded file for its import (POST /v1/batches/imports, functions/calls/imports/routes.ts); the run’s uploads are local, S3 only on AWS',
+  'api s3:PutObject bucket:uploads/*': 'the operator copy of POST /v1/uploads signs upload URLs as the tenant route does; the run’s uploads are local, S3 only on AWS',
+  'api s3:GetObject bucket:uploads/*': 'the operator copy of POST /v1/batches/imports reads the uploaded file; the run’s uploads are local, S3 only on AWS',
   'tenantApi scheduler:DeleteSchedule schedule:jobs/*': 'redeliver retries a discarded delivery now, which deletes a schedule the job may still hold (functions/webhooks/endpoints.ts, functions/jobs/client.ts retry, functions/jobs/apply.ts)',
   'deliveriesWorker scheduler:DeleteSchedule schedule:jobs/*': 'takes on (claimNext) or wakes a waiting delivery whose own backoff has a schedule to come (functions/webhooks/waitlist.ts, functions/jobs/apply.ts)',
   'deliveriesWorker iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
@@ -57,6 +61,10 @@ export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'opsWorker dynamodb:GetItem table:jobs': 'a discard whose write got no answer is read back, to learn whether it was written and counted (functions/jobs/discards.ts); the run loses no answer',
   'callsWorker dynamodb:GetItem table:jobs':
     'a watchdog whose batch no longer names it open reads its successor’s job to learn where its run stopped (functions/calls/watchdog.ts; the seeds reach it, under faults); a discard whose write got no answer is read back, to learn whether it was written and counted (functions/jobs/discards.ts)',
+  'callsWorker dynamodb:Query table:calls': 'calls.import reads an Importing batch’s staged chunks (functions/calls/imports/staging.ts readChunk); the run imports no large file',
+  'callsWorker dynamodb:BatchWriteItem table:calls': 'calls.import writes each page’s data items (functions/calls/imports/job.ts, store.ts putItems); the run imports no large file',
+  'tenantApi dynamodb:BatchWriteItem table:calls': 'a batch’s contacts’ data items (POST /v1/batches with externalId, variables or a zone; POST /v1/batches/csv) and an import’s staged chunks (POST /v1/batches/imports), store.ts putItems; the run’s batches carry numbers only',
+  'api dynamodb:BatchWriteItem table:calls': 'the operator copies of the batch-creating routes write the same items as the tenant routes (store.ts putItems); the run’s batches carry numbers only',
   'callsWorker sqs:SendMessage queue:calls': 'its kinds’ snoozes and retries of up to 15 minutes (a watchdog waiting for its calls to time out, a finaliser continuing) wake them on their own queue',
   'callsWorker sqs:SendMessage queue:dial': 'the next round’s dial, when the batch’s retry backoff is 15 minutes or less (functions/calls/finaliser.ts); the run’s next round waits longer (a schedule)',
 };
