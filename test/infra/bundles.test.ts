@@ -35,12 +35,16 @@ import { root } from './synth.ts';
  * three API functions hold every route (the OpenAPI document lists them all) and the rescuer every context:
  * batch creation among them, which reads numbers with libphonenumber's full metadata (≈ 194 KB minified;
  * the smaller sets cannot tell a valid number from a merely possible one, which issue 26 asks for). Those
- * four: ≤ 1,400,000, past issue 24's 1.2 MB.
+ * four: ≤ 1,400,000, past issue 24's 1.2 MB. The tenant and operator APIs also build the uploads' S3 store
+ * (client and presigner, ≈ 200 KB with csv-parse): ≤ 1,600,000. Moving the import routes to a function
+ * of their own would take the S3 SDK out of them again (docs/benchmarks.md, "Bundles").
  */
 const INTAKE_LIMIT = 800_000;
 const OTHERS_LIMIT = 1_200_000;
 const ROUTES_LIMIT = 1_400_000;
+const UPLOADS_LIMIT = 1_600_000;
 const ROUTE_FUNCTIONS: ReadonlySet<string> = new Set(['api', 'tenantApi', 'publicLinks', 'rescuer']);
+const UPLOAD_FUNCTIONS: ReadonlySet<string> = new Set(['api', 'tenantApi']);
 
 const TENANT = 'acme';
 /** A tenant with a confirmed owner address: the mail worker's notice to it is sent (through SES). */
@@ -213,7 +217,7 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
   it('every bundle is within its size target', () => {
     for (const fn of functions) {
       const bytes = bundles.get(fn.name)!.bytes;
-      expect(bytes, `${fn.name} is ${bytes} bytes`).toBeLessThanOrEqual(fn.name === 'intake' ? INTAKE_LIMIT : ROUTE_FUNCTIONS.has(fn.name) ? ROUTES_LIMIT : OTHERS_LIMIT);
+      expect(bytes, `${fn.name} is ${bytes} bytes`).toBeLessThanOrEqual(fn.name === 'intake' ? INTAKE_LIMIT : UPLOAD_FUNCTIONS.has(fn.name) ? UPLOADS_LIMIT : ROUTE_FUNCTIONS.has(fn.name) ? ROUTES_LIMIT : OTHERS_LIMIT);
     }
   });
 
