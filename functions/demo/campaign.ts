@@ -84,6 +84,8 @@ export interface DemoSummary {
   receivers: ReceiverStats[];
   mail: { sent: number; notices: Record<string, number> };
   discardedJobs: Record<string, number>;
+  /** The export's first lines (`GET /v1/batches/{id}/export?format=csv&limit=3`): its header and three contacts. */
+  exportHead: string[];
 }
 
 export interface DemoOptions {
@@ -371,6 +373,7 @@ async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoStat
   const allDiscarded = await api.get<JobList>('/v1/ops/jobs?state=discarded&limit=200');
   const notices = await api.get<Notices>(`/v1/tenants/${DEMO_TENANT}/notices`);
   const mail = await api.get<Mail>('/v1/ops/mail?limit=1');
+  const exported = await tenant.text(`/v1/batches/${state.batchId}/export?format=csv&limit=3`);
   const endpoints = await Promise.all(
     state.endpoints.map(async (e) => {
       const shown = await tenant.get<{ disabled: boolean; disabledReason: string | null; failingSince: string | null; delivered: number }>(`/v1/endpoints/${e.endpointId}`);
@@ -389,6 +392,7 @@ async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoStat
     receivers: receivers.snapshot(),
     mail: { sent: mail.total, notices: tally(notices.notices.map((n) => n.status)) },
     discardedJobs: tally(allDiscarded.jobs.map((j) => `${j.kind}: ${j.discardReason ?? 'unknown'}`)),
+    exportHead: exported.split('\r\n').filter((line) => line !== ''),
   };
 }
 
@@ -410,6 +414,11 @@ function printSummary(print: (line: string) => void, s: DemoSummary, note?: stri
   }
   print(`  mail: ${s.mail.sent} sent to the SMTP sink; owner notices ${list(s.mail.notices)}`);
   print(`  discarded jobs: ${list(s.discardedJobs)}`);
+  // A summary kept by a demo from before the export has none.
+  if (s.exportHead?.length) {
+    print(`  export (npm run -s ops -- batches export ${s.batchId} --format csv), its first rows:`);
+    for (const line of s.exportHead) print(`    ${line}`);
+  }
   print(`  summary JSON: ${JSON.stringify({ batchId: s.batchId, status: s.status, rounds: s.rounds, contactsByCode: s.contactsByCode, deliveries: s.deliveries })}`);
 }
 

@@ -40,6 +40,13 @@ export class DemoApi {
     return (response.text ? JSON.parse(response.text) : undefined) as T;
   }
 
+  /** A GET whose answer is text (the export's CSV pages). */
+  async text(path: string): Promise<string> {
+    const response = await sendOnce({ url: `${this.baseUrl}${path}`, method: 'GET', headers: { ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}) }, timeoutMs: 30_000 });
+    if (response.status >= 300) throw new DemoApiError(`GET ${path} answered ${response.status}: ${response.text.slice(0, 300)}`, response.status);
+    return response.text;
+  }
+
   get = <T>(path: string) => this.call<T>('GET', path);
   post = <T>(path: string, body?: unknown, headers?: Record<string, string>) => this.call<T>('POST', path, body, headers);
   put = <T>(path: string, body?: unknown) => this.call<T>('PUT', path, body);
