@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { bugNamed, bugs } from '../../sim/bugs.ts';
 import { bugProofs, proofOf, RESCUER_DISCARD_PLAN, STRANDED_LEASE_PLAN } from '../../sim/bug-proofs.ts';
+import type { ProofPlan } from '../../sim/bug-proofs.ts';
 import { mailPolicy } from '../../functions/mail/kinds.ts';
 import { runPlan } from '../../sim/runner.ts';
-import type { SeedResult } from '../../sim/runner.ts';
 import { dynamoEndpoint } from '../support/dynamo.ts';
 import { CLEAN_SEEDS } from '../support/sim-seeds.ts';
 
@@ -17,18 +17,18 @@ import { CLEAN_SEEDS } from '../support/sim-seeds.ts';
 async function expectFound(name: string): Promise<void> {
   const bug = bugNamed(name)!;
   const { caughtBy, plans } = proofOf(name);
-  let caught: { label: string; seed?: number; result: SeedResult } | undefined;
-  for (const { label, seed, plan } of plans) {
-    const result = await runPlan(plan(), { dynamoEndpoint: dynamoEndpoint(), alterations: bug.alterations });
+  let caughtOn: ProofPlan | undefined;
+  for (const proofPlan of plans) {
+    const result = await runPlan(proofPlan.plan(), { dynamoEndpoint: dynamoEndpoint(), alterations: bug.alterations });
     if (result.violations.some((v) => caughtBy.includes(v.invariant))) {
-      caught = { label, ...(seed === undefined ? {} : { seed }), result };
+      caughtOn = proofPlan;
       break;
     }
   }
-  expect(caught, `${name} went unnoticed on ${plans.map((p) => p.label).join(', ')} (expected ${caughtBy.join(' or ')})`).toBeDefined();
+  expect(caughtOn, `${name} went unnoticed on ${plans.map((p) => p.label).join(', ')} (expected ${caughtBy.join(' or ')})`).toBeDefined();
   // A seed test/sim/seeds.test.ts runs clean in the same `npm test` is not run clean again here.
-  if (caught!.seed !== undefined && CLEAN_SEEDS.includes(caught!.seed)) return;
-  const clean = await runPlan(plans.find((p) => p.label === caught!.label)!.plan(), { dynamoEndpoint: dynamoEndpoint() });
+  if (caughtOn!.seed !== undefined && CLEAN_SEEDS.includes(caughtOn!.seed)) return;
+  const clean = await runPlan(caughtOn!.plan(), { dynamoEndpoint: dynamoEndpoint() });
   expect(clean.violations).toEqual([]);
 }
 
