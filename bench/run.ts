@@ -1,7 +1,8 @@
 // npm run bench: every benchmark, in one run, against one DynamoDB Local (in memory). Ratios are
 // measured in the same run so they survive a slower or faster machine; docs/benchmarks.md records them.
 // npm run bench -- <section> [--json FILE] [--records FILE] [--unlimited] [--sent-requests FILE]: one section
-// (jobs, calls, webhooks, capacity, import-parse: the CSV import's parsing alone, without DynamoDB; bundles: each
+// (jobs, calls, webhooks, capacity, import-parse: the CSV import's parsing alone, without DynamoDB; export: a
+// 100,000-contact batch's export, page by page; bundles: each
 // deployed function's bundle, bytes and cold import against the commit before per-function bundles); --json
 // writes the capacity report (docs/capacity.md), --records every request it recorded, --unlimited runs the
 // capacity day with every request and record at once, --sent-requests every AWS request of the day by
@@ -14,12 +15,13 @@ import { benchBundles } from './bundles.ts';
 import { benchCalls } from './calls.ts';
 import { benchCapacity } from './capacity/index.ts';
 import { benchImportParse } from './import-parse.ts';
+import { benchExport } from './export.ts';
 import { benchJobs } from './jobs.ts';
 import { benchRescue } from './rescue.ts';
 import { benchBacklog, benchDeadEndpoint } from './webhooks.ts';
 
 process.env['LOG_LEVEL'] ??= 'ERROR';
-const sections = ['jobs', 'calls', 'webhooks', 'capacity', 'import-parse', 'bundles'];
+const sections = ['jobs', 'calls', 'webhooks', 'capacity', 'import-parse', 'export', 'bundles'];
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: 'string' }, records: { type: 'string' }, unlimited: { type: 'boolean' }, 'sent-requests': { type: 'string' } } });
 const only = positionals[0];
 if (only !== undefined && !sections.includes(only)) {
@@ -54,6 +56,10 @@ try {
   if (!only || only === 'import-parse') {
     console.log('\n## contacts CSV import: parsing and validation (functions/calls/contacts)');
     for (const line of (await benchImportParse()).lines) console.log(`  ${line}`);
+  }
+  if (!only || only === 'export') {
+    console.log('\n## results out: GET /v1/batches/{id}/export over a 100,000-contact batch (functions/calls/export-api.ts)');
+    for (const line of (await benchExport(dynamo.endpoint)).lines) console.log(`  ${line}`);
   }
   if (!only || only === 'bundles') {
     console.log('\n## Lambda bundles: bytes and cold import, before and after per-function bundles');

@@ -28,6 +28,26 @@ export interface Bug {
 }
 
 /**
+ * A calls store that writes a call's attempt item on its own before the completion's transaction, instead
+ * of in it: a result the transaction then refuses (a late result after the watchdog's TIMEOUT, a result of
+ * a deleted batch) leaves an attempt that says what was never applied, or overwrites the one that was.
+ */
+class AttemptOutsideTransaction extends CallsStore {
+  private readonly client: DynamoDBDocumentClient;
+
+  constructor(db: DynamoDBDocumentClient, tableName: string) {
+    super(db, tableName);
+    this.client = db;
+  }
+
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    const attempt = items.find((item) => item.name === 'attempt' && item.Put !== undefined);
+    if (attempt) await this.client.send(new PutCommand(attempt.Put!));
+    return super.transact(items.filter((item) => item !== attempt));
+  }
+}
+
+/**
  * A calls store whose outbox is not transactional: it commits the domain change without the jobs it
  * implies (the rows for the jobs table), then writes them one by one. A crash or a lost response between
  * the commit and the writes loses the job for good (a watchdog, a finaliser, an event's fanout).
@@ -189,6 +209,11 @@ export const bugs: readonly Bug[] = [
     name: 'webhook-client-retries',
     description: 'the webhook HTTP client sends a delivery again on its own after a 5xx or a failed connection',
     alterations: { webhookHttp: retryingHttp },
+  },
+  {
+    name: 'attempt-outside-transaction',
+    description: "a call's attempt item is written before its completion's transaction, not in it",
+    alterations: { callsStore: (db, tables) => new AttemptOutsideTransaction(db, tables.calls) },
   },
   {
     name: 'outbox-outside-transaction',

@@ -1,7 +1,7 @@
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { baseCallId, batchIdOfPartition, batchPartition, callIdFor, ContactStatus, isDialled } from '../functions/calls/model.ts';
-import type { BatchRow, ContactRow, ListPage, SlotRow, TenantRow } from '../functions/calls/model.ts';
+import type { AttemptRow, BatchRow, ContactRow, ListPage, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { CallCode } from '../functions/calls/codes.ts';
 import { DISCARD_METRIC } from '../functions/jobs/discards.ts';
 import type { JobRow } from '../functions/jobs/row.ts';
@@ -187,6 +187,32 @@ const oneResultPerCall: Check = (o, host) => {
   const dialled = new Set(dials(o).map((d) => d.callId));
   for (const [callId, recorded] of results) {
     if (!dialled.has(callId)) out.push({ invariant: 'calls.result-is-its-own', message: `${recorded.length} result(s) recorded for call ${callId}, which no dial placed` });
+  }
+  return out;
+};
+
+/**
+ * Every applied completion left its call's attempt item, with its callId and code, and no attempt item
+ * stands for a completion that was never applied (the attempt commits in the completion's transaction:
+ * a crash, a conflict or a duplicate result leaves both or neither). Deleted batches' rows are left as
+ * they are, so they are checked too.
+ */
+const oneAttemptPerResult: Check = (o, host) => {
+  const out: Violation[] = [];
+  const attempts = new Map<string, AttemptRow>();
+  for (const item of byPk(ofBatches(o.calls), 'TENANT#', (sk) => sk.startsWith('ATTEMPT#')) as unknown as AttemptRow[]) attempts.set(`${item.batchId} ${item.contactNumber} ${item.round}`, item);
+  const applied = new Set<string>();
+  for (const c of completions(host)) {
+    const key = `${c.batchId} ${c.contactNumber} ${c.round}`;
+    applied.add(key);
+    const attempt = attempts.get(key);
+    if (!attempt) out.push({ invariant: 'calls.one-attempt-per-result', message: `the ${c.code} of ${c.contactNumber} in round ${c.round} of ${c.batchId} (${c.source}) was applied without its attempt item` });
+    else if (attempt.code !== c.code || (c.callId !== undefined && attempt.callId !== c.callId)) {
+      out.push({ invariant: 'calls.one-attempt-per-result', message: `the attempt item of ${c.contactNumber} in round ${c.round} of ${c.batchId} says ${attempt.code} (${attempt.callId}); the applied completion ${c.code} (${c.callId ?? 'no callId'})` });
+    }
+  }
+  for (const [key, attempt] of attempts) {
+    if (!applied.has(key)) out.push({ invariant: 'calls.one-attempt-per-result', message: `an attempt item (${attempt.code}, ${attempt.callId}) stands for no applied completion: ${key}` });
   }
   return out;
 };
@@ -712,6 +738,7 @@ const expectedAnswers: Check = (_o, host, driver) => {
 /** Every invariant, by name (docs/simulation.md describes each). */
 export const invariants: Readonly<Record<string, Check>> = {
   'calls.one-result-per-call': oneResultPerCall,
+  'calls.one-attempt-per-result': oneAttemptPerResult,
   'calls.rounds-within-max-attempts': roundsWithinMaxAttempts,
   'calls.finalised-with-no-call-out': finalisedWithNoCallOut,
   'calls.counters-match-contacts': countersMatchContacts,

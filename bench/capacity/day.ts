@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { dayContactData } from './kinds.ts';
 import { batchKey } from '../../functions/calls/model.ts';
 import type { BatchRow } from '../../functions/calls/model.ts';
 import { pendingStates } from '../../functions/jobs/states.ts';
@@ -120,7 +121,8 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
       representativeDay.flatMap((tenant, t) =>
         tenant.batches.map(async (share, b) => {
           const count = Math.round(share * contacts);
-          const numbers = Array.from({ length: count }, (_, i) => ({ number: `+1${2 + t}${String(b).padStart(2, '0')}${String(i).padStart(7, '0')}` }));
+          // Contacts as a CRM exports them: the customer's key and a few prompt variables each (kinds.ts prices them).
+          const numbers = Array.from({ length: count }, (_, i) => ({ number: `+1${2 + t}${String(b).padStart(2, '0')}${String(i).padStart(7, '0')}`, ...dayContactData(i) }));
           const { batchId } = await tenants.get(tenant.tenantId)!.post<{ batchId: string }>('/v1/batches', { contacts: numbers, maxAttempts: ROUNDS, retry: RETRY });
           return { batchId, tenantId: tenant.tenantId, contacts: count };
         }),

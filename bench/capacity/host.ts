@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { callsDefaults, DEFAULT_CALL_TIMEOUT_SECONDS } from '../../functions/calls/config.ts';
 import { DEV_WEBHOOK_SECRET } from '../../functions/calls/local/config.ts';
 import { CallPlacerSimulator } from '../../functions/calls/local/simulator.ts';
+import { DAY_SUMMARY_BYTES } from './kinds.ts';
 import type { JobRuntime } from '../../functions/jobs/runtime.ts';
 import { createLocalHost } from '../../functions/local/host.ts';
 import type { LocalHost } from '../../functions/local/host.ts';
@@ -106,7 +107,7 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
     const clock = new ScaledClock(options.timeScale);
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const simulator = await CallPlacerSimulator.start({ clock, signingClock: systemClock, rng: seededRng(options.seed + 1), secret: DEV_WEBHOOK_SECRET });
+    const simulator = await CallPlacerSimulator.start({ clock, signingClock: systemClock, rng: seededRng(options.seed + 1), secret: DEV_WEBHOOK_SECRET, summaryBytes: DAY_SUMMARY_BYTES });
     stops.push(() => simulator.close());
     const mail = parseMailConfig({ MAIL_DOMAIN: mailDomain, PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtpSink.url });
     const mailTransport = transportFor(mail.transport, clients);

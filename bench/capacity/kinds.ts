@@ -1,5 +1,6 @@
 import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
 import type { ItemKind } from './model.ts';
+import { CALLS_RETENTION_SECONDS } from '../../functions/calls/model.ts';
 
 /**
  * The items the capacity report prices apart (docs/capacity.md, "Issue 25: the attempt log, kept events
@@ -7,6 +8,15 @@ import type { ItemKind } from './model.ts';
  * units and stored bytes are also in the totals: this only says how much of them is the kind's.
  * test/capacity/kinds.test.ts checks each pattern against the key the code makes.
  */
+/** A spoken call's summary in the day, bytes: what a real agent's few sentences run to. Its links are the simulator's (about 90 bytes each). */
+export const DAY_SUMMARY_BYTES = 600;
+
+/** Each contact's data in the day: an externalId and three prompt variables (about 110 bytes as stored). */
+export const dayContactData = (i: number) => ({
+  externalId: `crm-${String(i).padStart(8, '0')}`,
+  variables: { first_name: ['Ada', 'Grace', 'Alan', 'Barbara'][i % 4]!, last_name: 'Example', account: `A-${100000 + i}` },
+});
+
 export const pricedItemKinds: readonly (ItemKind & { retentionDays: number | null; description: string })[] = [
   {
     name: 'attemptRows',
@@ -21,6 +31,22 @@ export const pricedItemKinds: readonly (ItemKind & { retentionDays: number | nul
     // `TENANT#<tenantId>#EVENTS#<yyyy-mm-ddThh>#<shard>` (keptPartition).
     pk: /^TENANT#[A-Za-z0-9_-]+#EVENTS#\d{4}-\d{2}-\d{2}T\d{2}#\d+$/,
     retentionDays: EVENT_RETENTION_SECONDS / 86_400,
+  },
+  {
+    name: 'contactData',
+    description: 'a contact’s data (externalId, variables) and its externalId entry: BatchWriteItem before the batch’s transaction, a BatchGetItem per dial group (functions/calls/store.ts)',
+    // The contact's partition `TENANT#<tenantId>#BATCH#<hex>#C<nn>`, sort keys `DATA#<number>` and `XID#<externalId>`.
+    pk: /^TENANT#[A-Za-z0-9_-]+#BATCH#[0-9a-f]{32}#C\d{2}$/,
+    sk: /^(DATA|XID)#/,
+    retentionDays: CALLS_RETENTION_SECONDS / 86_400,
+  },
+  {
+    name: 'callAttempts',
+    description: 'a call’s attempt item with its artefacts, a Put in the completion’s transaction (functions/calls/store.ts completionItems)',
+    // The contact's partition, sort key `ATTEMPT#<number>#<round>`.
+    pk: /^TENANT#[A-Za-z0-9_-]+#BATCH#[0-9a-f]{32}#C\d{2}$/,
+    sk: /^ATTEMPT#/,
+    retentionDays: CALLS_RETENTION_SECONDS / 86_400,
   },
   {
     name: 'apiKeys',

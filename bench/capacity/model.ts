@@ -158,6 +158,8 @@ export type Category = 'result' | 'mail' | 'fixed';
 export interface ItemKind {
   name: string;
   pk: RegExp;
+  /** The sort key as well, for kinds that share their partitions with others (a contact's data and attempts). */
+  sk?: RegExp;
   source?: string;
   only?: 'reads' | 'writes';
 }
@@ -553,8 +555,9 @@ const newKindTally = (): KindTally => ({ writes: 0, reads: 0, requests: new Map(
 /** Adds what one request did to items of `kind`: its item writes with their index entries (by the rules of {@link partitionWrites}), its reads. */
 function tallyKind(kind: ItemKind, tally: KindTally, r: DynamoRecord, weight: number): void {
   if (kind.source !== undefined && r.source !== kind.source) return;
-  const writes = kind.only === 'reads' ? [] : r.writes.filter((w) => kind.pk.test(w.pk));
-  const reads = kind.only === 'writes' ? [] : r.reads.filter((read) => kind.pk.test(read.pk));
+  const matches = (item: { pk: string; sk?: string }) => kind.pk.test(item.pk) && (kind.sk === undefined || (item.sk !== undefined && kind.sk.test(item.sk)));
+  const writes = kind.only === 'reads' ? [] : r.writes.filter(matches);
+  const reads = kind.only === 'writes' ? [] : r.reads.filter(matches);
   if (writes.length === 0 && reads.length === 0) return;
   add(tally.requests, r.operation, weight);
   if (writes.length === r.writes.length && reads.length === r.reads.length) tally.ownRequests += weight;

@@ -12,7 +12,9 @@ import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
 import { BatchStatus, batchIds, jobIds, LIST_PAGE_SIZE } from './model.ts';
-import type { BatchRow, TenantRow } from './model.ts';
+import type { AttemptRow, BatchRow, ContactDataRow, ContactRow, TenantRow } from './model.ts';
+import { externalIdSchema } from './contacts/fields.ts';
+import { normaliseNumber } from './contacts/numbers.ts';
 import { contactState, dialledInRound } from './status.ts';
 import type { ContactState } from './status.ts';
 import {
@@ -20,7 +22,9 @@ import {
   batchHeaders,
   batchListResponse,
   batchParams,
+  attemptsResponse,
   batchResponse,
+  contactParams,
   contactsResponse,
   roundsResponse,
   tenantBody,
@@ -29,6 +33,7 @@ import {
 } from './schemas.ts';
 import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
+import { exportRoute } from './export-api.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
@@ -53,10 +58,60 @@ export function batchView(row: BatchRow) {
     },
     createdAt: row.createdAt,
     finalisedAt: row.finalisedAt ?? null,
+    variableNames: row.variableNames ?? [],
+    invalidNumbers: row.invalidNumbers ?? 0,
+    duplicatesDropped: row.duplicatesDropped ?? 0,
   };
 }
 
-const contactView = (number: string, state: ContactState) => ({ contactNumber: number, status: state.status, code: state.code, attempts: state.attempts });
+/** One contact as the listing shows it: its state, its data, and its latest call's artefacts. */
+const contactView = (number: string, state: ContactState, row: ContactRow | undefined, data: ContactDataRow | undefined) => ({
+  contactNumber: number,
+  status: state.status,
+  code: state.code,
+  attempts: state.attempts,
+  externalId: data?.externalId ?? null,
+  ...(data?.variables ? { variables: data.variables } : {}),
+  timezone: data?.timezone ?? null,
+  numberValid: data?.numberValid !== false,
+  // A contact without a data item has a valid number; its region is read from the number again.
+  region: data ? (data.region ?? null) : regionOfStored(number),
+  // The latest completed call (its attempt item has every field, `data` included).
+  lastCall: row?.completedAt
+    ? {
+        round: row.round,
+        completedAt: row.completedAt,
+        ...(row.recordingUrl !== undefined ? { recordingUrl: row.recordingUrl } : {}),
+        ...(row.transcriptUrl !== undefined ? { transcriptUrl: row.transcriptUrl } : {}),
+        ...(row.summary !== undefined ? { summary: row.summary } : {}),
+        ...(row.endedReason !== undefined ? { endedReason: row.endedReason } : {}),
+      }
+    : null,
+});
+
+/** The region of a stored (E.164) number, if it names one. */
+function regionOfStored(number: string): string | null {
+  const verdict = normaliseNumber(number);
+  return verdict.ok ? (verdict.region ?? null) : null;
+}
+
+/** An attempt as `GET …/contacts/{number}/attempts` shows it. */
+const attemptView = (a: AttemptRow) => ({
+  round: a.round,
+  callId: a.callId,
+  reportedCode: a.reportedCode ?? null,
+  code: a.code,
+  retryable: a.retryable,
+  source: a.source,
+  durationSeconds: a.durationSeconds ?? null,
+  placedAt: a.placedAt ?? null,
+  completedAt: a.completedAt,
+  recordingUrl: a.recordingUrl ?? null,
+  transcriptUrl: a.transcriptUrl ?? null,
+  summary: a.summary ?? null,
+  data: a.data ?? null,
+  endedReason: a.endedReason ?? null,
+});
 
 /** The most contacts one page of `GET /v1/batches/{id}/contacts` holds (also its default). */
 export const MAX_CONTACTS_PAGE = 1000;
@@ -69,6 +124,9 @@ const encodeContactsCursor = (batchId: string, offset: number): string => Buffer
 
 const contactsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_CONTACTS_PAGE).optional().describe(`contacts per page, 1–${MAX_CONTACTS_PAGE} (default ${MAX_CONTACTS_PAGE})`),
+  status: z.enum(['Queued', 'Calling', 'Completed', 'RetryEligible']).optional().describe('only contacts in this status (a filtered page may be short, even empty, and still have a cursor)'),
+  code: z.string().regex(/^[A-Z0-9_]{1,64}$/, 'expected a normalised code such as ANSWERED').optional().describe('only contacts whose latest normalised code is this one'),
+  externalId: externalIdSchema.optional().describe('only the contact with this externalId (at most one)'),
   cursor: z
     .string()
     .max(256)
@@ -298,21 +356,52 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const batch = await store.getBatchIn(scope, params.id);
       if (!batch) throw notFound(`batch ${params.id}`);
       if (query.cursor && query.cursor.batchId !== batch.batchId) throw new InvalidCursorError();
-      const offset = query.cursor?.offset ?? 0;
-      const limit = query.limit ?? MAX_CONTACTS_PAGE;
-      const contacts = offset < batch.contactCount ? await store.contactsPage(params.id, offset, limit) : [];
       // Calling is derived from the dial cursor (status.ts): round 1's list is the upload order, a later
       // round's is read up to the cursor.
       const laterRound = batch.round > 1 && dialledInRound(batch, 0, 0) ? await store.dialledInRound(batch) : undefined;
       const dialled = (number: string, at: number) => (laterRound ? laterRound.has(number) : batch.round === 1 && dialledInRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
+      const matches = (state: ContactState) => (query.status === undefined || state.status === query.status) && (query.code === undefined || state.code === query.code);
+      if (query.externalId !== undefined) {
+        // One contact at most: its entry names its number and upload position.
+        const found = await store.contactOfExternalId(batch.batchId, query.externalId);
+        if (!found) return { status: 200, body: { contacts: [] } };
+        const state = contactState(batch, found.state, dialled(found.number, found.position));
+        const data = (await store.getContactData(batch.batchId, [found.number])).get(found.number);
+        return { status: 200, body: { contacts: matches(state) ? [contactView(found.number, state, found.state, data)] : [] } };
+      }
+      const offset = query.cursor?.offset ?? 0;
+      const limit = query.limit ?? MAX_CONTACTS_PAGE;
+      // A filtered page reads `limit` contacts and returns those that match: it may be short (even empty)
+      // with a cursor, so that one request never reads the whole batch.
+      const contacts = offset < batch.contactCount ? await store.contactsPage(params.id, offset, limit) : [];
+      const data = batch.hasContactData && contacts.length > 0 ? await store.getContactData(batch.batchId, contacts.map((c) => c.number)) : undefined;
       const next = offset + contacts.length;
+      const views = contacts.flatMap((c, i) => {
+        const state = contactState(batch, c.state, dialled(c.number, offset + i));
+        return matches(state) ? [contactView(c.number, state, c.state, data?.get(c.number))] : [];
+      });
       return {
         status: 200,
         body: {
-          contacts: contacts.map((c, i) => contactView(c.number, contactState(batch, c.state, dialled(c.number, offset + i)))),
+          contacts: views,
           ...(next < batch.contactCount ? { cursor: encodeContactsCursor(batch.batchId, next) } : {}),
         },
       };
+    },
+  });
+
+  const listAttempts = tenantRoute({
+    method: 'GET',
+    path: '/v1/batches/{id}/contacts/{number}/attempts',
+    summary: 'The calls of one contact of a batch, first round first: codes, timings and artefacts (the call handler’s `data` included)',
+    params: contactParams,
+    responses: { 200: { description: 'the contact’s calls (empty before its first completes)', schema: attemptsResponse }, 404: { description: 'no such batch' } },
+    handler: async ({ params, scope }) => {
+      const { store } = calls();
+      const batch = await store.getBatchIn(scope, params.id);
+      if (!batch) throw notFound(`batch ${params.id}`);
+      const attempts = await store.getAttempts(batch.batchId, params.number);
+      return { status: 200, body: { batchId: batch.batchId, contactNumber: params.number, attempts: attempts.map(attemptView) } };
     },
   });
 
@@ -338,5 +427,5 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     },
   });
 
-  return [...withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, deleteBatch]), intakeRoute(calls)];
+  return [...withErrors(callsHttpError, [putTenant, getTenant, createBatch, listBatches, listAllBatches, getBatch, listRounds, listContacts, listAttempts, exportRoute(calls), deleteBatch]), intakeRoute(calls)];
 }

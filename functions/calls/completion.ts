@@ -1,4 +1,5 @@
 import { CallsEvent } from './ports.ts';
+import { artefactsForEvent } from './artefacts.ts';
 import type { TransactItem } from '../jobs/index.ts';
 import type { BatchConfig } from './batch-config.ts';
 import type { Classification } from './classify.ts';
@@ -61,6 +62,12 @@ export interface CompletionRequest {
   classification: Classification;
   source: CompletionSource;
   report?: CompletionWrite['report'];
+  /** The call's artefacts, as the result carried them (the intake only): stored on the attempt, the latest on the contact. */
+  artefacts?: CompletionWrite['artefacts'];
+  /** The contact's externalId, as the placer echoed it: `call.completed` carries it. */
+  externalId?: string;
+  /** When the call's dial committed, as the placer echoed it. */
+  placedAt?: string;
   /**
    * The caller read that this call is the round's last in progress (a watchdog, from the batch it read):
    * the first transaction is the last-call variant. A wrong hint is refused and replanned like any plan.
@@ -139,6 +146,9 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
         source: request.source,
         ...(request.callId !== undefined ? { callId: request.callId } : {}),
         ...(request.report ? { durationSeconds: request.report.durationSeconds } : {}),
+        ...(request.externalId !== undefined ? { externalId: request.externalId } : {}),
+        // The links and at most 1 KB of summary, never `data`: the event waits in every subscribed endpoint's list.
+        ...(request.artefacts ? artefactsForEvent(request.artefacts) : {}),
       },
     },
     now,
@@ -176,6 +186,8 @@ async function attempts(
         retryable,
         source: request.source,
         ...(request.report ? { report: request.report } : {}),
+        ...(request.artefacts ? { artefacts: request.artefacts } : {}),
+        ...(request.placedAt !== undefined ? { placedAt: request.placedAt } : {}),
         now,
       }),
       ...event.items,

@@ -32,8 +32,8 @@ export interface CallsConfig {
   noSlotSnoozeMs: number;
 }
 
-/** The largest intake body accepted (a result is a few hundred bytes). */
-export const INTAKE_MAX_BODY_BYTES = 16 * 1024;
+/** The largest intake body accepted: a result with every artefact at its largest fits (artefacts.ts). */
+export { INTAKE_MAX_BODY_BYTES_WITH_ARTEFACTS as INTAKE_MAX_BODY_BYTES } from './artefacts.ts';
 
 export const DEFAULT_CALL_TIMEOUT_SECONDS = 600;
 

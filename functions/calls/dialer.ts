@@ -11,7 +11,7 @@ import { dialKind, watchdogKind } from './kinds.ts';
 import type { RunWatchdogArgs } from './kinds.ts';
 import { BatchStatus, callIdFor, callWithSlot, jobIds } from './model.ts';
 import type { SlotRow } from './model.ts';
-import type { BatchRow, ListPage } from './model.ts';
+import type { BatchRow, ContactDataRow, ListPage } from './model.ts';
 import { placeCall } from './placer.ts';
 import { nextWindowOpening } from './window.ts';
 
@@ -79,7 +79,7 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
     if (!isDialling(batch, args.round)) return;
     // Each group's calls are placed in list order before the next group is dialled, so the placer sees the list's order.
     const started = performance.now();
-    await dialRun(deps, batch, ctx, async (contactNumber, callId, dialled, dialledAt) => {
+    await dialRun(deps, batch, ctx, async (contactNumber, callId, dialled, dialledAt, data) => {
       // A call of the group whose time is up before it was placed (a run that outlasted its watchdog's due
       // time: a stalled machine, a scaled clock) is its watchdog's to end with TIMEOUT, if it has not
       // already: placing it now would only make a call whose result is ignored.
@@ -87,12 +87,17 @@ export function dialHandler(deps: CallsDeps): JobHandler<{ batchId: string; roun
         deps.logger.warn('a dialled call timed out before it was placed; its watchdog ends it', { batchId: dialled.batchId, contactNumber });
         return;
       }
-      await place(deps, dialled, contactNumber, callId, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx, performance.now() - started > config.placeBudgetMs);
+      await place(deps, dialled, { contactNumber, callId, dialledAt, data }, { url: config.placerUrl!, callbackUrl: config.callbackUrl! }, ctx, performance.now() - started > config.placeBudgetMs);
     });
   });
 }
 
-async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDialled: (contactNumber: string, callId: string, batch: BatchRow, dialledAt: number) => Promise<void>): Promise<void> {
+async function dialRun(
+  deps: CallsDeps,
+  start: BatchRow,
+  ctx: JobContext,
+  onDialled: (contactNumber: string, callId: string, batch: BatchRow, dialledAt: number, data: ContactDataRow | undefined) => Promise<void>,
+): Promise<void> {
   const { store, jobs, config } = deps;
   const started = performance.now();
   const pages = new Map<number, ListPage>();
@@ -139,6 +144,9 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
       contactNumber,
       callId: callWithSlot(callIdFor(batch.batchId, contactNumber, { round: batch.round, page: batch.dialPage, pos: batch.dialPos + i }), slot.shard),
     }));
+    // The group's data (externalId, variables) for the placer, read before the dial commits: a read that
+    // fails fails the run with nothing dialled, never a call dialled and not placed.
+    const data = batch.hasContactData ? await store.getContactData(batch.batchId, group.map((c) => c.contactNumber)) : undefined;
     const next = advance(batch, page.numbers.length, group.length);
     const watchdogId = jobIds.watchdog(block.batchId, block.round, block.seq);
     // Due once the run's last call may have timed out: a run starts no dial after DIAL_RUN_BUDGET_MS.
@@ -176,7 +184,7 @@ async function dialRun(deps: CallsDeps, start: BatchRow, ctx: JobContext, onDial
         await jobs.afterCommit([created]);
       }
       // Placed in list order, each once, after the commit (a crash in between leaves them to the watchdog).
-      for (const dialled of group) await onDialled(dialled.contactNumber, dialled.callId, batch, now);
+      for (const dialled of group) await onDialled(dialled.contactNumber, dialled.callId, batch, now, data?.get(dialled.contactNumber));
       dials += group.length;
       continue;
     }
@@ -233,14 +241,31 @@ const covers = (block: RunWatchdogArgs, page: number, pos: number): boolean => p
  * Asks the placer for the call, once. A refusal completes the call with INTERNAL_ERROR through the
  * completion path; if even that cannot be written now, the call's watchdog ends it later (TIMEOUT).
  */
-async function place(deps: CallsDeps, batch: BatchRow, contactNumber: string, callId: string, placer: { url: string; callbackUrl: string }, ctx: JobContext, outOfTime: boolean): Promise<void> {
+async function place(
+  deps: CallsDeps,
+  batch: BatchRow,
+  call: { contactNumber: string; callId: string; dialledAt: number; data: ContactDataRow | undefined },
+  placer: { url: string; callbackUrl: string },
+  ctx: JobContext,
+  outOfTime: boolean,
+): Promise<void> {
+  const { contactNumber, callId, data } = call;
   const { logger } = deps;
   if (outOfTime) {
     logger.warn('no time left in the dial run to place a call; completing it with INTERNAL_ERROR', { batchId: batch.batchId, contactNumber });
   } else {
     const placed = await placeCall(
       placer.url,
-      { batchId: batch.batchId, contactNumber, round: batch.round, callId, callbackUrl: placer.callbackUrl },
+      {
+        batchId: batch.batchId,
+        contactNumber,
+        round: batch.round,
+        callId,
+        callbackUrl: placer.callbackUrl,
+        placedAt: iso(call.dialledAt),
+        ...(data?.externalId !== undefined ? { externalId: data.externalId } : {}),
+        ...(data?.variables !== undefined ? { variables: data.variables } : {}),
+      },
       { timeoutMs: deps.config.placerTimeoutMs, signal: ctx.signal },
     );
     if (placed.accepted) return;

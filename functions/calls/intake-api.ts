@@ -65,6 +65,9 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
         classification,
         source: 'webhook',
         report: { reportedCode: body.code, emptyTranscription: body.emptyTranscription, durationSeconds: body.durationSeconds },
+        artefacts: { recordingUrl: body.recordingUrl, transcriptUrl: body.transcriptUrl, summary: body.summary, data: body.data, endedReason: body.endedReason },
+        ...(body.externalId !== undefined ? { externalId: body.externalId } : {}),
+        ...(body.placedAt !== undefined ? { placedAt: body.placedAt } : {}),
       });
       switch (outcome.outcome) {
         case 'applied':

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { callArtefactFields } from './artefacts.ts';
 
 /*
  * The call-result intake's schemas, apart from the other calls schemas (schemas.ts re-exports them): the
@@ -15,6 +16,9 @@ export const callResultBody = z.object({
   code: z.string().regex(/^\s*[A-Za-z0-9_]{0,64}\s*$/, 'expected a code of letters, digits and _ (at most 64), or empty'),
   emptyTranscription: z.boolean(),
   durationSeconds: z.number().min(-86_400).max(86_400),
+  // The call's artefacts (artefacts.ts), each optional, and what the placer echoes back of its request.
+  ...callArtefactFields,
+  placedAt: z.iso.datetime({ offset: false }).optional().describe('the placedAt the placer was given for this call, echoed back'),
 });
 export type CallResultBody = z.infer<typeof callResultBody>;
 

@@ -220,6 +220,8 @@ export interface ExternalIdRow {
   pk: string;
   sk: string;
   contactNumber: string;
+  /** The contact's position in upload order (round 1's list): what tells whether round 1 has dialled it. */
+  position: number;
   expiresAt?: number;
 }
 

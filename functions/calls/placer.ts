@@ -9,6 +9,12 @@ export interface PlaceCallRequest {
   callId: string;
   /** Where the placer posts the call's result (the intake). */
   callbackUrl: string;
+  /** When the call's dial committed (ISO): echoed back in the result, it becomes the attempt's `placedAt`. */
+  placedAt: string;
+  /** The customer's key for the contact: echoed back in the result, so `call.completed` carries it without a read. */
+  externalId?: string;
+  /** The contact's variables, for the agent's prompt. */
+  variables?: Record<string, string | number | boolean>;
 }
 
 /** The placer's answer: accepted (2xx), or why not. */

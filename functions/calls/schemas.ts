@@ -2,6 +2,7 @@ import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';
 import * as z from 'zod';
 import { batchIds } from './model.ts';
+import { e164 } from './intake-schemas.ts';
 import { callingWindowSchema } from './window.ts';
 import { contactInputSchema, contactSettingsFields, normaliseContacts } from './contacts/contact.ts';
 
@@ -76,16 +77,43 @@ const countsSchema = z.object({
   byCode: z.record(z.string(), z.number()),
 });
 
+/** `GET /v1/batches/{id}/contacts/{number}/attempts`: one entry per call, first round first. */
+export const attemptsResponse = z.object({
+  batchId: z.string(),
+  contactNumber: z.string(),
+  attempts: z.array(
+    z.object({
+      round: z.number(),
+      callId: z.string(),
+      reportedCode: z.string().nullable(),
+      code: z.string(),
+      retryable: z.boolean(),
+      source: z.enum(['webhook', 'watchdog', 'placer']),
+      durationSeconds: z.number().nullable(),
+      placedAt: z.string().nullable(),
+      completedAt: z.string(),
+      recordingUrl: z.string().nullable(),
+      transcriptUrl: z.string().nullable(),
+      summary: z.string().nullable(),
+      data: z.record(z.string(), z.unknown()).nullable(),
+      endedReason: z.string().nullable(),
+    }),
+  ),
+});
+
 export const batchResponse = z.object({
   batchId: z.string(),
   tenantId: z.string(),
-  status: z.enum(['Pending', 'InProgress', 'Finalised', 'Deleted']),
+  status: z.enum(['Importing', 'Pending', 'InProgress', 'Finalised', 'Deleted']),
   round: z.number(),
   maxAttempts: z.number(),
   contactCount: z.number(),
   counts: countsSchema,
   createdAt: z.string(),
   finalisedAt: z.string().nullable(),
+  variableNames: z.array(z.string()).describe('the variable names the contacts use, in import order (the export’s columns)'),
+  invalidNumbers: z.number().describe('contacts whose number is possible but not valid (accepted, flagged)'),
+  duplicatesDropped: z.number().describe('contacts dropped as duplicates (`dedupe`)'),
 });
 
 /** `GET /v1/batches`: the newest batches first. */
@@ -110,6 +138,9 @@ export const roundsResponse = z.object({
   ),
 });
 
+/** `…/contacts/{number}`: a batch and one of its contacts' E.164 number. */
+export const contactParams = z.object({ id: batchIds.schema, number: e164 });
+
 export const contactsResponse = z.object({
   contacts: z.array(
     z.object({
@@ -117,6 +148,22 @@ export const contactsResponse = z.object({
       status: z.enum(['Queued', 'Calling', 'Completed', 'RetryEligible']),
       code: z.string().nullable(),
       attempts: z.number(),
+      externalId: z.string().nullable(),
+      variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+      timezone: z.string().nullable(),
+      numberValid: z.boolean().describe('false for a possible number in no assigned range (accepted, flagged)'),
+      region: z.string().nullable().describe('ISO 3166-1 alpha-2, when the number names one region'),
+      lastCall: z
+        .object({
+          round: z.number(),
+          completedAt: z.string(),
+          recordingUrl: z.string().optional(),
+          transcriptUrl: z.string().optional(),
+          summary: z.string().optional(),
+          endedReason: z.string().optional(),
+        })
+        .nullable()
+        .describe('the latest completed call and its artefacts (`…/attempts` lists every call)'),
     }),
   ),
   /** Present when more contacts follow: pass it as `?cursor=` for the next page. */

@@ -7,6 +7,7 @@ import type { TenantScope } from '../platform/tenancy.ts';
 import { apiKeyKey, apiKeysPartition } from './keys.ts';
 import type { ApiKeyRow, ApiKeyStore } from './keys.ts';
 import {
+  attemptKey,
   attemptPrefix,
   contactDataKey,
   contactPartition,
@@ -69,6 +70,9 @@ const is = {
   roundDone: (e: Expression) => e.and(e.eq('dialComplete', true), e.eq('nCalling', 0)),
 };
 
+/** The artefacts of a contact's latest call its item keeps (the attempt item keeps `data` too). */
+const LATEST_ARTEFACTS = ['recordingUrl', 'transcriptUrl', 'summary', 'endedReason'] as const;
+
 /** A call to complete, and how. */
 export interface CompletionWrite {
   batchId: string;
@@ -86,6 +90,10 @@ export interface CompletionWrite {
   retryable: boolean;
   source: CompletionSource;
   report?: { reportedCode: string; emptyTranscription: boolean; durationSeconds: number };
+  /** The call's artefacts (the intake's; a TIMEOUT or a placer failure has none). */
+  artefacts?: { recordingUrl?: string | undefined; transcriptUrl?: string | undefined; summary?: string | undefined; data?: Record<string, unknown> | undefined; endedReason?: string | undefined };
+  /** When the call's dial committed, as the placer echoed it (ISO). */
+  placedAt?: string;
   now: number;
 }
 
@@ -342,10 +350,10 @@ export class CallsStore implements ApiKeyStore {
    * only contacts that carry something have one. Derived from the contacts alone, so writing them again
    * (a retried request with its Idempotency-Key, an import page run again) writes the same items.
    */
-  static contactDataItems(batchId: string, contacts: readonly Contact[], now: number): (ContactDataRow | (ExternalIdRow & { batchId: string }))[] {
+  static contactDataItems(batchId: string, contacts: readonly Contact[], now: number, firstPosition = 0): (ContactDataRow | (ExternalIdRow & { batchId: string }))[] {
     const expiresAt = callsExpiry(now);
     const items: (ContactDataRow | (ExternalIdRow & { batchId: string }))[] = [];
-    for (const c of contacts) {
+    for (const [i, c] of contacts.entries()) {
       if (c.externalId === undefined && c.variables === undefined && c.timezone === undefined && c.numberValid) continue;
       items.push({
         ...contactDataKey(batchId, c.number),
@@ -358,7 +366,7 @@ export class CallsStore implements ApiKeyStore {
         ...(c.region !== undefined ? { region: c.region } : {}),
         expiresAt,
       });
-      if (c.externalId !== undefined) items.push({ ...externalIdKey(batchId, c.externalId), batchId, contactNumber: c.number, expiresAt });
+      if (c.externalId !== undefined) items.push({ ...externalIdKey(batchId, c.externalId), batchId, contactNumber: c.number, position: firstPosition + i, expiresAt });
     }
     return items;
   }
@@ -386,10 +394,12 @@ export class CallsStore implements ApiKeyStore {
     return new Map((reads.flat() as unknown as ContactDataRow[]).map((row) => [row.contactNumber, row]));
   }
 
-  /** The number of the batch's contact with this externalId, if any. */
-  async numberOfExternalId(batchId: string, externalId: string): Promise<string | undefined> {
+  /** The batch's contact with this externalId, if any: its number and its position in upload order. */
+  async contactOfExternalId(batchId: string, externalId: string): Promise<{ number: string; position: number; state: ContactRow | undefined } | undefined> {
     const result = await this.db.send(new GetCommand({ TableName: this.tableName, Key: externalIdKey(batchId, externalId), ConsistentRead: true }));
-    return (result.Item as ExternalIdRow | undefined)?.contactNumber;
+    const entry = result.Item as ExternalIdRow | undefined;
+    if (!entry) return undefined;
+    return { number: entry.contactNumber, position: entry.position, state: await this.getContact(batchId, entry.contactNumber) };
   }
 
   /** A contact's calls, first round first (its attempt items). */
@@ -574,6 +584,30 @@ export class CallsStore implements ApiKeyStore {
       contact.remove('reportedCode', 'emptyTranscription', 'durationSeconds');
     }
 
+    // The latest call's artefacts on the contact (the listing and the export show them); none of an
+    // earlier call's stays. All of them, `data` too, on the call's own attempt item.
+    const artefacts = c.artefacts ?? {};
+    for (const field of LATEST_ARTEFACTS) {
+      const value = artefacts[field];
+      if (value !== undefined) contact.set(field, value);
+      else contact.remove(field);
+    }
+    const attempt: AttemptRow = {
+      ...attemptKey(c.batchId, c.contactNumber, c.round),
+      batchId: c.batchId,
+      contactNumber: c.contactNumber,
+      round: c.round,
+      callId: c.callId,
+      code: c.code,
+      retryable: c.retryable,
+      source: c.source,
+      ...(c.report ? { reportedCode: c.report.reportedCode, durationSeconds: c.report.durationSeconds, emptyTranscription: c.report.emptyTranscription } : {}),
+      ...(c.placedAt !== undefined ? { placedAt: c.placedAt } : {}),
+      completedAt: iso(c.now),
+      ...Object.fromEntries(Object.entries(artefacts).filter(([, v]) => v !== undefined)),
+      expiresAt: callsExpiry(c.now),
+    };
+
     // The slot goes back to the shard the call's id names.
     const slot = slotOfCall(c.callId);
     const tenant = new Expression();
@@ -592,6 +626,8 @@ export class CallsStore implements ApiKeyStore {
       this.update('contact', contactKey(c.batchId, c.contactNumber), contact),
       this.update('tenant', slotKey(c.tenantId, slot), tenant),
       this.update('batch', batchKey(c.batchId), b),
+      // One per round: the contact's condition admits one completion a round, and this commits with it.
+      putItem('attempt', this.tableName, attempt),
     ];
   }
 

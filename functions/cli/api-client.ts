@@ -68,6 +68,32 @@ export class OpsSigningError extends OpsClientError {
   override readonly name = 'OpsSigningError';
 }
 
+/** An export that failed after its first page: `cursor` is the page it stopped at (`--cursor` resumes there). */
+export class OpsExportStoppedError extends OpsClientError {
+  override readonly name = 'OpsExportStoppedError';
+  readonly cursor: string;
+  constructor(cursor: string, cause: OpsClientError) {
+    super(`${cause.message}; the export stopped before the page at cursor ${cursor}`, { cause });
+    this.cursor = cursor;
+  }
+}
+
+/** What an export request accepts, by format. */
+const EXPORT_ACCEPT = { csv: 'text/csv', jsonl: 'application/x-ndjson' } as const;
+
+/**
+ * The cursor in a `Link: <…>; rel="next"` (RFC 8288) of an answer from `requestUrl`, when there is one. Only
+ * the cursor is taken from it: the client asks its own path again with it (a stage or a custom domain's
+ * mapping may show the API another path than the client's), and sends its key or signature nowhere else.
+ */
+export function nextCursor(link: string | undefined, requestUrl: string): string | undefined {
+  if (link === undefined) return undefined;
+  const target = /^\s*<([^>]*)>\s*;\s*rel="?next"?\s*$/i.exec(link)?.[1];
+  const cursor = target === undefined ? null : new URL(target, requestUrl).searchParams.get('cursor');
+  if (!cursor) throw new OpsApiResponseError(`unexpected Link header from ${requestUrl}: ${link.slice(0, 200)}`);
+  return cursor;
+}
+
 /** A 2xx answer whose body is not what the route promises (a wrong URL, or a proxy in the way). */
 export class OpsApiResponseError extends OpsClientError {
   override readonly name = 'OpsApiResponseError';
@@ -132,6 +158,44 @@ export type BatchPage = z.infer<typeof batchListResponse>;
 export type BatchRounds = z.infer<typeof roundsResponse>;
 export type ContactsPage = z.infer<typeof contactsResponse>;
 export type EndpointView = z.infer<typeof endpointViewSchema>;
+
+/** One line of a batch's export as JSON Lines (functions/calls/contacts/export.ts `exportJsonLines`). */
+export const exportLineSchema = z.object({
+  number: z.string(),
+  externalId: z.string().nullable(),
+  variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  status: z.string(),
+  code: z.string().nullable(),
+  attempts: z.number().int(),
+  recordingUrl: z.string().nullable(),
+  transcriptUrl: z.string().nullable(),
+  summary: z.string().nullable(),
+  endedReason: z.string().nullable(),
+});
+export type ExportLine = z.infer<typeof exportLineSchema>;
+
+/** `GET /v1/batches/{id}/contacts/{number}/attempts`: one item per call (functions/calls/model.ts `AttemptRow`); absent fields may come as null. */
+export const contactAttemptsSchema = z.object({
+  attempts: z.array(
+    z.object({
+      round: z.number().int(),
+      callId: z.string(),
+      reportedCode: z.string().nullish(),
+      code: z.string(),
+      retryable: z.boolean(),
+      source: z.string(),
+      durationSeconds: z.number().nullish(),
+      placedAt: z.string().nullish(),
+      completedAt: z.string(),
+      recordingUrl: z.string().nullish(),
+      transcriptUrl: z.string().nullish(),
+      summary: z.string().nullish(),
+      data: z.record(z.string(), z.unknown()).nullish(),
+      endedReason: z.string().nullish(),
+    }),
+  ),
+});
+export type ContactAttempts = z.infer<typeof contactAttemptsSchema>;
 
 /** `GET /v1/endpoints`. */
 export const endpointPageSchema = z.object({ endpoints: z.array(endpointViewSchema), cursor: z.string().optional() });
@@ -340,6 +404,60 @@ export class OpsApiClient {
     return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/rounds`), roundsResponse);
   }
 
+  /**
+   * One page of a batch's results (`GET /v1/batches/{id}/export`): its text (CSV, the header on the first
+   * page only, or JSON Lines), and the cursor of the next page, from its `Link: <…>; rel="next"`, when there
+   * is one. Pass `cursor` on for the next page: the URL the link names is this route's with it.
+   */
+  async exportPage(id: string, query: { format: 'csv' | 'jsonl'; limit?: number; cursor?: string }): Promise<{ text: string; cursor?: string }> {
+    const path = this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/export`);
+    const { response, url } = await this.exchange('GET', path, { query: { format: query.format, limit: query.limit?.toString(), cursor: query.cursor }, accept: EXPORT_ACCEPT[query.format] });
+    const cursor = nextCursor(response.headers['link'], url);
+    return { text: response.text, ...(cursor ? { cursor } : {}) };
+  }
+
+  /**
+   * Every page of a batch's results in order, from `cursor` (default: the first page), as each arrives: the
+   * pages' texts joined are the whole export. Each page is one request, sent once; a failure part-way is
+   * an {@link OpsExportStoppedError} naming the cursor to resume from.
+   */
+  async *exportPages(id: string, query: { format: 'csv' | 'jsonl'; limit?: number; cursor?: string }): AsyncGenerator<string> {
+    let cursor = query.cursor;
+    do {
+      let page: { text: string; cursor?: string };
+      try {
+        page = await this.exportPage(id, { ...query, ...(cursor ? { cursor } : {}) });
+      } catch (error) {
+        if (cursor === undefined || !(error instanceof OpsClientError)) throw error;
+        throw new OpsExportStoppedError(cursor, error);
+      }
+      yield page.text;
+      cursor = page.cursor;
+    } while (cursor);
+  }
+
+  /**
+   * One page of a batch's results as rows (the export's JSON Lines, each line checked against
+   * {@link exportLineSchema}), and the next page's cursor: what the panel's contact table shows.
+   */
+  async exportRows(id: string, query: { limit?: number; cursor?: string } = {}): Promise<{ rows: ExportLine[]; cursor?: string }> {
+    const page = await this.exportPage(id, { format: 'jsonl', ...query });
+    const rows = page.text
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        const row = exportLineSchema.safeParse(parseJson(line));
+        if (!row.success) throw new OpsApiResponseError(`unexpected line in the export of ${id}: ${row.error.issues[0]?.path.join('.') ?? ''} ${row.error.issues[0]?.message ?? ''}`);
+        return row.data;
+      });
+    return { rows, ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+
+  /** `GET /v1/batches/{id}/contacts/{number}/attempts`: a contact's calls, first round first, each with its artefacts. */
+  contactAttempts(id: string, contactNumber: string): Promise<ContactAttempts> {
+    return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/contacts/${encodePathSegment(contactNumber)}/attempts`), contactAttemptsSchema);
+  }
+
   /** A page of a batch's contacts in upload order. */
   batchContacts(id: string, query: { limit?: number; cursor?: string } = {}): Promise<ContactsPage> {
     return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/contacts`), contactsResponse, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
@@ -491,14 +609,14 @@ export class OpsApiClient {
   private async exchange(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
-    options: { query?: Record<string, string | undefined>; body?: unknown },
+    options: { query?: Record<string, string | undefined>; body?: unknown; accept?: string },
   ): Promise<{ response: OutboundResponse; url: string; text: string }> {
     const url = `${this.baseUrl}${path}${queryString(options.query ?? {})}`;
     let request: OutboundRequest = {
       url,
       method,
       headers: {
-        accept: 'application/json',
+        accept: options.accept ?? 'application/json',
         ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
       },

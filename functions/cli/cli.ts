@@ -7,7 +7,7 @@ import { allStates } from '../jobs/index.ts';
 import { allKinds } from '../app/system.ts';
 import { policyTable as kindsPolicyTable } from '../ops/jobs-api.ts';
 import type { Policy, ScheduleRow } from '../jobs/index.ts';
-import { needsSigning, OpsApiClient, OpsApiError, OpsClientError, regionFromHost, sigV4Signer } from './api-client.ts';
+import { needsSigning, OpsApiClient, OpsApiError, OpsClientError, OpsExportStoppedError, regionFromHost, sigV4Signer } from './api-client.ts';
 import type { BulkJobRequest, JobListQuery, PolicyTable, Send } from './api-client.ts';
 import type { JobDetail, JobSummary } from '../ops/views.ts';
 
@@ -96,6 +96,7 @@ function describeFailure(error: unknown): string {
   if (error instanceof OpsApiError && error.status === 401) return `${error.message} (check the API key: --api-key or REDIAL_API_KEY)`;
   // API Gateway's IAM refusal says only "Forbidden": say what to check.
   if (error instanceof OpsApiError && error.status === 403 && error.body.error !== 'forbidden') return `${error.message} (check the AWS credentials, the region, and execute-api:Invoke)`;
+  if (error instanceof OpsExportStoppedError) return `${error.message} (what came before it is on stdout; resume with --cursor ${error.cursor})`;
   if (error instanceof OpsClientError) return error.message;
   return `error: ${error instanceof Error ? error.message : String(error)}`;
 }
@@ -275,6 +276,18 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
           `created    ${batch.createdAt}${batch.finalisedAt ? `; finalised ${batch.finalisedAt}` : ''}`,
         ].join('\n'),
       );
+    });
+
+  batches
+    .command('export')
+    .description('a batch’s results, one row per contact in upload order, to stdout (every page, followed in order); in any status')
+    .argument('<id>', 'batch id (b_<tenantId>.…)')
+    .addOption(new Option('--format <format>', 'csv (a header line, then one line a contact) or jsonl (one JSON object a line)').choices(['csv', 'jsonl']).default('csv'))
+    .option('--cursor <cursor>', 'resume a stopped export at this page (as its error printed); a CSV then has no header line')
+    .action(async (id: string, flags: { format: 'csv' | 'jsonl'; cursor?: string }, command: Command) => {
+      const { api } = tenantClientOf(command);
+      // Each page is written as it arrives: an export of any size holds one page in memory.
+      for await (const text of api.exportPages(id, { format: flags.format, ...(flags.cursor ? { cursor: flags.cursor } : {}) })) io.stdout.write(text);
     });
 
   const endpoints = program.command('endpoints').description("a tenant's webhook endpoints (--api-key: the key's tenant; else as an operator)");

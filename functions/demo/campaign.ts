@@ -17,6 +17,7 @@ import type { ProgressView } from './progress-view.ts';
 export const DEMO_TENANT = 'demo';
 export const DEMO_OWNER = 'owner@demo.redial.local';
 export const DEMO_CONTACTS = 40;
+const DEMO_NAMES = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Frances', 'Ken'];
 /** The demo's default TIME_SCALE: its campaign (about 40 minutes of job time) runs in about a minute. */
 export const DEMO_TIME_SCALE = 0.025;
 
@@ -218,7 +219,13 @@ const tenantApi = (options: DemoOptions, state: { apiKey?: string | undefined })
 
 /** POST /v1/batches with the saved Idempotency-Key: sent again after a crash, it answers with the batch the first one created. */
 async function createBatch(options: DemoOptions, begun: DemoStart): Promise<DemoState> {
-  const contacts = Array.from({ length: DEMO_CONTACTS }, (_, i) => ({ number: `+1555010${String(i).padStart(4, '0')}` }));
+  // Contacts as a CRM would give them: the customer's own key and the agent's prompt variables. (555-01xx
+  // numbers are possible but in no assigned range: accepted, and flagged as such on each contact.)
+  const contacts = Array.from({ length: DEMO_CONTACTS }, (_, i) => ({
+    number: `+1555010${String(i).padStart(4, '0')}`,
+    externalId: `crm-${String(1001 + i)}`,
+    variables: { first_name: DEMO_NAMES[i % DEMO_NAMES.length]!, plan: i % 3 === 0 ? 'pro' : 'basic' },
+  }));
   const batch = await tenantApi(options, begun).post<{ batchId: string }>(
     '/v1/batches',
     { contacts, maxAttempts: 3, retry: { baseSeconds: 60, capSeconds: 600 } },

@@ -2,15 +2,14 @@ import * as z from 'zod';
 import { route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { OpsApiError } from '../cli/api-client.ts';
-import type { JobDetail } from '../ops/views.ts';
-import { batchIds } from '../calls/model.ts';
 import { endpointIds } from '../webhooks/endpoint.ts';
-import { deliveriesFigure, roundsFigure } from './figures.ts';
+import { deliveriesFigure } from './figures.ts';
+import { counts, cursorQuery, nextLink } from './listing.ts';
 import { html } from './html.ts';
-import type { Html } from './html.ts';
 import { formTokenField, htmlResponse, page, redirect, renderErrors, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 import type { PanelApi } from './source.ts';
+import { batchPages } from './batch-pages.ts';
 
 export interface PipelinePagesDeps {
   formToken: string;
@@ -23,27 +22,8 @@ const ATTEMPTS_PER_PAGE = 50;
 
 /** Rows per page of the batch, endpoint and contact listings. */
 const PAGE_SIZE = 50;
-const CONTACTS_PAGE = 100;
-
-const counts = (record: Record<string, number>): Html =>
-  html`${Object.entries(record)
-    .filter(([, n]) => n > 0)
-    .map(([k, n], i) => html`${i ? ', ' : ''}${k} <strong>${n}</strong>`)}`;
-
-const nextLink = (path: string, cursor: string | undefined, label = 'Next page') => (cursor ? html`<p><a href="${path}?cursor=${encodeURIComponent(cursor)}">${label}</a></p>` : '');
 
 const endpointId = endpointIds.schema;
-const cursorQuery = z.object({ cursor: z.string().max(2000).optional().catch(undefined) });
-
-/** A job that may not exist yet (a round's finaliser before its round ends): undefined on the API's 404. */
-async function jobOrNone(api: PanelApi, id: string): Promise<JobDetail | undefined> {
-  try {
-    return await api.getJob(id);
-  } catch (error) {
-    if (error instanceof OpsApiError && error.status === 404) return undefined;
-    throw error;
-  }
-}
 
 /**
  * The panel's pipeline pages: batches with their rounds (a chart of each round's outcomes) and contacts,
@@ -70,37 +50,6 @@ export function pipelinePages(deps: PipelinePagesDeps): ApiRoute[] {
             )}</tbody></table>${nextLink('/panel/batches', listing.cursor)}`
           : html`<p>No batches yet.</p>`;
         return htmlResponse(page('Batches', sections, body, { refreshSeconds: 3 }));
-      }),
-  });
-
-  const batch = route({
-    method: 'GET',
-    path: '/panel/batches/{id}',
-    auth: 'none',
-    summary: 'Panel: one batch, its rounds and contacts',
-    params: z.object({ id: batchIds.schema }),
-    query: cursorQuery,
-    handler: ({ params, query }) =>
-      renderErrors(sections, async () => {
-        const v = await api.getBatch(params.id);
-        const [rounds, contacts, finalisers] = await Promise.all([
-          api.batchRounds(v.batchId),
-          api.batchContacts(v.batchId, { limit: CONTACTS_PAGE, ...(query.cursor ? { cursor: query.cursor } : {}) }),
-          Promise.all(Array.from({ length: v.round }, (_, i) => jobOrNone(api, `calls.finalise:${v.batchId}:${i + 1}`))),
-        ]);
-        const body = html`<p>Status <strong>${v.status}</strong>, round ${v.round} of ${v.maxAttempts}. Contacts: ${counts(v.counts.byStatus)}.</p>
-<h2>Rounds</h2>
-${roundsFigure(rounds.rounds)}
-<table><thead><tr><th scope="col">Round</th><th scope="col">Contacts</th><th scope="col">Outcomes by code</th><th scope="col">No outcome yet</th><th scope="col">Finaliser job</th><th scope="col">State</th></tr></thead>
-<tbody>${rounds.rounds.map((r, i) => {
-          const job = finalisers[i];
-          return html`<tr><td class="num">${r.round}</td><td class="num">${r.size}</td><td>${r.recorded ? counts(r.byCode) : 'not recorded'}</td><td class="num">${r.pending}</td><td class="mono">${job ? html`<a href="/panel/jobs/${encodeURIComponent(job.id)}">${job.id}</a>` : 'not yet (calls still active)'}</td><td class="state state-${job?.state ?? ''}">${job?.state ?? ''}</td></tr>`;
-        })}</tbody></table>
-<h2>Contacts</h2>
-<table><thead><tr><th scope="col">Number</th><th scope="col">Status</th><th scope="col">Code</th><th scope="col">Attempts</th></tr></thead>
-<tbody>${contacts.contacts.map((c) => html`<tr><td class="mono">${c.contactNumber}</td><td>${c.status}</td><td>${c.code ?? ''}</td><td class="num">${c.attempts}</td></tr>`)}</tbody></table>
-${nextLink(`/panel/batches/${encodeURIComponent(v.batchId)}`, contacts.cursor, `Next ${CONTACTS_PAGE} contacts`)}`;
-        return htmlResponse(page(`Batch ${v.batchId}`, sections, body, { refreshSeconds: 3 }));
       }),
   });
 
@@ -241,5 +190,5 @@ ${
       })),
   });
 
-  return [batches, batch, endpoints, endpoint, enable, redeliver, mail, rawMail];
+  return [batches, ...batchPages(deps), endpoints, endpoint, enable, redeliver, mail, rawMail];
 }

@@ -97,8 +97,11 @@ export interface Route<P = unknown, Q = unknown, B = unknown, H = unknown> {
   headers?: z.ZodType<H>;
   /** Largest body accepted, checked before any parsing (default 256 KiB). */
   maxBodyBytes?: number;
-  /** Which statuses the route answers, with their response schemas, for the OpenAPI document. */
-  responses?: Record<number, { description: string; schema?: z.ZodType }>;
+  /**
+   * Which statuses the route answers, for the OpenAPI document: a JSON answer's schema, or the media types
+   * of a text answer (`text`: an export's CSV), and the response headers it sets, with what each says.
+   */
+  responses?: Record<number, { description: string; schema?: z.ZodType; text?: readonly string[]; headers?: Record<string, string> }>;
   /** Runs before parsing, on the raw request (the intake verifies its signature here). */
   guard?: (request: { headers: Record<string, string>; rawBody: string }) => Promise<void> | void;
   /** The route's context's error map: a domain error in, its HTTP answer out (undefined: not a domain error). */

@@ -52,7 +52,12 @@ export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocume
     const responses = Object.fromEntries(
       Object.entries(r.responses ?? { 200: { description: 'OK' } }).map(([status, response]) => [
         status,
-        { description: response.description, ...(response.schema ? { content: { 'application/json': { schema: schemaOf(response.schema, 'output') } } } : {}) },
+        {
+          description: response.description,
+          ...(response.headers ? { headers: Object.fromEntries(Object.entries(response.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
+          ...(response.schema ? { content: { 'application/json': { schema: schemaOf(response.schema, 'output') } } } : {}),
+          ...(response.text ? { content: Object.fromEntries(response.text.map((type) => [type, { schema: { type: 'string' } }])) } : {}),
+        },
       ]),
     );
     if (r.body) responses['400'] ??= { description: 'Invalid request: `{error, message, issues: [{path, message}]}`' };

@@ -27,6 +27,8 @@ export interface ItemWrite {
   table: string;
   /** The item's partition key value. */
   pk: string;
+  /** The item's sort key value, for a table with one. */
+  sk?: string;
   action: 'put' | 'update' | 'delete' | 'check';
   /** The item's size before and after the request, bytes (0: absent). Equal when the write did not apply. */
   oldBytes: number;
@@ -44,6 +46,8 @@ export interface ItemRead {
   index?: string;
   /** The partition read (a Scan reads many: empty). */
   pk: string;
+  /** The item's sort key, for an item read of a table with one. */
+  sk?: string;
   /** Bytes DynamoDB reads to answer: the item, or every item a Query or Scan evaluated (filters and projections do not shrink it). */
   bytes: number;
   /** Items read (0: a missing item, or an empty query). */
@@ -340,6 +344,7 @@ export class RequestRecorder {
         return {
           table: definition?.name ?? t.tableName,
           pk: keyText(t.key[definition?.partitionKey ?? Object.keys(t.key)[0] ?? ''] ?? Object.values(t.key)[0]),
+          ...(definition?.sortKey !== undefined && t.key[definition.sortKey] !== undefined ? { sk: keyText(t.key[definition.sortKey]) } : {}),
           action: t.action,
           oldBytes: itemSize(before[i]),
           newBytes: itemSize(after[i]),
@@ -441,6 +446,7 @@ export class RequestRecorder {
     return {
       table: definition?.name ?? tableName,
       pk: keyText(key[definition?.partitionKey ?? ''] ?? Object.values(key)[0]),
+      ...(definition?.sortKey !== undefined && key[definition.sortKey] !== undefined ? { sk: keyText(key[definition.sortKey]) } : {}),
       bytes: itemSize(item),
       items: item ? 1 : 0,
       consistent,

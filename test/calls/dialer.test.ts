@@ -72,8 +72,8 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
     await fx.settle();
     const items = await fx.callsItems();
     const batchRows = items.filter((i) => batchIdOfPartition(String(i['pk'])) !== undefined);
-    // The batch, its two rounds' list pages and outcomes, its three contacts.
-    expect(batchRows.map((i) => String(i['sk']).split('#')[0]).sort()).toEqual(['BATCH', 'CONTACT', 'CONTACT', 'CONTACT', 'LIST', 'LIST', 'ROUND', 'ROUND']);
+    // The batch, its two rounds' list pages and outcomes, its three contacts and their six calls.
+    expect(batchRows.map((i) => String(i['sk']).split('#')[0]).sort()).toEqual(['ATTEMPT', 'ATTEMPT', 'ATTEMPT', 'ATTEMPT', 'ATTEMPT', 'ATTEMPT', 'BATCH', 'CONTACT', 'CONTACT', 'CONTACT', 'LIST', 'LIST', 'ROUND', 'ROUND']);
     for (const row of batchRows) {
       expect(row['expiresAt'], String(row['sk'])).toBeGreaterThanOrEqual(callsExpiry(created));
       expect(row['expiresAt'], String(row['sk'])).toBeLessThanOrEqual(callsExpiry(fx.clock.now()));

@@ -67,7 +67,7 @@ describe('rounds: the finaliser promotes exactly the retryable codes, the budget
     expect(betweenRounds!.batch).toMatchObject({ status: 'InProgress', round: 2 });
     for (const contact of betweenRounds!.contacts) {
       const code = round1Codes[contact.contactNumber]!;
-      expect(contact, contact.contactNumber).toEqual({
+      expect(contact, contact.contactNumber).toMatchObject({
         contactNumber: contact.contactNumber,
         status: isRetryableCode(code) ? 'RetryEligible' : 'Completed',
         code,
@@ -114,7 +114,7 @@ describe('rounds: the finaliser promotes exactly the retryable codes, the budget
       '+14155550108': 'COMPLETED',
       '+14155550110': 'COMPLETED_USER_REJECTION',
     };
-    expect(finalContacts).toEqual(contacts.map((n) => ({ contactNumber: n, status: 'Completed', code: expectedFinal[n], attempts: retried.includes(n) ? 2 : 1 })));
+    expect(finalContacts).toMatchObject(contacts.map((n) => ({ contactNumber: n, status: 'Completed', code: expectedFinal[n], attempts: retried.includes(n) ? 2 : 1 })));
     expect(final.counts.byCode).toEqual({ COMPLETED: 4, FAILED: 2, COMPLETED_USER_REJECTION: 2, INVALID_NUMBER: 1, NO_PICKUP: 1, TEMPORARY_UNAVAILABLE: 1 });
     expect((await fx.api('GET', `/v1/batches/${batchId}/rounds`)).body).toEqual({
       batchId,

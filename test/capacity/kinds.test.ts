@@ -1,28 +1,41 @@
 import { describe, expect, it } from 'vitest';
 import { pricedItemKinds } from '../../bench/capacity/kinds.ts';
 import { apiKeysPartition } from '../../functions/calls/keys.ts';
+import { attemptKey, batchIds, contactDataKey, contactKey, externalIdKey, listKey } from '../../functions/calls/model.ts';
 import { attemptsPartition, receivedPartition } from '../../functions/webhooks/attempts.ts';
 import { endpointIds, endpointPartition, waitListPartition } from '../../functions/webhooks/endpoint.ts';
 import { EVENT_RETENTION_SECONDS, newEvent } from '../../functions/webhooks/events.ts';
 import { keptKey } from '../../functions/webhooks/kept-events.ts';
 
+const batchId = batchIds.make('acme-co', 'c0ffee00c0ffee00c0ffee00c0ffee00');
 const kind = (name: string) => pricedItemKinds.find((k) => k.name === name)!;
 const endpointId = endpointIds.make('acme-co', '6aa48ebba1494eb8a04c3a8086629b17');
 const event = newEvent({ tenantId: 'acme-co', type: 'call.completed', data: {} }, Date.parse('2026-12-03T06:00:00Z'));
 
 describe('the kinds the capacity report prices apart', () => {
   it('TellEachKindByTheKeyTheCodeWritesAndNoOtherKey', () => {
-    const keys = {
-      attemptRows: attemptsPartition(endpointId),
-      keptEvents: keptKey(event).pk,
-      apiKeys: apiKeysPartition('acme-co'),
-      deliveryEndpointReads: endpointPartition(endpointId),
+    const keyOf = (pk: string, sk?: string) => ({ pk, ...(sk !== undefined ? { sk } : {}) });
+    const keys: Record<string, { pk: string; sk?: string }[]> = {
+      attemptRows: [keyOf(attemptsPartition(endpointId))],
+      keptEvents: [keyOf(keptKey(event).pk)],
+      apiKeys: [keyOf(apiKeysPartition('acme-co'))],
+      deliveryEndpointReads: [keyOf(endpointPartition(endpointId))],
+      contactData: [contactDataKey(batchId, '+14155550100'), externalIdKey(batchId, 'crm-1')],
+      callAttempts: [attemptKey(batchId, '+14155550100', 2)],
     };
-    const others = [waitListPartition(endpointId, 1), receivedPartition(endpointId), 'TENANT#acme-co', 'TENANT#acme-co#BATCH#b1', 'ENDPOINTS'];
-    for (const [name, pk] of Object.entries(keys)) {
-      expect(kind(name).pk.test(pk), `${name} matches ${pk}`).toBe(true);
-      for (const [otherName, otherPk] of Object.entries(keys)) if (otherName !== name) expect(kind(name).pk.test(otherPk), `${name} does not match ${otherPk}`).toBe(false);
-      for (const other of others) expect(kind(name).pk.test(other), `${name} does not match ${other}`).toBe(false);
+    const others = [
+      ...[waitListPartition(endpointId, 1), receivedPartition(endpointId), 'TENANT#acme-co', 'TENANT#acme-co#BATCH#b1', 'ENDPOINTS'].map((pk) => keyOf(pk)),
+      // The contact's own item and the batch's rows share the partitions the contact kinds use.
+      contactKey(batchId, '+14155550100'),
+      listKey(batchId, 1, 0),
+    ];
+    const matches = (name: string, key: { pk: string; sk?: string }) => kind(name).pk.test(key.pk) && (kind(name).sk === undefined || (key.sk !== undefined && kind(name).sk!.test(key.sk)));
+    for (const [name, own] of Object.entries(keys)) {
+      for (const key of own) expect(matches(name, key), `${name} matches ${JSON.stringify(key)}`).toBe(true);
+      for (const [otherName, otherKeys] of Object.entries(keys)) {
+        if (otherName !== name) for (const key of otherKeys) expect(matches(name, key), `${name} does not match ${JSON.stringify(key)}`).toBe(false);
+      }
+      for (const other of others) expect(matches(name, other), `${name} does not match ${JSON.stringify(other)}`).toBe(false);
     }
   });
 

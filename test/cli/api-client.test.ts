@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { needsSigning, OpsApiClient, OpsApiError, OpsApiResponseError, regionFromHost, sigV4Signer } from '../../functions/cli/api-client.ts';
+import { needsSigning, nextCursor, OpsApiClient, OpsApiError, OpsApiResponseError, OpsExportStoppedError, regionFromHost, sigV4Signer } from '../../functions/cli/api-client.ts';
 import type { OutboundRequest, OutboundResponse } from '../../functions/platform/outbound.ts';
 import { runCli } from '../../functions/cli/cli.ts';
 
@@ -187,6 +187,65 @@ describe('OpsApiClient', () => {
     });
     await expect(api.getJob('j1')).rejects.toThrow('503 unavailable: temporarily unavailable');
     expect(calls).toBe(1);
+  });
+});
+
+describe('OpsApiClient.exportPages', () => {
+  const batchId = `b_acme.${'a'.repeat(32)}`;
+  /** Two pages, then a 503 on the third: what the network answers, by cursor. */
+  function pages() {
+    const sent: OutboundRequest[] = [];
+    const answers: Record<string, OutboundResponse> = {
+      '': { status: 200, headers: { link: `</v1/batches/${batchId}/export?format=csv&cursor=c1>; rel="next"` }, text: 'number\r\n+1\r\n' },
+      c1: { status: 200, headers: { link: `</v1/batches/${batchId}/export?format=csv&cursor=c2>; rel="next"` }, text: '+2\r\n' },
+      c2: { status: 503, headers: {}, text: '{"error":"unavailable","message":"temporarily unavailable"}' },
+    };
+    return {
+      sent,
+      send: (request: OutboundRequest) => {
+        sent.push(request);
+        return Promise.resolve(answers[new URL(request.url).searchParams.get('cursor') ?? '']!);
+      },
+    };
+  }
+
+  it('FollowsTheNextLinksCursorOnItsOwnPathAndStopsNamingTheCursorToResumeFrom', async () => {
+    const network = pages();
+    const api = new OpsApiClient({ baseUrl: 'http://x.test', apiKey: 'rdl_acme.k.s', send: network.send });
+    const texts: string[] = [];
+    const stopped = await (async () => {
+      try {
+        for await (const text of api.exportPages(batchId, { format: 'csv' })) texts.push(text);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(texts).toEqual(['number\r\n+1\r\n', '+2\r\n']);
+    expect(stopped).toBeInstanceOf(OpsExportStoppedError);
+    expect((stopped as OpsExportStoppedError).cursor).toBe('c2');
+    expect(network.sent.map((r) => r.url)).toEqual([
+      `http://x.test/v1/batches/${batchId}/export?format=csv`,
+      `http://x.test/v1/batches/${batchId}/export?format=csv&cursor=c1`,
+      `http://x.test/v1/batches/${batchId}/export?format=csv&cursor=c2`,
+    ]);
+    expect(network.sent.every((r) => r.headers?.['accept'] === 'text/csv' && r.headers['authorization'] === 'Bearer rdl_acme.k.s')).toBe(true);
+  });
+
+  it('TheCliWritesThePagesBeforeTheFailureAndSaysHowToResume', async () => {
+    const io = silentIo();
+    const code = await runCli(['--api', 'http://x.test', '--api-key', 'rdl_acme.k.s', 'batches', 'export', batchId], io, { env: {}, credentials: () => Promise.reject(new Error('none')), now: () => signingTime, send: pages().send });
+    expect(code).toBe(1);
+    expect(io.out()).toBe('number\r\n+1\r\n+2\r\n');
+    expect(io.err()).toContain('503 unavailable');
+    expect(io.err()).toContain('resume with --cursor c2');
+  });
+
+  it('ReadsOnlyTheCursorOfANextLinkAndRefusesALinkWithout', () => {
+    expect(nextCursor(undefined, 'http://x.test/a')).toBeUndefined();
+    expect(nextCursor('</stage/v1/x?format=csv&cursor=abc>; rel="next"', 'http://x.test/v1/x')).toBe('abc');
+    expect(nextCursor('<https://elsewhere.test/x?cursor=abc>; rel=next', 'http://x.test/v1/x')).toBe('abc');
+    expect(() => nextCursor('</v1/x?format=csv>; rel="next"', 'http://x.test/v1/x')).toThrow(OpsApiResponseError);
+    expect(() => nextCursor('</v1/x?cursor=a>; rel="prev"', 'http://x.test/v1/x')).toThrow(OpsApiResponseError);
   });
 });
 

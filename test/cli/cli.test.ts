@@ -291,6 +291,50 @@ describe('ops CLI: tenants’ keys, and a tenant’s batches and endpoints with 
   });
 });
 
+describe('ops CLI: batches export', () => {
+  it('WritesEveryPageToStdoutInOrder_AsCsvWithOneHeaderOrAsJsonLines_WithTheKeyOrAsAnOperator', async () => {
+    expect((await fetch(`${runtime.url}/v1/tenants/cli-export`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 1 }) })).status).toBe(200);
+    const key = (await ops('keys', 'create', 'cli-export')).stdout.trim();
+    // 600 contacts: three pages of the export; every 100th has a formula for a name.
+    const contacts = Array.from({ length: 600 }, (_, i) => ({ number: `+1415555${String(3000 + i)}`, externalId: `c${i}`, variables: { name: i % 100 === 0 ? `=cmd${i}` : `n${i}` } }));
+    const made = await fetch(`${runtime.url}/v1/batches`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ contacts, maxAttempts: 1 }),
+    });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const { batchId } = (await made.json()) as { batchId: string };
+
+    const csv = await ops('--api-key', key, 'batches', 'export', batchId, '--format', 'csv');
+    expect(csv.code, csv.stderr).toBe(0);
+    const lines = csv.stdout.split('\r\n');
+    expect(lines[0]).toBe('number,external_id,name,status,code,attempts,recording_url,transcript_url,summary,ended_reason');
+    expect(lines.filter((l) => l.startsWith('number,'))).toHaveLength(1);
+    const firstColumns = (rows: string[]) => rows.map((l) => l.split(',').slice(0, 3));
+    const expected = contacts.map((c) => [c.number, c.externalId, c.variables.name.startsWith('=') ? `'${c.variables.name}` : c.variables.name]);
+    expect(firstColumns(lines.slice(1, -1))).toEqual(expected);
+    expect(lines.at(-1)).toBe('');
+
+    // As an operator (the operator copy), JSON Lines: the same contacts.
+    const jsonl = await ops('batches', 'export', batchId, '--format', 'jsonl');
+    expect(jsonl.code, jsonl.stderr).toBe(0);
+    const objects = jsonl.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { number: string; externalId: string; variables: { name: string } });
+    expect(objects.map((o) => [o.number, o.externalId, o.variables.name])).toEqual(contacts.map((c) => [c.number, c.externalId, c.variables.name]));
+
+    // From a cursor: the rest, without the header (the batch is dialling: states may have moved on since).
+    const cursor = (await fetch(`${runtime.url}/v1/batches/${batchId}/export`, { headers: { authorization: `Bearer ${key}` } })).headers.get('link')!.match(/cursor=([^&>]+)/)![1]!;
+    const rest = await ops('--api-key', key, 'batches', 'export', batchId, '--cursor', decodeURIComponent(cursor));
+    expect(rest.code, rest.stderr).toBe(0);
+    expect(firstColumns(rest.stdout.split('\r\n').slice(0, -1))).toEqual(expected.slice(250));
+
+    // Another tenant's batch: exit 1, nothing on stdout.
+    const other = await ops('--api-key', key, 'batches', 'export', batchId.replace('cli-export', 'cli-tenant'));
+    expect(other.code).toBe(1);
+    expect(other.stdout).toBe('');
+    expect((await ops('batches', 'export', batchId, '--format', 'xlsx')).code).toBe(2);
+  });
+});
+
 describe('ops CLI without a server', () => {
   it("policies prints webhook.deliver's 17 waits, 5.32 d in all, and owner.notify's 6.07 h", async () => {
     const { code, stdout } = await ops('policies');

@@ -17,7 +17,7 @@ import type { CallsFixture } from '../support/calls.ts';
 let fx: CallsFixture;
 let receiver: { url: string; close: () => Promise<void> };
 /** What tenant A has, as A's own key saw it. */
-const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', recoveryId: '' };
+const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', exportCursor: '', recoveryId: '' };
 /** B's own batch (to present A's contacts cursor on). */
 let bBatch = '';
 let asA: Record<string, string>;
@@ -56,6 +56,15 @@ const PROBES: Record<string, () => Probe[]> = {
     { method: 'GET', path: `/v1/batches/${a.batches[0]}/contacts?cursor=${a.contactsCursor}`, status: 404, check: notFound('batch', a.batches[0]!) },
     // A's contacts cursor on B's own batch: not B's cursor.
     { method: 'GET', path: `/v1/batches/${bBatch}/contacts?limit=1&cursor=${a.contactsCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+  ],
+  'GET /v1/batches/{id}/contacts/{number}/attempts': () =>
+    a.batches.map((id, i) => ({ method: 'GET', path: `/v1/batches/${id}/contacts/${encodeURIComponent(`+141555${8 + i}1000`)}/attempts`, status: 404, check: notFound('batch', id) })),
+  'GET /v1/batches/{id}/export': () => [
+    ...a.batches.map((id) => ({ method: 'GET', path: `/v1/batches/${id}/export?format=jsonl`, status: 404, check: notFound('batch', id) })),
+    { method: 'GET', path: `/v1/batches/${a.batches[0]}/export?cursor=${a.exportCursor}`, status: 404, check: notFound('batch', a.batches[0]!) },
+    // A's export cursor on B's own batch: not B's cursor.
+    { method: 'GET', path: `/v1/batches/${bBatch}/export?cursor=${a.exportCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+    { method: 'GET', path: `/v1/batches/${bBatch}/export?tenantId=tenant-a`, status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') },
   ],
   'POST /v1/endpoints': () => [{ method: 'POST', path: '/v1/endpoints', body: { tenantId: 'tenant-a', url: receiver.url }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') }],
   'GET /v1/endpoints': () => [
@@ -125,7 +134,7 @@ beforeAll(async () => {
   asB = { authorization: `Bearer ${await fx.keyOf('tenant-b')}` };
   // A: two batches of three contacts, two endpoints; its cursors as A's own listings give them out.
   for (let i = 0; i < 2; i++) {
-    const created = await fx.api('POST', '/v1/batches', { contacts: numbers(3, `+1415556${i}`).map((number) => ({ number })), maxAttempts: 2 }, asA);
+    const created = await fx.api('POST', '/v1/batches', { contacts: numbers(3, `+141555${8 + i}`).map((number) => ({ number })), maxAttempts: 2 }, asA);
     expect(created.status).toBe(201);
     a.batches.push(created.body.batchId);
     const endpoint = await fx.api('POST', '/v1/endpoints', { url: `${receiver.url}/${i}` }, asA);
@@ -136,7 +145,11 @@ beforeAll(async () => {
   a.batchesCursor = (await fx.api('GET', '/v1/batches?limit=1', undefined, asA)).body.cursor;
   a.endpointsCursor = (await fx.api('GET', '/v1/endpoints?limit=1', undefined, asA)).body.cursor;
   a.contactsCursor = (await fx.api('GET', `/v1/batches/${a.batches[0]}/contacts?limit=1`, undefined, asA)).body.cursor;
-  for (const cursor of [a.batchesCursor, a.endpointsCursor, a.contactsCursor]) expect(cursor).toEqual(expect.any(String));
+  // The export's next page is a Link header (the body is CSV): its cursor.
+  const exported = await fetch(`${fx.url}/v1/batches/${a.batches[0]}/export?limit=1`, { headers: asA });
+  a.exportCursor = new URL(/^<([^>]+)>/.exec(exported.headers.get('link') ?? '')?.[1] ?? '', fx.url).searchParams.get('cursor') ?? '';
+  for (const cursor of [a.batchesCursor, a.endpointsCursor, a.contactsCursor, a.exportCursor]) expect(cursor).toEqual(expect.any(String));
+  expect(a.exportCursor).not.toBe('');
   // A recovery of A's first endpoint (a dry run, never run here: no workers), for B to ask after.
   a.recoveryId = (await fx.api('POST', `/v1/endpoints/${a.endpoints[0]}/recover`, { since: new Date(fx.clock.now() - 60_000).toISOString(), dryRun: true }, asA)).body.recoveryId;
   expect(a.recoveryId).toMatch(/^rcv_/);

@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import { externalIdSchema, MAX_VARIABLES, timezoneSchema, variablesSchema } from './fields.ts';
+import { externalIdSchema, MAX_VARIABLES, variablesSchema } from './fields.ts';
+import { timezoneSchema } from './timezone.ts';
 import type { Variables } from './fields.ts';
 import { countryCodeSchema, normaliseNumber } from './numbers.ts';
 import type { CountryCode } from './numbers.ts';

@@ -5,7 +5,8 @@ import { BatchUniqueness, contactNumber } from './contact.ts';
 import type { Contact, ContactSettings } from './contact.ts';
 import { CsvImportError } from './errors.ts';
 import type { CsvIssue } from './errors.ts';
-import { externalIdProblem, MAX_VARIABLES, MAX_VARIABLES_BYTES, timezoneProblem, variableNameProblem } from './fields.ts';
+import { externalIdProblem, MAX_VARIABLES, MAX_VARIABLES_BYTES, variableNameProblem } from './fields.ts';
+import { timezoneProblem } from './timezone.ts';
 import { countryCodeSchema } from './numbers.ts';
 
 /**

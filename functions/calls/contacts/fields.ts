@@ -1,12 +1,11 @@
-import { IANAZone } from 'luxon';
 import * as z from 'zod';
 import { unstorableParts } from '../../platform/dynamo.ts';
 
 /**
- * The fields of a contact other than its number — `externalId`, `variables`, `timezone` — and their limits:
+ * The fields of a contact other than its number and zone — `externalId`, `variables` — and their limits:
  * the rules every contact meets, whether it came as JSON or as a CSV row. Apart from the number's rules
- * (numbers.ts, which carry libphonenumber's metadata), so that the intake can check an echoed externalId
- * without bundling them. Pure.
+ * (numbers.ts, which carry libphonenumber's metadata) and from the zone's (timezone.ts, which needs luxon),
+ * so that the intake can check an echoed externalId without bundling either. Pure.
  */
 
 /** The longest `externalId`, in characters (UTF-16 code units, as JavaScript and zod count). */
@@ -96,35 +95,5 @@ export function externalIdProblem(id: string): string | undefined {
 /** The customer's own key for a contact, unique within its batch. */
 export const externalIdSchema = z.string().superRefine((id, ctx) => {
   const problem = externalIdProblem(id);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
-
-/**
- * What is wrong with a contact's time zone, or undefined: it must be an IANA zone name that luxon knows
- * (`IANAZone.isValidZone`, as calling windows are checked). A fixed UTC offset (`+03:00`), which luxon also
- * takes, is refused: it has no daylight-saving rules, so it would drift an hour off local time half the year.
- */
-export function timezoneProblem(zone: string): string | undefined {
-  if (/^[+-]/.test(zone) || !isIanaZone(zone)) return 'not an IANA time zone (e.g. Europe/Berlin)';
-  return undefined;
-}
-
-// IANAZone.isValidZone builds an Intl.DateTimeFormat on every call, whose ICU memory lives outside the JS
-// heap and so does not hasten a GC: 100,000 CSV rows with a zone took the import's RSS from about 100 MB
-// to 350–800 MB. A batch names few zones, so answers are remembered — up to a bound, so that a file of
-// distinct strings (case variants) cannot grow the memory without limit.
-const zoneAnswers = new Map<string, boolean>();
-const MAX_ZONE_ANSWERS = 1024;
-function isIanaZone(zone: string): boolean {
-  let valid = zoneAnswers.get(zone);
-  if (valid === undefined) {
-    valid = IANAZone.isValidZone(zone);
-    if (zoneAnswers.size < MAX_ZONE_ANSWERS) zoneAnswers.set(zone, valid);
-  }
-  return valid;
-}
-
-export const timezoneSchema = z.string().superRefine((zone, ctx) => {
-  const problem = timezoneProblem(zone);
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });

@@ -92,6 +92,9 @@ const placerRequest = z.object({
   round: z.number().int().min(1),
   callId: z.string().min(1).max(200),
   callbackUrl: z.url(),
+  placedAt: z.string().optional(),
+  externalId: z.string().optional(),
+  variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
 });
 
 /** One call the simulator accepted (or refused), and what became of its result. */
@@ -102,6 +105,10 @@ export interface SimulatedCall {
   /** The call's id, as the dialer gave it; the result carries it back. */
   callId: string;
   callbackUrl: string;
+  /** What the dialer sent of the contact and the dial: echoed back (placedAt, externalId) or read into the summary (variables). */
+  placedAt?: string | undefined;
+  externalId?: string | undefined;
+  variables?: Record<string, string | number | boolean> | undefined;
   outcome: SimulatedOutcome;
   acceptedAt: number;
   /** When its result is (or was) due, clock ms; undefined for a refused call. */
@@ -127,6 +134,8 @@ export interface SimulatorOptions {
   resultDelayMs?: (call: { contactNumber: string; round: number; outcome: SimulatedOutcome }) => number;
   /** Port on 127.0.0.1 (default: any free port). */
   port?: number;
+  /** A spoken call's summary is padded to this many bytes (default: its one sentence), as a real agent's summary would run: the capacity day prices artefacts at a stated size. */
+  summaryBytes?: number;
 }
 
 /** The simulator, running on 127.0.0.1. */
@@ -229,7 +238,7 @@ export class CallPlacerSimulator {
   private async finish(call: SimulatedCall): Promise<void> {
     const report = simulatedReports[call.outcome]!;
     const sends = call.outcome === SimulatedOutcome.lostWebhook ? 0 : call.outcome === SimulatedOutcome.duplicateWebhook ? 2 : 1;
-    const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, callId: call.callId, ...report });
+    const body = JSON.stringify({ batchId: call.batchId, contactNumber: call.contactNumber, callId: call.callId, ...report, ...echoAndArtefacts(call, report, this.options.summaryBytes) });
     const id = `msg_${randomUUID().replaceAll('-', '')}`;
     for (let n = 0; n < sends; n++) {
       const headers = signCallWebhook(this.options.secret, id, Math.floor((this.options.signingClock ?? this.options.clock).now() / 1000), body);
@@ -258,4 +267,24 @@ export class CallPlacerSimulator {
     }
     return SimulatedOutcome.completed;
   }
+}
+
+/**
+ * What a result carries beside its code, as a real AI call handler's would: the placer's echo (placedAt,
+ * externalId) and, for a call in which someone spoke, its artefacts — links on a host of the simulator's own
+ * (never fetched) and a summary that reads the contact's variables, as an agent's prompt would.
+ */
+function echoAndArtefacts(call: SimulatedCall, report: { durationSeconds: number; emptyTranscription: boolean }, summaryBytes = 0): Record<string, unknown> {
+  const { durationSeconds } = report;
+  const echo = { ...(call.placedAt !== undefined ? { placedAt: call.placedAt } : {}), ...(call.externalId !== undefined ? { externalId: call.externalId } : {}) };
+  // A call with nothing said (no pickup, voicemail silence) has no recording worth linking.
+  if (durationSeconds <= 0 || report.emptyTranscription) return echo;
+  const name = call.variables?.['first_name'] ?? call.variables?.['name'];
+  return {
+    ...echo,
+    recordingUrl: `https://recordings.simulator.invalid/${encodeURIComponent(call.callId)}.mp3`,
+    transcriptUrl: `https://recordings.simulator.invalid/${encodeURIComponent(call.callId)}.txt`,
+    summary: `Simulated call of ${durationSeconds} s${name !== undefined ? ` with ${String(name)}` : ''}.`.padEnd(summaryBytes, ' .'),
+    endedReason: 'simulated',
+  };
 }

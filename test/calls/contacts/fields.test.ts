@@ -3,11 +3,11 @@ import {
   externalIdSchema,
   MAX_VARIABLES_BYTES,
   RESERVED_COLUMNS,
-  timezoneSchema,
   variableNameProblem,
   variablesBytes,
   variablesSchema,
 } from '../../../functions/calls/contacts/fields.ts';
+import { timezoneSchema } from '../../../functions/calls/contacts/timezone.ts';
 
 const paths = (result: { success: boolean; error?: { issues: { path: PropertyKey[] }[] } }) => result.error?.issues.map((i) => i.path.join('.')) ?? [];
 
