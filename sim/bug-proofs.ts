@@ -51,6 +51,8 @@ export const bugProofs: readonly BugProof[] = [
     caughtBy: ['calls.batches-end', 'calls.one-result-per-call', 'jobs.none-stuck', 'webhooks.every-event-delivered', 'calls.tenant-slots-return', 'mail.every-finalised-batch-notified'],
     plans: [seed(78), seed(60), seed(75)],
   },
+  // 1 (1.4 s, 2 of 2, clean in the suite); 4 (4.8 s, clean in the suite), 12 (2.8 s), 9 (5.1 s): caught.
+  { bug: 'attempt-outside-transaction', caughtBy: ['calls.one-attempt-per-result'], plans: [seed(1), seed(4), seed(12), seed(9)] },
   // 5 (1.5 s, 4 of 4) with its clean run costs less than 4 (4.5 s) without one.
   { bug: 'mail-transport-retries', caughtBy: ['retries.one-send-per-run'], plans: [seed(5), seed(4)] },
   { bug: 'sweep-skips-expired-lease', caughtBy: ['webhooks.every-event-delivered'], plans: [STRANDED_LEASE_PLAN] },

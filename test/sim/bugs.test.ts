@@ -39,7 +39,7 @@ describe('the planted bugs and their proofs', () => {
   });
 });
 
-// The nine run at once (each mostly waits on DynamoDB Local).
+// The ten run at once (each mostly waits on DynamoDB Local).
 describe.concurrent('the simulation finds a bug put back', () => {
   // No drawn plan reaches a job's last attempt (8 to 18 attempts in), so this one runs a targeted plan
   // (sim/plan.ts lostAttemptsPlan): seed 1's campaign, which has one owner address to confirm, and its
@@ -61,6 +61,8 @@ describe.concurrent('the simulation finds a bug put back', () => {
   it('ATenantSlotReleasedAtTheDialLetsMoreCallsOutThanTheLimit', () => expectFound('tenant-slot-released-at-dial'), 300_000);
 
   it('AnOutboxJobWrittenAfterItsTransactionIsLostWithACrashOrALostResponse', () => expectFound('outbox-outside-transaction'), 300_000);
+
+  it('AnAttemptWrittenOutsideItsCompletionsTransactionIsLeftByAResultTheTransactionRefuses', () => expectFound('attempt-outside-transaction'), 300_000);
 
   it('AMailTransportThatRetriesOnItsOwnSendsAMessageTwiceInOneRun', () => expectFound('mail-transport-retries'), 300_000);
 
