@@ -1,5 +1,7 @@
 // npm run simulate -- --seeds N [--seed S] [--only 1,3] [--parallel K] [--no-shrink] [--replays R] [--json FILE]
 // Runs N seeds from S (default 1) and ends with `simulate: N seeds, F faults injected, V invariant violations`.
+// npm run simulate -- --bugs [--bug NAME] [--parallel K]: every planted bug on every plan known to catch it,
+// with the bug and without (sim/prove-bugs.ts); `npm test` runs each bug's first plan only.
 import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -7,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
 import { startDynamoDbLocal } from '../functions/platform/local/dynamodb-local.ts';
 import { bugNamed, bugs } from './bugs.ts';
+import { proveBugs } from './prove-bugs.ts';
 import { describeCampaign, describeFault, drawPlan, faultKinds } from './plan.ts';
 import { runSeed } from './runner.ts';
 import type { SeedResult } from './runner.ts';
@@ -34,10 +37,11 @@ const program = new Command('simulate')
   .option('--no-shrink', 'do not look for a smaller failing plan')
   .option('--json <file>', 'write every result to this file')
   .option('--bug <name>', `run with a bug put back (${bugs.map((b) => b.name).join(', ')})`)
+  .option('--bugs', 'prove the planted bugs: each on every plan that caught it, with and without it (with --bug, that one)')
   .option('--verbose', 'print each seed, not only the failing ones')
   .parse();
 
-const options = program.opts<{ seeds: number; seed: number; only?: string; parallel: number; workers: number; recycle: number; replays: number; shrink: boolean; everyPass?: boolean; json?: string; bug?: string; verbose?: boolean }>();
+const options = program.opts<{ seeds: number; seed: number; only?: string; parallel: number; workers: number; recycle: number; replays: number; shrink: boolean; everyPass?: boolean; json?: string; bug?: string; bugs?: boolean; verbose?: boolean }>();
 const bug = options.bug === undefined ? undefined : bugNamed(options.bug);
 if (options.bug !== undefined && !bug) program.error(`no bug named ${options.bug}; known: ${bugs.map((b) => b.name).join(', ')}`);
 const only = options.only === undefined ? undefined : options.only === 'none' ? [] : options.only.split(',').map((id) => Number(id.trim()));
@@ -91,7 +95,17 @@ type ToWorker = { seed: number } | { done: true };
 type FromWorker = { seed: number; result: SeedResult; output: string | undefined };
 
 const workerEndpoint = process.env[WORKER_ENV];
-if (workerEndpoint !== undefined) {
+if (options.bugs) {
+  const started = performance.now();
+  const dynamo = await startDynamoDbLocal();
+  try {
+    const { ok } = await proveBugs(dynamo.endpoint, { ...(options.bug === undefined ? {} : { bug: options.bug }), parallel: options.parallel, print: (line) => console.log(line) });
+    console.log(`${Math.round((performance.now() - started) / 1000)} s on ${cpus().length} cores, ${options.parallel} plans at once, load average ${loadavg()[0]!.toFixed(1)}`);
+    process.exitCode = ok ? 0 : 1;
+  } finally {
+    await dynamo.stop();
+  }
+} else if (workerEndpoint !== undefined) {
   // A worker process (--workers): runs the seeds the runner sends it, over the runner's DynamoDB Local.
   process.on('message', (message: ToWorker) => {
     if ('done' in message) return void process.disconnect();
