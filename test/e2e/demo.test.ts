@@ -123,6 +123,10 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
       const summary = JSON.parse((await npm.waitFor(/summary JSON: (\{.*\})\n/, 180_000))[1]!);
       const batch = await api(`${url}/v1/batches/${summary.batchId}`, key);
       expect(batch.status).toBe('Finalised');
+      // The summary shows the export's first rows: the contacts' externalIds and variables came back out.
+      const head = npm.output().split('its first rows:\n')[1]?.split('\n').slice(0, 4).map((line) => line.trim());
+      expect(head?.[0]).toBe('number,external_id,first_name,plan,status,code,attempts,recording_url,transcript_url,summary,ended_reason');
+      expect(head?.[1]).toMatch(/^\+15550100000,crm-1001,Ada,pro,Completed,[A-Z_]+,[123],/);
       // The tenant route takes no request without the key; the operator reads the batch through its copy.
       expect((await fetch(`${url}/v1/batches/${summary.batchId}`)).status).toBe(401);
       expect((await fetch(`${url}/v1/ops/tenants/demo/batches/${summary.batchId}`)).status).toBe(200);
