@@ -38,6 +38,8 @@ const publishes = [
 const EXPECTED: Record<string, string[]> = {
   intake: [
     'dynamodb:GetItem table:calls',
+    // The call's attempt item, put in the completion's transaction.
+    'dynamodb:PutItem table:calls',
     'dynamodb:UpdateItem table:calls',
     'dynamodb:PutItem table:jobs',
     ...publishes,
@@ -83,7 +85,7 @@ const EXPECTED: Record<string, string[]> = {
   opsWorker: [...consumes('ops'), 'dynamodb:GetItem table:jobs', 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops')],
   dialWorker: [
     ...consumes('dial'),
-    ...['GetItem', 'BatchGetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',
