@@ -9,6 +9,7 @@ import { pendingStates } from '../../functions/jobs/states.ts';
 import { DemoApi } from '../../functions/demo/client.ts';
 import { tables } from '../../functions/app/system.ts';
 import type { TableKey } from '../../functions/app/system.ts';
+import type { TableDefinition } from '../../functions/platform/tables.ts';
 import { inIndex, itemSize, projection } from '../../functions/platform/item-size.ts';
 import type { CapacityHost } from './host.ts';
 import { pricedItemKinds } from './kinds.ts';
@@ -250,7 +251,9 @@ async function storedBytes(host: CapacityHost): Promise<Pick<DayOutcome, 'stored
         // Back to DynamoDB's own form, to be sized as stored.
         const item = marshall(native, { removeUndefinedValues: true });
         const pk = String(native[definition.partitionKey]);
-        const kind = pricedItemKinds.find((k) => k.only !== 'reads' && k.pk.test(pk));
+        const sortKey = (definition as TableDefinition).sortKey;
+        const sk = sortKey === undefined ? undefined : String(native[sortKey]);
+        const kind = pricedItemKinds.find((k) => k.only !== 'reads' && k.pk.test(pk) && (k.sk === undefined || (sk !== undefined && k.sk.test(sk))));
         const size = itemSize(item);
         add(stored, definition.name, size);
         if (kind) add(storedByKind, kind.name, size);
