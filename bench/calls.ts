@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { callsDefaults } from '../functions/calls/config.ts';
-import { batchIds, batchKey, callIdFor, contactKey, LIST_PAGE_SIZE, slotKey, tenantKey } from '../functions/calls/model.ts';
+import { attemptKey, batchIds, batchKey, callIdFor, contactKey, LIST_PAGE_SIZE, slotKey, tenantKey } from '../functions/calls/model.ts';
 import type { BatchRow, CallPosition, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { signCallWebhook } from '../functions/calls/signature.ts';
 import { endpointIds, endpointKey, tenantEndpointKey, waitKey } from '../functions/webhooks/endpoint.ts';
@@ -75,9 +75,9 @@ async function seedCalling(deps: SeedTarget, n: number): Promise<string> {
 }
 
 /**
- * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: four items on the same
+ * The raw DynamoDB Local rate of the intake's transaction shape, in the same run: five items on the same
  * hot tenant and batch (the contact's completion of round 1, only if it has none; tenant − 1; batch
- * counters, only if its cursor passed the call's position; the event's entry in the busy endpoint's wait
+ * counters, only if its cursor passed the call's position; the call's attempt item; the event's entry in the busy endpoint's wait
  * list), `CONCURRENCY` in flight, no HTTP, no classification, no reads, no job layer.
  */
 async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number): Promise<number> {
@@ -91,6 +91,8 @@ async function rawIntakeShapeRate(deps: SeedTarget, batchId: string, n: number):
           { Update: { TableName: deps.tableNames.calls, Key: contactKey(batchId, numberOf(i)), UpdateExpression: 'SET #s = :done, #c = :code, #r = :round, #call = :call, #u = :now', ConditionExpression: 'attribute_not_exists(pk) OR #r < :round', ExpressionAttributeNames: { '#s': 'status', '#c': 'code', '#u': 'updatedAt', '#r': 'round', '#call': 'callId' }, ExpressionAttributeValues: { ':done': 'Completed', ':code': 'NO_PICKUP', ':now': now, ':round': 1, ':call': callOf(batchId, i) } } },
           { Update: { TableName: deps.tableNames.calls, Key: slotKey('bench', 0), UpdateExpression: 'SET #a = #a - :one', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeNames: { '#a': 'active' }, ExpressionAttributeValues: { ':one': 1 } } },
           { Update: { TableName: deps.tableNames.calls, Key: batchKey(batchId), UpdateExpression: 'SET #bc.#k = if_not_exists(#bc.#k, :zero) + :one, #nc = #nc - :one, #nd = #nd + :one', ConditionExpression: '#s = :ip AND #r = :round AND (#dp > :page OR (#dp = :page AND #dq > :pos)) AND NOT (#dc = :t AND #nc = :one)', ExpressionAttributeNames: { '#bc': 'byCode', '#k': 'NO_PICKUP', '#nc': 'nCalling', '#nd': 'nCompleted', '#s': 'status', '#r': 'round', '#dc': 'dialComplete', '#dp': 'dialPage', '#dq': 'dialPos' }, ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':ip': 'InProgress', ':round': 1, ':t': true, ':page': positionOf(i).page, ':pos': positionOf(i).pos } } },
+          // The call's attempt item (issue 26), put in the same transaction.
+          { Put: { TableName: deps.tableNames.calls, Item: { ...attemptKey(batchId, numberOf(i), 1), batchId, contactNumber: numberOf(i), round: 1, callId: callOf(batchId, i), code: 'NO_PICKUP', retryable: true, source: 'webhook', completedAt: now } } },
           { Put: { TableName: deps.tableNames.webhooks, Item: { ...waitKey(BENCH_ENDPOINT, now, `webhook.deliver:${eventId}:${BENCH_ENDPOINT}`), jobId: `webhook.deliver:${eventId}:${BENCH_ENDPOINT}`, event: { id: eventId, tenantId: 'bench', type: 'call.completed', timestamp: now, data: { batchId, contactNumber: numberOf(i) } }, parkedAt: now } } },
         ],
       }),
@@ -177,7 +179,7 @@ export async function benchCalls(endpoint: string, n = 1500): Promise<CallsBench
   const latencyP99 = percentile(latencies, 99);
   lines.push(`intake throughput         ${fmt(webhooksPerSecond)} results/s (${n} signed results over HTTP, ${CONCURRENCY} in flight, one batch and tenant)`);
   lines.push(`intake latency            p50 ${fmt(latencyP50, 1)} ms, p99 ${fmt(latencyP99, 1)} ms, max ${fmt(Math.max(...latencies), 1)} ms`);
-  lines.push(`raw transaction shape     ${fmt(rawTransactionsPerSecond)} TransactWriteItems/s (before ${fmt(rawBefore)}, after ${fmt(rawAfter)}; the same 4 items, same hot tenant and batch, ${CONCURRENCY} in flight)`);
+  lines.push(`raw transaction shape     ${fmt(rawTransactionsPerSecond)} TransactWriteItems/s (before ${fmt(rawBefore)}, after ${fmt(rawAfter)}; the same 5 items, same hot tenant and batch, ${CONCURRENCY} in flight)`);
   lines.push(`ratio                     ${fmt(webhooksPerSecond / rawTransactionsPerSecond, 2)} of the raw rate`);
   lines.push(`requests per result       ${Object.entries(requestsPerWebhook).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')} (warm cache; the Query and BatchGetItem read the tenant's endpoint to publish the result, the GetItem is the second look at its lease; it is busy, so nothing is sent)`);
   return { lines, webhooksPerSecond, rawTransactionsPerSecond, latencyP50, latencyP99, requestsPerWebhook };
