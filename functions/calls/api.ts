@@ -11,11 +11,11 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchIds, jobIds, LIST_PAGE_SIZE } from './model.ts';
+import { BatchStatus, batchIds, jobIds } from './model.ts';
 import type { AttemptRow, BatchRow, ContactDataRow, ContactRow, TenantRow } from './model.ts';
 import { externalIdSchema } from './contacts/fields.ts';
 import { normaliseNumber } from './contacts/numbers.ts';
-import { contactState, dialledInRound } from './status.ts';
+import { contactState } from './status.ts';
 import type { ContactState } from './status.ts';
 import {
   batchBody,
@@ -33,6 +33,7 @@ import {
 } from './schemas.ts';
 import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
+import { offsetCursor } from './offset-cursor.ts';
 import { exportRoute } from './export-api.ts';
 import { jobStoppedByDelete } from './imports/job.ts';
 
@@ -121,26 +122,14 @@ export const MAX_CONTACTS_PAGE = 1000;
  * The contacts cursor: the batch and the position of the next contact in upload order, opaque to clients.
  * It names its batch (and so its tenant): a cursor of another batch is refused (400), not read as an offset.
  */
-const encodeContactsCursor = (batchId: string, offset: number): string => Buffer.from(`contacts:${batchId}:${offset}`).toString('base64url');
+const contactsCursor = offsetCursor('contacts', 6, 'not a cursor from this listing');
 
 const contactsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_CONTACTS_PAGE).optional().describe(`contacts per page, 1–${MAX_CONTACTS_PAGE} (default ${MAX_CONTACTS_PAGE})`),
   status: z.enum(['Queued', 'Calling', 'Completed', 'RetryEligible']).optional().describe('only contacts in this status (a filtered page may be short, even empty, and still have a cursor)'),
   code: z.string().regex(/^[A-Z0-9_]{1,64}$/, 'expected a normalised code such as ANSWERED').optional().describe('only contacts whose latest normalised code is this one'),
   externalId: externalIdSchema.optional().describe('only the contact with this externalId (at most one)'),
-  cursor: z
-    .string()
-    .max(256)
-    .optional()
-    .transform((cursor, ctx) => {
-      if (cursor === undefined) return undefined;
-      const match = /^contacts:([A-Za-z0-9_.-]{1,120}):(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-      if (!match) {
-        ctx.addIssue({ code: 'custom', message: 'not a cursor from this listing' });
-        return z.NEVER;
-      }
-      return { batchId: match[1]!, offset: Number(match[2]) };
-    })
+  cursor: contactsCursor.schema
     .describe('the `cursor` of the previous page'),
 });
 
@@ -359,8 +348,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       if (query.cursor && query.cursor.batchId !== batch.batchId) throw new InvalidCursorError();
       // Calling is derived from the dial cursor (status.ts): round 1's list is the upload order, a later
       // round's is read up to the cursor.
-      const laterRound = batch.round > 1 && dialledInRound(batch, 0, 0) ? await store.dialledInRound(batch) : undefined;
-      const dialled = (number: string, at: number) => (laterRound ? laterRound.has(number) : batch.round === 1 && dialledInRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
+      const dialled = await store.dialledInCurrentRound(batch);
       const matches = (state: ContactState) => (query.status === undefined || state.status === query.status) && (query.code === undefined || state.code === query.code);
       if (query.externalId !== undefined) {
         // One contact at most: its entry names its number and upload position.
@@ -385,7 +373,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
         status: 200,
         body: {
           contacts: views,
-          ...(next < batch.contactCount ? { cursor: encodeContactsCursor(batch.batchId, next) } : {}),
+          ...(next < batch.contactCount ? { cursor: contactsCursor.encode(batch.batchId, next) } : {}),
         },
       };
     },

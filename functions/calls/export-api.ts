@@ -5,10 +5,10 @@ import type { ApiRoute } from '../platform/http.ts';
 import { exportColumns, exportCsv, exportJsonLines } from './contacts/export.ts';
 import type { ExportColumn, ExportRow } from './contacts/export.ts';
 import type { CallsDeps } from './deps.ts';
-import { LIST_PAGE_SIZE } from './model.ts';
 import type { BatchRow, ContactDataRow, ContactRow } from './model.ts';
 import { batchParams } from './schemas.ts';
-import { contactState, dialledInRound } from './status.ts';
+import { offsetCursor } from './offset-cursor.ts';
+import { contactState } from './status.ts';
 import type { ContactState } from './status.ts';
 import type { CallsStore } from './store.ts';
 
@@ -39,24 +39,13 @@ export const EXPORT_MEDIA_TYPES = { csv: 'text/csv; charset=utf-8', jsonl: 'appl
 export type ExportFormat = keyof typeof EXPORT_MEDIA_TYPES;
 
 /** The cursor: the batch and the next contact's position in upload order, opaque to clients. */
-export const encodeExportCursor = (batchId: string, offset: number): string => Buffer.from(`export:${batchId}:${offset}`).toString('base64url');
+const exportCursor = offsetCursor('export', 7, 'not a cursor from this export');
+export const encodeExportCursor = exportCursor.encode;
 
 const exportQuery = z.object({
   format: z.enum(['csv', 'jsonl']).optional().describe('`csv` (default; RFC 4180, a header line on the first page) or `jsonl` (JSON Lines, one object a contact)'),
   limit: queryInt(1, EXPORT_PAGE_CONTACTS).optional().describe(`contacts per page, 1–${EXPORT_PAGE_CONTACTS} (default ${EXPORT_PAGE_CONTACTS}); a page may hold fewer, never more`),
-  cursor: z
-    .string()
-    .max(256)
-    .optional()
-    .transform((cursor, ctx) => {
-      if (cursor === undefined) return undefined;
-      const match = /^export:([A-Za-z0-9_.-]{1,120}):(\d{1,7})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-      if (!match) {
-        ctx.addIssue({ code: 'custom', message: 'not a cursor from this export' });
-        return z.NEVER;
-      }
-      return { batchId: match[1]!, offset: Number(match[2]) };
-    })
+  cursor: exportCursor.schema
     .describe('the cursor in the previous page’s `Link: <…>; rel="next"` (follow that URL as it is)'),
 });
 
@@ -66,8 +55,7 @@ const exportQuery = z.object({
  * round's is read up to the cursor.
  */
 async function pageStates(store: CallsStore, batch: BatchRow, offset: number, contacts: readonly { number: string; state: ContactRow | undefined }[]): Promise<ContactState[]> {
-  const laterRound = batch.round > 1 && dialledInRound(batch, 0, 0) ? await store.dialledInRound(batch) : undefined;
-  const dialled = (number: string, at: number) => (laterRound ? laterRound.has(number) : batch.round === 1 && dialledInRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
+  const dialled = await store.dialledInCurrentRound(batch);
   return contacts.map((c, i) => contactState(batch, c.state, dialled(c.number, offset + i)));
 }
 

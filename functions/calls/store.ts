@@ -40,6 +40,7 @@ import {
 } from './model.ts';
 import type { AttemptRow, BatchRow, CompletionSource, ContactDataRow, ContactRow, ExternalIdRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
 import type { Contact } from './contacts/contact.ts';
+import { dialledInRound as dialledThisRound } from './status.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
 const is = {
@@ -405,6 +406,16 @@ export class CallsStore implements ApiKeyStore {
   /** A contact's calls, first round first (its attempt items). */
   async getAttempts(batchId: string, number: string): Promise<AttemptRow[]> {
     return this.queryBatch<AttemptRow>(batchId, attemptPrefix(number), contactPartition(batchId, contactShard(number)));
+  }
+
+  /**
+   * Whether the contact at upload position `at` has been dialled in the batch's current round (what makes
+   * it Calling, status.ts): round 1's list is the upload order, so its cursor says; a later round's list is
+   * in another order, so the numbers its dial has passed are read ({@link dialledInRound}, one Query).
+   */
+  async dialledInCurrentRound(batch: BatchRow): Promise<(number: string, at: number) => boolean> {
+    const laterRound = batch.round > 1 && dialledThisRound(batch, 0, 0) ? await this.dialledInRound(batch) : undefined;
+    return (number, at) => (laterRound ? laterRound.has(number) : batch.round === 1 && dialledThisRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
   }
 
   // ─── the transaction ────────────────────────────────────────────────────────────────────────────
