@@ -242,8 +242,10 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
    */
   ops: worker({ tables: {}, sendTo: [] }, 'ops', undefined),
   /**
-   * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page; the contact after a contended
-   * completion), BatchGetItem (the tenant's slot shards, once a run), UpdateItem (dial, skip, and the completion of a call the placer refused); jobs put in the
+   * calls.dial (functions/calls/dialer.ts): GetItem (batch, list page, tenant; the contact after a contended
+   * completion), BatchGetItem (the tenant's slot shards, once a run; the contacts' data), Query (each number's
+   * cap slots, the deferred list), UpdateItem (dial, skip, a contact ended without a call, and the completion
+   * of a call the placer refused), PutItem/DeleteItem/ConditionCheckItem (compliance/dial-items.ts); jobs put in the
    * same transactions (the run's watchdog, the finaliser when a skip ends the round, the refused call's
    * deliveries); publishing its call.completed (functions/webhooks/publish.ts); wakes watchdogs and
    * finalisers (calls), deliveries, and a fanout or a restart (webhooks).
@@ -251,8 +253,11 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
   dial: worker(
     {
       tables: {
-        // PutItem: a placer's refusal completes its call with INTERNAL_ERROR, which puts the call's attempt item.
-        calls: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'] },
+        // PutItem: a placer's refusal completes its call with INTERNAL_ERROR, which puts the call's attempt
+        // item; and each dial's cap slot claim, and a deferral's entry and mark. Query: the numbers' cap slots
+        // and the deferred list; ConditionCheckItem: each dialled number's suppression entry; DeleteItem: a
+        // deferred entry taken off the list (compliance/dial-items.ts).
+        calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] },
         jobs: { actions: ['PutItem'] },
         webhooks: publishing,
       },

@@ -1,4 +1,5 @@
 export { callsHttpError } from './intake-api.ts';
+import { DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H } from './compliance/cap.ts';
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { refusedCodes } from '../platform/dynamo.ts';
@@ -38,7 +39,7 @@ import { exportRoute } from './export-api.ts';
 import { jobStoppedByDelete } from './imports/job.ts';
 
 
-const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active });
+const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active, maxCallsPerNumberPer24h: row.maxCallsPerNumberPer24h ?? DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H });
 
 /** GET /v1/batches/{id}'s body (docs/openapi.json). */
 export function batchView(row: BatchRow) {
@@ -171,7 +172,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     handler: async ({ params, body }) => {
       const { store, jobs, clock, ports } = calls();
       const now = clock.now();
-      const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, now };
+      const input = { tenantId: params.tenantId, concurrencyLimit: body.concurrencyLimit, ownerEmail: body.ownerEmail, maxCallsPerNumberPer24h: body.maxCallsPerNumberPer24h, now };
       // The owner's mail (a new address is asked to confirm itself) commits in this same transaction.
       const mail = body.ownerEmail ? await ports.ownerMail.ownerEmailChanged({ tenantId: params.tenantId, ownerEmail: body.ownerEmail, now }) : { items: [], jobs: [] };
       const result = await store.transact([...store.upsertTenantItems(input), ...mail.items]);

@@ -22,6 +22,10 @@ export const CallCode = {
   timeoutUnexpectedStatus: 'TIMEOUT_UNEXPECTED_STATUS',
   /** The call placer refused or failed the dial. */
   internalError: 'INTERNAL_ERROR',
+  /** Never dialled: the number is on its tenant's suppression list (no attempt spent; never retried). */
+  suppressed: 'SUPPRESSED',
+  /** Never dialled: the calling window never opens in all the contact's zones at once (no attempt spent; never retried). */
+  noCallingWindow: 'NO_CALLING_WINDOW',
 } as const;
 
 export type KnownCallCode = (typeof CallCode)[keyof typeof CallCode];

@@ -48,6 +48,30 @@ export const watchdogKind = defineKind({
   description: 'Ends the calls of a dial run still Calling after the call timeout, with TIMEOUT',
 });
 
+/**
+ * A watchdog of one group dialled from the deferred list (compliance/dial-items.ts): its calls are not
+ * consecutive list positions, so no run's watchdog covers them; it names each, with the slot shard they
+ * hold and when they were dialled.
+ */
+export const deferredWatchdogArgs = z.object({
+  batchId: z.string().min(1),
+  round: z.number().int().min(1),
+  shard: z.number().int().min(0).max(7),
+  dialledAt: z.string(),
+  calls: z.array(z.object({ page: z.number().int().min(0), pos: z.number().int().min(0), number: z.string().min(1) })).min(1).max(50),
+});
+export type DeferredWatchdogArgs = z.infer<typeof deferredWatchdogArgs>;
+
+/** calls.deferred_watchdog: ends the calls of a deferred group whose results never came (TIMEOUT). */
+export const deferredWatchdogKind = defineKind({
+  kind: 'calls.deferred_watchdog',
+  queue: 'calls',
+  policy: defaultPolicy,
+  timeoutSeconds: 20,
+  args: deferredWatchdogArgs,
+  description: 'Ends the calls of a group dialled from the deferred list still Calling after the call timeout, with TIMEOUT',
+});
+
 /** calls.finalise: one per batch and round; promotes retryable contacts and re-arms, or finalises. */
 export const finaliseKind = defineKind({
   kind: 'calls.finalise',
@@ -58,4 +82,4 @@ export const finaliseKind = defineKind({
   description: 'Ends a round: promotes retryable contacts and schedules the next round, or finalises the batch',
 });
 
-export const callsKinds = [dialKind, watchdogKind, finaliseKind, importKind] as const;
+export const callsKinds = [dialKind, watchdogKind, deferredWatchdogKind, finaliseKind, importKind] as const;

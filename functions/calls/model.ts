@@ -57,6 +57,8 @@ export const ContactStatus = {
   Calling: 'Calling',
   Completed: 'Completed',
   RetryEligible: 'RetryEligible',
+  /** Its number is on its tenant's suppression list: never dialled again in the batch, no attempt spent (code SUPPRESSED). */
+  Suppressed: 'Suppressed',
 } as const;
 export type ContactStatus = (typeof ContactStatus)[keyof typeof ContactStatus];
 
@@ -67,7 +69,13 @@ export const BatchStatus = {
   /** Created; nothing dialled yet (waiting for its window, or for its first dial run). */
   Pending: 'Pending',
   InProgress: 'InProgress',
+  /** Waiting for its `startAt` (control/batch-control.ts). */
+  Scheduled: 'Scheduled',
+  /** No dial commits; calls in flight finish (control/batch-control.ts). */
+  Paused: 'Paused',
   Finalised: 'Finalised',
+  /** Paused for longer than 30 days. Terminal. */
+  Cancelled: 'Cancelled',
   Deleted: 'Deleted',
 } as const;
 export type BatchStatus = (typeof BatchStatus)[keyof typeof BatchStatus];
@@ -80,6 +88,8 @@ export interface TenantRow {
   sk: 'TENANT';
   tenantId: string;
   concurrencyLimit: number;
+  /** The per-number frequency cap (compliance/cap.ts); absent on rows written before it: the default. */
+  maxCallsPerNumberPer24h?: number;
   /**
    * Calls in progress across every batch of the tenant. Stored on the row: only calls dialled before the
    * limit was split over slot shards; `getTenant` adds the shards' (model.ts `SlotRow`).
@@ -139,6 +149,17 @@ export interface BatchRow {
   [slot: `s${number}`]: number | undefined;
   nCompleted: number;
   nRetryEligible: number;
+  /** Contacts ended `Suppressed` (absent: none). */
+  nSuppressed?: number;
+  /**
+   * Contacts of the round deferred and not dialled yet (the deferred list's entries, compliance/dial-items.ts):
+   * the round is fully dialled (`dialComplete`) only with the cursor at the list's end and this at 0.
+   */
+  nDeferred?: number;
+  /** List positions deferred so far, every round (never goes down): a watchdog reads position marks only when some were. */
+  deferrals?: number;
+  /** The batch's own limit on its calls in progress (absent: only the tenant's). */
+  maxConcurrentCalls?: number;
   /** Completed contacts by normalised code (a RetryEligible contact leaves its code's count until it completes again). */
   byCode: Record<string, number>;
   // The finaliser's cursor over the round's list, and the next round's list it has written so far.
@@ -434,4 +455,6 @@ export const jobIds = {
   dial: (batchId: string, round: number) => `calls.dial:${batchId}:${round}`,
   watchdog: (batchId: string, round: number, seq: number) => `calls.watchdog:${batchId}:${round}:w${seq}`,
   finalise: (batchId: string, round: number) => `calls.finalise:${batchId}:${round}`,
+  /** A group dialled from the deferred list: named by its first call's list position (dialled once a round). */
+  deferredWatchdog: (batchId: string, round: number, page: number, pos: number) => `calls.watchdog:${batchId}:${round}:d${page}.${pos}`,
 };

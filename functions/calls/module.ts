@@ -10,6 +10,7 @@ import { finaliseHandler } from './finaliser.ts';
 import { callsKinds } from './kinds.ts';
 import { callsTable } from './model.ts';
 import { watchdogHandler } from './watchdog.ts';
+import { deferredWatchdogHandler } from './deferred-watchdog.ts';
 import { importHandler } from './imports/job.ts';
 import { importRoutes } from './imports/routes.ts';
 
@@ -26,6 +27,6 @@ export const callsModule = defineModule({
   tables: { calls: callsTable },
   queues: callsQueues,
   kinds: callsKinds,
-  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps), importHandler(deps)] as JobHandler<unknown>[],
+  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), deferredWatchdogHandler(deps), finaliseHandler(deps), importHandler(deps)] as JobHandler<unknown>[],
   routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps)])],
 });

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H, MAX_CALLS_PER_NUMBER_PER_24H } from './compliance/cap.ts';
 import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';
 import * as z from 'zod';
@@ -23,6 +24,8 @@ export const tenantParams = z.object({ tenantId: tenantIdSchema });
 export const tenantBody = z.strictObject({
   concurrencyLimit: z.number().int().min(1).max(1000),
   ownerEmail: z.email().max(254).optional(),
+  /** Calls to one number in any 24 hours, across the tenant's batches (docs/calls.md, "The frequency cap"). */
+  maxCallsPerNumberPer24h: z.number().int().min(1).max(MAX_CALLS_PER_NUMBER_PER_24H).default(DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H),
 });
 export type TenantBody = z.infer<typeof tenantBody>;
 
@@ -31,6 +34,7 @@ export const tenantResponse = z.object({
   concurrencyLimit: z.number(),
   ownerEmail: z.string().nullable(),
   activeCalls: z.number(),
+  maxCallsPerNumberPer24h: z.number(),
 });
 
 /** A batch's id names its tenant: `b_<tenantId>.<32 hex>` (model.ts `batchIds`). */

@@ -1,4 +1,7 @@
 import { isRetryableCode } from './codes.ts';
+import { NeverDialledCode } from './compliance/dial-items.ts';
+
+const SUPPRESSED = NeverDialledCode.suppressed;
 import { BatchStatus, ContactStatus, isDialled, parseCallId } from './model.ts';
 import type { BatchRow, ContactRow } from './model.ts';
 
@@ -33,6 +36,8 @@ export interface ContactState {
 export function contactState(batch: BatchRow, item: ContactRow | undefined, dialledThisRound: boolean): ContactState {
   const code = item?.code ?? null;
   const attempts = item?.attempts ?? 0;
+  // A suppressed contact is never dialled again in the batch (its code is not retryable).
+  if (item?.code === SUPPRESSED) return { status: ContactStatus.Suppressed, code, attempts };
   if (item && item.round >= batch.round) {
     return { status: promotedByFinaliser(batch, item) ? ContactStatus.RetryEligible : ContactStatus.Completed, code, attempts };
   }

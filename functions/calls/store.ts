@@ -1,3 +1,7 @@
+import { capPartition, DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H } from './compliance/cap.ts';
+import type { CapSlotRead } from './compliance/cap.ts';
+import { deferPartition, dueEntriesRange, marksRange, roundEntriesPrefix } from './compliance/dial-items.ts';
+import type { DeferredEntry, PositionMark } from './compliance/dial-items.ts';
 import { GetCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { iso } from '../platform/clock.ts';
@@ -74,6 +78,16 @@ const is = {
 /** The artefacts of a contact's latest call its item keeps (the attempt item keeps `data` too). */
 const LATEST_ARTEFACTS = ['recordingUrl', 'transcriptUrl', 'summary', 'endedReason'] as const;
 
+/** A tenant as `PUT /v1/tenants/{id}` writes it. */
+export interface TenantWrite {
+  tenantId: string;
+  concurrencyLimit: number;
+  ownerEmail: string | undefined;
+  /** Absent: the default (compliance/cap.ts). */
+  maxCallsPerNumberPer24h?: number;
+  now: number;
+}
+
 /** A call to complete, and how. */
 export interface CompletionWrite {
   batchId: string;
@@ -99,22 +113,38 @@ export interface CompletionWrite {
 }
 
 /**
- * A dial of one or more consecutive contacts of one list page (a group): where the cursor was, where it
- * goes (past the group's last). The contacts themselves are not written: their positions are their calls.
+ * One dial group's write to its slot shard and its batch row: a group of the round's list at the cursor
+ * (it moves the cursor past every position it decided) or of the due entries of the deferred list (the
+ * cursor stays). The contacts it dials are not written: their positions are their calls. What the group
+ * defers or ends changes the batch's counts here; their own items come from compliance/dial-items.ts.
  */
 export interface DialWrite {
   batch: BatchRow;
-  /** How many contacts the group dials, from the cursor. */
+  /** How many calls the group dials (0: it only defers or ends contacts, and takes no slot). */
   count: number;
+  /** The cursor as read (the condition: nobody moved it). */
   page: number;
   pos: number;
-  next: { page: number; pos: number };
+  /** Where a list group leaves the cursor; absent for a group of the deferred list. */
+  next?: { page: number; pos: number };
   /** The tenant's slot shard the group's calls take their slots from, and its limit as read (a group of more than one needs it). */
   slot: number;
   slotLimit: number;
-  watchdogJobId: string;
+  /** The run's watchdog a list group dials under; absent for a deferred group (its calls have a watchdog of their own). */
+  watchdogJobId?: string;
   /** When the run's watchdog is opened by this dial (the run's first, or the first after a change of shard or a closed watchdog): its number in the round. */
   opensWatchdog?: number;
+  /** Deferred entries: added by a list group (+), taken off by a deferred group (−). */
+  deferredDelta?: number;
+  /** List positions this group defers (the batch's `deferrals`). */
+  deferralsAdded?: number;
+  /** Contacts ended without a call: Suppressed, and Completed by code (NO_CALLING_WINDOW). */
+  suppressed?: number;
+  endedByCode?: Readonly<Record<string, number>>;
+  /** The batch's own limit on its calls in progress, when it has one. */
+  batchLimit?: number;
+  /** A condition on the round's calls in progress as read (a group that completes the dialling without a call of its own). */
+  callingIs?: number;
   now: number;
 }
 
@@ -432,7 +462,7 @@ export class CallsStore implements ApiKeyStore {
    * shards (shards it no longer uses get a limit of 0: their calls in progress still release their slots
    * there). A new limit or owner never resets the calls in progress.
    */
-  upsertTenantItems(input: { tenantId: string; concurrencyLimit: number; ownerEmail: string | undefined; now: number }): TransactItem[] {
+  upsertTenantItems(input: TenantWrite): TransactItem[] {
     const shards = slotShardsFor(input.concurrencyLimit);
     const slots = Array.from({ length: SLOT_SHARDS }, (_, shard) => {
       const e = new Expression();
@@ -442,13 +472,14 @@ export class CallsStore implements ApiKeyStore {
     return [this.upsertTenantItem(input, shards), ...slots];
   }
 
-  private upsertTenantItem(input: { tenantId: string; concurrencyLimit: number; ownerEmail: string | undefined; now: number }, shards: number): TransactItem {
+  private upsertTenantItem(input: TenantWrite, shards: number): TransactItem {
     const e = new Expression();
     e.setIfNotExists('active', 0)
       .setIfNotExists('createdAt', iso(input.now))
       .set('tenantId', input.tenantId)
       .set('concurrencyLimit', input.concurrencyLimit)
       .set('slotShards', shards)
+      .set('maxCallsPerNumberPer24h', input.maxCallsPerNumberPer24h ?? DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H)
       .set('updatedAt', iso(input.now));
     if (input.ownerEmail) e.set('ownerEmail', input.ownerEmail);
     else e.remove('ownerEmail');
@@ -520,36 +551,123 @@ export class CallsStore implements ApiKeyStore {
     const { batch, now } = d;
     const round = batch.round;
     const k = d.count;
-    if (k < 1) throw new Error('a dial needs at least one contact');
+    const suppressed = d.suppressed ?? 0;
+    const ended = Object.values(d.endedByCode ?? {}).reduce((n, c) => n + c, 0);
+    const deferredAfter = (batch.nDeferred ?? 0) + (d.deferredDelta ?? 0);
+    if (k < 0 || deferredAfter < 0) throw new Error('a dial group cannot dial or take off fewer than none');
+    const items: TransactItem[] = [];
 
     // The slots, from one shard of the tenant's limit (named `tenant`: a refusal there means not enough free
     // slots). One slot: `active < limit`. k slots: the limit as read, and `active ≤ limit − k` (a condition
-    // cannot add), so the shard never holds more than its limit.
-    const tenant = new Expression();
-    tenant.when(is.exists(tenant));
-    if (k === 1) tenant.when(is.slotFree(tenant));
-    else tenant.when(tenant.eq('limit', d.slotLimit)).when(tenant.le('active', d.slotLimit - k));
-    tenant.increment('active', k);
+    // cannot add), so the shard never holds more than its limit. A group that dials nobody takes none.
+    if (k > 0) {
+      const tenant = new Expression();
+      tenant.when(is.exists(tenant));
+      if (k === 1) tenant.when(is.slotFree(tenant));
+      else tenant.when(tenant.eq('limit', d.slotLimit)).when(tenant.le('active', d.slotLimit - k));
+      tenant.increment('active', k);
+      items.push(this.update('tenant', slotKey(batch.tenantId, d.slot), tenant));
+    }
 
     const from = round === 1 ? ContactStatus.Queued : ContactStatus.RetryEligible;
+    const cursor = d.next ?? { page: d.page, pos: d.pos };
     const b = new Expression();
     b.when(is.diallingRound(b, round))
       .when(is.dialCursorAt(b, d.page, d.pos))
-      .set('status', BatchStatus.InProgress)
-      .set('dialPage', d.next.page)
-      .set('dialPos', d.next.pos)
-      .set('dialComplete', d.next.page >= batch.listPages)
-      .set('lastDialAt', iso(now))
-      .increment(countAttribute(ContactStatus.Calling), k)
-      .increment(countAttribute(from), -k)
-      .increment(slotCount(d.slot), k, 0)
+      // Only dial groups move the deferred count, each conditional on it: the count a group read is exact,
+      // so the group that takes the last entry at the list's end knows it completes the dialling.
+      .when((batch.nDeferred ?? 0) === 0 ? b.or(b.notExists('nDeferred'), b.eq('nDeferred', 0)) : b.eq('nDeferred', batch.nDeferred))
+      .set('dialPage', cursor.page)
+      .set('dialPos', cursor.pos)
+      .set('dialComplete', cursor.page >= batch.listPages && deferredAfter === 0)
+      .set('nDeferred', deferredAfter)
       .set('updatedAt', iso(now));
+    if (k > 0) {
+      b.set('status', BatchStatus.InProgress)
+        .increment(countAttribute(ContactStatus.Calling), k)
+        .increment(slotCount(d.slot), k, 0);
+      // The batch's own limit: its calls in progress stay at or under it (as read when the dial commits).
+      if (d.batchLimit !== undefined) b.when(b.le('nCalling', d.batchLimit - k));
+      // A run's watchdog counts its calls' timeout from the round's latest list dial; a deferred group's calls have their own.
+      if (d.next) b.set('lastDialAt', iso(now));
+    }
+    if (k + suppressed + ended > 0) b.increment(countAttribute(from), -(k + suppressed + ended));
+    if (suppressed > 0) b.increment(countAttribute(ContactStatus.Suppressed), suppressed, 0);
+    if (ended > 0) {
+      b.increment(countAttribute(ContactStatus.Completed), ended);
+      for (const [code, n] of Object.entries(d.endedByCode ?? {})) if (n > 0) b.increment(['byCode', code], n, 0);
+    }
+    if (d.deferralsAdded) b.increment('deferrals', d.deferralsAdded, 0);
+    if (d.callingIs !== undefined) b.when(b.eq('nCalling', d.callingIs));
     // A dial that opens a watchdog names it open and counts it (the cursor condition means nobody opened
     // one since the batch was read); a later one dials under it only while it is still open (its watchdog
     // has not run yet: see closeWatchdogItem).
-    if (d.opensWatchdog !== undefined) b.set('openWatchdog', d.watchdogJobId).set('watchdogs', d.opensWatchdog);
-    else b.when(b.eq('openWatchdog', d.watchdogJobId));
-    return [this.update('tenant', slotKey(batch.tenantId, d.slot), tenant), this.update('batch', batchKey(batch.batchId), b)];
+    if (d.watchdogJobId !== undefined) {
+      if (d.opensWatchdog !== undefined) b.set('openWatchdog', d.watchdogJobId).set('watchdogs', d.opensWatchdog);
+      else b.when(b.eq('openWatchdog', d.watchdogJobId));
+    }
+    items.push(this.update('batch', batchKey(batch.batchId), b));
+    return items;
+  }
+
+  // ─── the compliance rules' reads (compliance/dial-items.ts) ─────────────────────────────────────
+
+  /** The round's deferred entries due at `nowMs`, earliest first (at most `limit`). */
+  async dueDeferrals(batchId: string, round: number, nowMs: number, limit: number): Promise<DeferredEntry[]> {
+    const [low, high] = dueEntriesRange(round, nowMs);
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+        ExpressionAttributeValues: { ':pk': deferPartition(batchId), ':low': low, ':high': high },
+        ConsistentRead: true,
+        Limit: limit,
+      }),
+    );
+    return (result.Items ?? []) as DeferredEntry[];
+  }
+
+  /** When the round's earliest deferred entry may be dialled, if it has any. */
+  async firstDeferral(batchId: string, round: number): Promise<number | undefined> {
+    const result = await this.db.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': deferPartition(batchId), ':prefix': roundEntriesPrefix(round) },
+        ConsistentRead: true,
+        Limit: 1,
+      }),
+    );
+    return (result.Items?.[0] as DeferredEntry | undefined)?.notBefore;
+  }
+
+  /** The marks of list positions [fromPos, toPos] of a round's page: which were deferred (and which of those dialled since). */
+  async positionMarks(batchId: string, round: number, page: number, fromPos: number, toPos: number): Promise<Map<number, PositionMark>> {
+    const marks = new Map<number, PositionMark>();
+    if (toPos < fromPos) return marks;
+    const [low, high] = marksRange(round, page, fromPos, toPos);
+    const pages = paginateQuery(
+      { client: this.db },
+      { TableName: this.tableName, KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high', ExpressionAttributeValues: { ':pk': deferPartition(batchId), ':low': low, ':high': high }, ConsistentRead: true },
+    );
+    for await (const result of pages) for (const item of (result.Items ?? []) as PositionMark[]) marks.set(item.pos, item);
+    return marks;
+  }
+
+  /**
+   * Each number's cap slots as stored (one Query a number, eventually consistent: the claim's condition
+   * decides, this read only picks the slot to claim).
+   */
+  async capSlots(tenantId: string, numbers: readonly string[]): Promise<Map<string, CapSlotRead[]>> {
+    const read = await Promise.all(
+      numbers.map(async (number) => {
+        const result = await this.db.send(
+          new QueryCommand({ TableName: this.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': capPartition(tenantId, number) }, ProjectionExpression: 'slot, #at', ExpressionAttributeNames: { '#at': 'at' } }),
+        );
+        return [number, (result.Items ?? []) as CapSlotRead[]] as const;
+      }),
+    );
+    return new Map(read);
   }
 
   /**

@@ -56,8 +56,12 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs> {
     const page = await deps.store.getListPage(args.batchId, args.round, args.page);
     const numbers = page?.numbers.slice(args.pos, run.end) ?? [];
     const contacts = numbers.length > 0 ? await deps.store.getContacts(args.batchId, numbers) : new Map<string, ContactRow>();
+    // Positions the run deferred rather than dialled have marks: their calls, once placed from the deferred
+    // list, are their own group watchdog's (deferred-watchdog.ts).
+    const marks = (stored.deferrals ?? 0) > 0 && numbers.length > 0 ? await deps.store.positionMarks(args.batchId, args.round, args.page, args.pos, run.end - 1) : undefined;
     const out = numbers.flatMap((contactNumber, i) => {
       const contact = contacts.get(contactNumber);
+      if (marks?.has(args.pos + i)) return [];
       return contact && contact.round >= args.round ? [] : [{ contactNumber, pos: args.pos + i }];
     });
     if (out.length === 0) return;
@@ -117,7 +121,7 @@ const cursorMayReach = (batch: BatchRow, block: RunWatchdogArgs): boolean =>
   batch.dialPos < block.pos + block.count;
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
-async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; callId: string; last?: boolean }, ctx: JobContext): Promise<'done' | 'contention'> {
+export async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; callId: string; last?: boolean }, ctx: JobContext): Promise<'done' | 'contention'> {
   const outcome = await completeCall(deps, batch, {
     batchId: batch.batchId,
     contactNumber: call.contactNumber,

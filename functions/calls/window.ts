@@ -21,13 +21,20 @@ export const callingWindowSchema = z
       .min(1)
       .refine((days) => new Set(days).size === days.length, { message: 'weekdays must not repeat' })
       .default([...ALL_WEEKDAYS]),
+    /**
+     * Evaluate the window in each contact's own zone (its timezone, its number's area code or region:
+     * compliance/recipient.ts); false: in `timezone` for every contact. A batch stored before this
+     * existed has none, and keeps the one zone.
+     */
+    perContact: z.boolean().default(true),
   })
   .refine((w) => !(HH_MM.test(w.start) && HH_MM.test(w.end)) || w.start < w.end, {
     message: 'end must be after start (windows across midnight are not supported)',
     path: ['end'],
   });
 
-export type CallingWindow = z.infer<typeof callingWindowSchema>;
+/** A stored window: `perContact` absent on batches stored before it existed (they keep the one zone). */
+export type CallingWindow = Omit<z.infer<typeof callingWindowSchema>, 'perContact'> & { perContact?: boolean };
 
 /**
  * When the window next opens, or `null` if `nowMs` is inside it.

@@ -238,9 +238,9 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
 
   it('ATenantPutKeepsItsCallsInProgressAndRemovesAnOwnerEmailLeftOut', async () => {
     const fx = await fixture();
-    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3, ownerEmail: 'o@example.com' })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 3, ownerEmail: 'o@example.com', activeCalls: 0 });
+    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 3, ownerEmail: 'o@example.com' })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 3, ownerEmail: 'o@example.com', activeCalls: 0, maxCallsPerNumberPer24h: 3 });
     await fx.clients.dynamo.send(new PutCommand({ TableName: fx.tableNames.calls, Item: { ...(await fx.store.getTenant('acme'))!, active: 2 } }));
-    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 5 })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 5, ownerEmail: null, activeCalls: 2 });
+    expect((await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 5 })).body).toEqual({ tenantId: 'acme', concurrencyLimit: 5, ownerEmail: null, activeCalls: 2, maxCallsPerNumberPer24h: 3 });
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(2);
     // Another tenant's id, existing or not, is a 404 to acme's key, as an unknown one is.
     await fx.api('PUT', '/v1/tenants/other', { concurrencyLimit: 3 });

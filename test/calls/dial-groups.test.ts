@@ -28,9 +28,16 @@ describe('dialer: a group of contacts in one transaction', () => {
     // Four groups of five (callsDefaults.dialGroup): one transaction each, the run's watchdog in the first.
     expect(callsDefaults.dialGroup).toBe(5);
     expect(fx.counter.toJSON()['DynamoDB.TransactWriteItems']).toBe(4);
-    // Each writes the slot shard and the batch row (and the first the watchdog job): no contact item.
+    // Each writes the slot shard and the batch row (and the first the watchdog job), and per call its
+    // number's cap slot and a check that the number is not suppressed: no contact item.
     const items = written.mock.calls.map(([transaction]) => transaction.map((item) => item.name));
-    expect(items).toEqual([['tenant', 'batch', `job ${jobIds.watchdog(batchId, 1, 1)}`], ['tenant', 'batch'], ['tenant', 'batch'], ['tenant', 'batch']]);
+    const perCall = (group: string[]) => group.flatMap((n) => [`cap:${n}`, `supp:${n}`]);
+    expect(items).toEqual([
+      ['tenant', 'batch', ...perCall(contacts.slice(0, 5)), `job ${jobIds.watchdog(batchId, 1, 1)}`],
+      ['tenant', 'batch', ...perCall(contacts.slice(5, 10))],
+      ['tenant', 'batch', ...perCall(contacts.slice(10, 15))],
+      ['tenant', 'batch', ...perCall(contacts.slice(15, 20))],
+    ]);
     expect((await fx.callsItems()).filter((item) => String(item['sk']).startsWith('CONTACT#'))).toEqual([]);
     expect(fx.simulator.calls.map((c) => c.contactNumber)).toEqual(contacts);
     // Each call id names its round and list position.

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { CAP_SLOT_TTL_MS } from '../../functions/calls/compliance/cap.ts';
 import { batchIdOfPartition, callsExpiry, jobIds, slotOfCall, slotShardsFor } from '../../functions/calls/model.ts';
 import { callsFixture, numbers } from '../support/calls.ts';
 import type { CallsFixture } from '../support/calls.ts';
@@ -80,7 +81,11 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
     }
     // Finalised after round 2: the batch row's expiry moved with it.
     expect(batchRows.find((i) => i['sk'] === 'BATCH')!['expiresAt']).toBe(callsExpiry(Date.parse(String(batchRows.find((i) => i['sk'] === 'BATCH')!['finalisedAt']))));
-    for (const row of items.filter((i) => batchIdOfPartition(String(i['pk'])) === undefined)) expect(row, String(row['pk'])).not.toHaveProperty('expiresAt');
+    // The tenant's rows never expire, but for its numbers' cap slots: each a day and an hour after its call.
+    for (const row of items.filter((i) => batchIdOfPartition(String(i['pk'])) === undefined)) {
+      if (String(row['pk']).startsWith('TENANT#acme#CAP#')) expect(row['expiresAt'], String(row['pk'])).toBe(Math.floor((Number(row['at']) + CAP_SLOT_TTL_MS) / 1000));
+      else expect(row, String(row['pk'])).not.toHaveProperty('expiresAt');
+    }
   });
 
   it('TheLimitIsPerTenantAcrossItsBatches', async () => {
@@ -110,7 +115,7 @@ describe('dialer: the tenant limit, the calling window, in order', () => {
       numbers: contacts,
       maxAttempts: 1,
       concurrencyLimit: 1,
-      callingWindow: { timezone: 'Europe/Berlin', start: '09:00', end: '17:00' },
+      callingWindow: { timezone: 'Europe/Berlin', start: '09:00', end: '17:00', perContact: false },
     });
     await fx.settle(Date.parse('2026-03-29T06:59:59Z') - fx.clock.now());
     expect(fx.simulator.calls).toEqual([]);

@@ -85,7 +85,7 @@ const EXPECTED: Record<string, string[]> = {
   opsWorker: [...consumes('ops'), 'dynamodb:GetItem table:jobs', 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops')],
   dialWorker: [
     ...consumes('dial'),
-    ...['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calls`),
+    ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls`),
     'dynamodb:GetItem table:jobs',
     'dynamodb:PutItem table:jobs',
     'dynamodb:UpdateItem table:jobs',

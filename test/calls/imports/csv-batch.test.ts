@@ -49,7 +49,7 @@ describe('POST /v1/batches/csv: a batch from a CSV body', () => {
     const batchId = created.body.batchId as string;
     const batch = (await fx.store.getBatch(batchId))!;
     expect(batch).toMatchObject({ status: BatchStatus.Pending, contactCount: 3, roundSize: 3, nQueued: 3, listPages: 1, maxAttempts: 2, minConversationDurationSeconds: 5, variableNames: ['first_name', 'note'], hasContactData: true });
-    expect(batch.callingWindow).toEqual({ timezone: 'Europe/London', start: '09:00', end: '17:00', weekdays: [1, 2, 3, 4, 5, 6, 7] });
+    expect(batch.callingWindow).toEqual({ timezone: 'Europe/London', start: '09:00', end: '17:00', weekdays: [1, 2, 3, 4, 5, 6, 7], perContact: true });
     expect((await fx.store.getListPage(batchId, 1, 0))!.numbers).toEqual(['+14155551000', '+14155551001', '+14155551002']);
     const data = await fx.store.getContactData(batchId, ['+14155551000', '+14155551001', '+14155551002']);
     // Quotes, a newline inside quotes, delimiters inside quotes, and a formula cell: stored as written.
