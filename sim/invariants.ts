@@ -112,14 +112,21 @@ function dials(o: Observed): Dial[] {
 function statusesOf(o: Observed, b: BatchRow, items: ReadonlyMap<string, ContactRow>): Map<string, ContactStatus> {
   const pages = listPagesOf(o, b.batchId);
   const inRound = (round: number) => new Set(pages.filter((p) => p.round === round).flatMap((p) => p.numbers));
-  const dialled = new Set(pages.filter((p) => p.round === b.round).flatMap((p) => p.numbers.filter((_, pos) => isDialled(b, p.page, pos))));
+  // A position the cursor passed but deferred (a mark of the round, not dialled since) waits: not Calling.
+  const waiting = new Set(
+    o.calls
+      .filter((i) => i['pk'] === `${batchPartition(b.batchId)}#DEFER` && String(i['sk']).startsWith(`P#${String(b.round).padStart(3, '0')}#`) && i['dialledAt'] === undefined)
+      .map((i) => String(i['number'])),
+  );
+  const dialled = new Set(pages.filter((p) => p.round === b.round).flatMap((p) => p.numbers.filter((n, pos) => isDialled(b, p.page, pos) && !waiting.has(n))));
   const listed = inRound(b.round);
   const next = b.status === 'InProgress' ? inRound(b.round + 1) : new Set<string>();
   const statuses = new Map<string, ContactStatus>();
   for (const number of pages.filter((p) => p.round === 1).flatMap((p) => p.numbers)) {
     const item = items.get(number);
     let status: ContactStatus;
-    if (item && item.round >= b.round) status = next.has(number) ? ContactStatus.RetryEligible : ContactStatus.Completed;
+    if (item?.code === 'SUPPRESSED') status = ContactStatus.Suppressed;
+    else if (item && item.round >= b.round) status = next.has(number) ? ContactStatus.RetryEligible : ContactStatus.Completed;
     else if (dialled.has(number)) status = ContactStatus.Calling;
     else if (b.round > 1 && listed.has(number) && b.status !== 'Finalised') status = ContactStatus.RetryEligible;
     else status = item ? ContactStatus.Completed : ContactStatus.Queued;
@@ -268,9 +275,10 @@ const countersMatchContacts: Check = (o) => {
       nCalling: countOf(mine, ContactStatus.Calling),
       nCompleted: countOf(mine, ContactStatus.Completed),
       nRetryEligible: countOf(mine, ContactStatus.RetryEligible),
+      nSuppressed: countOf(mine, ContactStatus.Suppressed),
     };
     for (const [field, value] of Object.entries(expected)) {
-      const stored = b[field as keyof typeof expected];
+      const stored = b[field as keyof typeof expected] ?? 0;
       if (stored !== value) out.push({ invariant: 'calls.counters-match-contacts', message: `batch ${b.batchId}: ${field} is ${stored}, its contacts say ${value}` });
     }
     const codes = new Map<string, number>();

@@ -1,5 +1,9 @@
 export { callsHttpError } from './intake-api.ts';
 import { DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H } from './compliance/cap.ts';
+import type { DeferReason } from './compliance/deferral.ts';
+import type { PositionMark } from './compliance/dial-items.ts';
+import { recipientZones } from './compliance/recipient.ts';
+import type { RecipientZones } from './compliance/recipient.ts';
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { refusedCodes } from '../platform/dynamo.ts';
@@ -12,7 +16,7 @@ import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { dialKind } from './kinds.ts';
-import { BatchStatus, batchIds, jobIds } from './model.ts';
+import { BatchStatus, batchIds, ContactStatus, jobIds } from './model.ts';
 import type { AttemptRow, BatchRow, ContactDataRow, ContactRow, TenantRow } from './model.ts';
 import { externalIdSchema } from './contacts/fields.ts';
 import { normaliseNumber } from './contacts/numbers.ts';
@@ -56,7 +60,9 @@ export function batchView(row: BatchRow) {
         Calling: row.nCalling,
         Completed: row.nCompleted,
         RetryEligible: row.nRetryEligible,
+        Suppressed: row.nSuppressed ?? 0,
       },
+      deferred: row.nDeferred ?? 0,
       byCode: Object.fromEntries(Object.entries(row.byCode).filter(([, n]) => n !== 0)),
     },
     createdAt: row.createdAt,
@@ -68,11 +74,13 @@ export function batchView(row: BatchRow) {
 }
 
 /** One contact as the listing shows it: its state, its data, and its latest call's artefacts. */
-const contactView = (number: string, state: ContactState, row: ContactRow | undefined, data: ContactDataRow | undefined) => ({
+const contactView = (number: string, state: ContactState, row: ContactRow | undefined, data: ContactDataRow | undefined, compliance: ContactCompliance) => ({
   contactNumber: number,
   status: state.status,
   code: state.code,
   attempts: state.attempts,
+  callingZones: compliance.zones(number, data),
+  deferred: compliance.deferred(number, state),
   externalId: data?.externalId ?? null,
   ...(data?.variables ? { variables: data.variables } : {}),
   timezone: data?.timezone ?? null,
@@ -91,6 +99,27 @@ const contactView = (number: string, state: ContactState, row: ContactRow | unde
       }
     : null,
 });
+
+/** What the listing shows of the compliance rules for a contact: the zones its window is evaluated in, and its deferral. */
+interface ContactCompliance {
+  zones(number: string, data: ContactDataRow | undefined): RecipientZones | null;
+  deferred(number: string, state: ContactState): { until: string; reason: DeferReason } | null;
+}
+
+/** The listing's view of a batch's calling window and its round's deferrals (read once a page). */
+function contactCompliance(batch: BatchRow, waiting: ReadonlyMap<string, PositionMark>, nowMs: number): ContactCompliance {
+  const window = batch.callingWindow;
+  return {
+    zones: (number, data) =>
+      window
+        ? recipientZones({ number, ...(data?.timezone ? { timezone: data.timezone } : {}), ...(data?.region ? { region: data.region } : {}) }, { timezone: window.timezone, perContact: window.perContact === true }, nowMs)
+        : null,
+    deferred: (number, state) => {
+      const mark = waiting.get(number);
+      return mark && (state.status === ContactStatus.Queued || state.status === ContactStatus.RetryEligible) ? { until: new Date(mark.until).toISOString(), reason: mark.reason } : null;
+    },
+  };
+}
 
 /** The region of a stored (E.164) number, if it names one. */
 function regionOfStored(number: string): string | null {
@@ -350,6 +379,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       // Calling is derived from the dial cursor (status.ts): round 1's list is the upload order, a later
       // round's is read up to the cursor.
       const dialled = await store.dialledInCurrentRound(batch);
+      const compliance = contactCompliance(batch, await store.waitingInRound(batch), calls().clock.now());
       const matches = (state: ContactState) => (query.status === undefined || state.status === query.status) && (query.code === undefined || state.code === query.code);
       if (query.externalId !== undefined) {
         // One contact at most: its entry names its number and upload position.
@@ -357,7 +387,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
         if (!found) return { status: 200, body: { contacts: [] } };
         const state = contactState(batch, found.state, dialled(found.number, found.position));
         const data = (await store.getContactData(batch.batchId, [found.number])).get(found.number);
-        return { status: 200, body: { contacts: matches(state) ? [contactView(found.number, state, found.state, data)] : [] } };
+        return { status: 200, body: { contacts: matches(state) ? [contactView(found.number, state, found.state, data, compliance)] : [] } };
       }
       const offset = query.cursor?.offset ?? 0;
       const limit = query.limit ?? MAX_CONTACTS_PAGE;
@@ -368,7 +398,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const next = offset + contacts.length;
       const views = contacts.flatMap((c, i) => {
         const state = contactState(batch, c.state, dialled(c.number, offset + i));
-        return matches(state) ? [contactView(c.number, state, c.state, data?.get(c.number))] : [];
+        return matches(state) ? [contactView(c.number, state, c.state, data?.get(c.number), compliance)] : [];
       });
       return {
         status: 200,

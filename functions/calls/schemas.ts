@@ -77,7 +77,9 @@ export type BatchBody = z.infer<typeof batchBody>;
 export const batchHeaders = idempotencyKeyHeaders('batch');
 
 const countsSchema = z.object({
-  byStatus: z.object({ Queued: z.number(), Calling: z.number(), Completed: z.number(), RetryEligible: z.number() }),
+  byStatus: z.object({ Queued: z.number(), Calling: z.number(), Completed: z.number(), RetryEligible: z.number(), Suppressed: z.number() }),
+  /** Contacts passed by the dialer and waiting for their window or their number's cap (compliance/dial-items.ts). */
+  deferred: z.number(),
   byCode: z.record(z.string(), z.number()),
 });
 
@@ -149,9 +151,17 @@ export const contactsResponse = z.object({
   contacts: z.array(
     z.object({
       contactNumber: z.string(),
-      status: z.enum(['Queued', 'Calling', 'Completed', 'RetryEligible']),
+      status: z.enum(['Queued', 'Calling', 'Completed', 'RetryEligible', 'Suppressed']),
       code: z.string().nullable(),
       attempts: z.number(),
+      callingZones: z
+        .object({ zones: z.array(z.string()), source: z.enum(['contact', 'number', 'areaCode', 'region-all', 'batch']), reason: z.string() })
+        .nullable()
+        .describe("the zones the batch's calling window is evaluated in for this contact (open only while open in all), and why; null without a window"),
+      deferred: z
+        .object({ until: z.string(), reason: z.enum(['window', 'cap']) })
+        .nullable()
+        .describe('passed by the dialer in this round but not called yet: its window is closed (or its number at its 24 h cap) until `until`'),
       externalId: z.string().nullable(),
       variables: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
       timezone: z.string().nullable(),

@@ -1,6 +1,6 @@
 import { capPartition, DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H } from './compliance/cap.ts';
 import type { CapSlotRead } from './compliance/cap.ts';
-import { deferPartition, dueEntriesRange, marksRange, roundEntriesPrefix } from './compliance/dial-items.ts';
+import { deferPartition, dueEntriesRange, marksRange, markSk, roundEntriesPrefix } from './compliance/dial-items.ts';
 import type { DeferredEntry, PositionMark } from './compliance/dial-items.ts';
 import { GetCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -445,7 +445,29 @@ export class CallsStore implements ApiKeyStore {
    */
   async dialledInCurrentRound(batch: BatchRow): Promise<(number: string, at: number) => boolean> {
     const laterRound = batch.round > 1 && dialledThisRound(batch, 0, 0) ? await this.dialledInRound(batch) : undefined;
-    return (number, at) => (laterRound ? laterRound.has(number) : batch.round === 1 && dialledThisRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
+    // A position the cursor passed but deferred is not dialled until its deferred dial (compliance/dial-items.ts).
+    const waiting = await this.waitingInRound(batch);
+    return (number, at) => !waiting.has(number) && (laterRound ? laterRound.has(number) : batch.round === 1 && dialledThisRound(batch, Math.floor(at / LIST_PAGE_SIZE), at % LIST_PAGE_SIZE));
+  }
+
+  /**
+   * The contacts of the batch's round the dialer passed and deferred, not dialled since, by number (their
+   * marks: one Query of the round's marks, only when the batch ever deferred one).
+   */
+  async waitingInRound(batch: BatchRow): Promise<Map<string, PositionMark>> {
+    const waiting = new Map<string, PositionMark>();
+    if ((batch.deferrals ?? 0) === 0) return waiting;
+    const pages = paginateQuery(
+      { client: this.db },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': deferPartition(batch.batchId), ':prefix': markSk(batch.round, 0, 0).slice(0, 'P#000#'.length) },
+        ConsistentRead: true,
+      },
+    );
+    for await (const result of pages) for (const mark of (result.Items ?? []) as PositionMark[]) if (mark.dialledAt === undefined) waiting.set(mark.number, mark);
+    return waiting;
   }
 
   // ─── the transaction ────────────────────────────────────────────────────────────────────────────
@@ -582,9 +604,11 @@ export class CallsStore implements ApiKeyStore {
       .set('dialComplete', cursor.page >= batch.listPages && deferredAfter === 0)
       .set('nDeferred', deferredAfter)
       .set('updatedAt', iso(now));
+    // In progress from its first committed group, whether it dialled or only deferred or ended contacts
+    // (the completion and the finaliser work on an InProgress batch).
+    b.set('status', BatchStatus.InProgress);
     if (k > 0) {
-      b.set('status', BatchStatus.InProgress)
-        .increment(countAttribute(ContactStatus.Calling), k)
+      b.increment(countAttribute(ContactStatus.Calling), k)
         .increment(slotCount(d.slot), k, 0);
       // The batch's own limit: its calls in progress stay at or under it (as read when the dial commits).
       if (d.batchLimit !== undefined) b.when(b.le('nCalling', d.batchLimit - k));

@@ -123,7 +123,7 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
       round: 1,
       maxAttempts: 3,
       contactCount: 4,
-      counts: { byStatus: { Queued: 4, Calling: 0, Completed: 0, RetryEligible: 0 }, byCode: {} },
+      counts: { byStatus: { Queued: 4, Calling: 0, Completed: 0, RetryEligible: 0, Suppressed: 0 }, deferred: 0, byCode: {} },
       createdAt: new Date(fx.clock.now()).toISOString(),
       finalisedAt: null,
       variableNames: [],
@@ -134,8 +134,22 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
     // An invalid +44 number names no one region (+44 is also Guernsey's, Jersey's, the Isle of Man's).
     const regions = [null, 'US', null, 'FR'];
     const valid = [false, true, false, true];
+    const sources = ['batch', 'areaCode', 'batch', 'number'];
     expect((await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body).toEqual({
-      contacts: unordered.map((contactNumber, i) => ({ contactNumber, status: 'Queued', code: null, attempts: 0, externalId: null, timezone: null, numberValid: valid[i], region: regions[i], lastCall: null })),
+      contacts: unordered.map((contactNumber, i) => ({
+        contactNumber,
+        status: 'Queued',
+        code: null,
+        attempts: 0,
+        // The window (London) is evaluated in each contact's zone: its area code's, its region's, or the batch's when the number names no one region.
+        callingZones: expect.objectContaining({ source: sources[i] }),
+        deferred: null,
+        externalId: null,
+        timezone: null,
+        numberValid: valid[i],
+        region: regions[i],
+        lastCall: null,
+      })),
     });
     const jobs = await fx.allJobs();
     expect(jobs.map((j) => [j.id, j.kind, j.state])).toEqual([[`calls.dial:${batchId}:1`, dialKind.kind, 'available']]);

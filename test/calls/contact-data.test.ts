@@ -61,10 +61,10 @@ describe('contacts with data: in through the batch, out through the placer, the 
     expect(batch).toMatchObject({ contactCount: 3, variableNames: ['first_name', 'plan', 'vip'], invalidNumbers: 1, duplicatesDropped: 1 });
     const listed = (await fx.api('GET', `/v1/batches/${ok.body.batchId}/contacts`)).body.contacts;
     expect(listed).toEqual([
-      { contactNumber: '+442079460000', status: 'Queued', code: null, attempts: 0, externalId: 'crm-a', variables: { first_name: 'Ada', plan: 3, vip: true }, timezone: 'Europe/London', numberValid: true, region: 'GB', lastCall: null },
+      { contactNumber: '+442079460000', status: 'Queued', code: null, attempts: 0, callingZones: null, deferred: null, externalId: 'crm-a', variables: { first_name: 'Ada', plan: 3, vip: true }, timezone: 'Europe/London', numberValid: true, region: 'GB', lastCall: null },
       // Read as a national number of GB (defaultCountry), so its region is GB although it is in no assigned range.
-      { contactNumber: '+447700900123', status: 'Queued', code: null, attempts: 0, externalId: 'crm-b', timezone: null, numberValid: false, region: 'GB', lastCall: null },
-      { contactNumber: '+12025550101', status: 'Queued', code: null, attempts: 0, externalId: null, timezone: null, numberValid: true, region: 'US', lastCall: null },
+      { contactNumber: '+447700900123', status: 'Queued', code: null, attempts: 0, callingZones: null, deferred: null, externalId: 'crm-b', timezone: null, numberValid: false, region: 'GB', lastCall: null },
+      { contactNumber: '+12025550101', status: 'Queued', code: null, attempts: 0, callingZones: null, deferred: null, externalId: null, timezone: null, numberValid: true, region: 'US', lastCall: null },
     ]);
     // The data items are apart from the list pages: a page holds numbers only.
     const items = await fx.callsItems();

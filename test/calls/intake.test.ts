@@ -58,7 +58,7 @@ describe('intake: one transaction per applied result', () => {
     expect(contact).toMatchObject({ status: 'Completed', code: 'FAILED_NO_CONVERSATION', retryable: true, reportedCode: ' failed ', durationSeconds: 4, source: 'webhook', round: 1 });
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(2);
     const batch = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
-    expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 2, Completed: 1, RetryEligible: 0 }, byCode: { FAILED_NO_CONVERSATION: 1 } });
+    expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 2, Completed: 1, RetryEligible: 0, Suppressed: 0 }, deferred: 0, byCode: { FAILED_NO_CONVERSATION: 1 } });
     // The dial run's one watchdog is left alone: it finds this call Completed when it runs.
     const watchdog = await fx.jobs.store.mustGet(jobIds.watchdog(batchId, 1, 1));
     expect(watchdog).toMatchObject({ kind: 'calls.watchdog', state: 'scheduled', args: { batchId, round: 1, seq: 1, page: 0, pos: 0, count: 3, shard: 0 } });
@@ -96,7 +96,7 @@ describe('intake: one transaction per applied result', () => {
     expect(responses.filter((r) => r.body.outcome === 'ignored')).toHaveLength(49);
 
     const batch = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
-    expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 3, Completed: 1, RetryEligible: 0 }, byCode: { COMPLETED: 1 } });
+    expect(batch.counts).toEqual({ byStatus: { Queued: 0, Calling: 3, Completed: 1, RetryEligible: 0, Suppressed: 0 }, deferred: 0, byCode: { COMPLETED: 1 } });
     expect((await fx.api('GET', '/v1/tenants/acme')).body.activeCalls).toBe(3);
     expect(await fx.allEvents()).toHaveLength(1);
     expect((await fx.allJobs()).filter((j) => j.kind.startsWith('webhook.'))).toEqual([]);

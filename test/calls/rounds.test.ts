@@ -74,7 +74,7 @@ describe('rounds: the finaliser promotes exactly the retryable codes, the budget
         attempts: 1,
       });
     }
-    expect(betweenRounds!.batch.counts.byStatus).toEqual({ Queued: 0, Calling: 0, Completed: contacts.length - retried.length, RetryEligible: retried.length });
+    expect(betweenRounds!.batch.counts.byStatus).toEqual({ Queued: 0, Calling: 0, Completed: contacts.length - retried.length, RetryEligible: retried.length, Suppressed: 0 });
     expect(betweenRounds!.batch.counts.byCode).toEqual({ FAILED: 1, COMPLETED: 2, COMPLETED_USER_REJECTION: 1, INVALID_NUMBER: 1 });
     // Round 1's outcomes keep every code, the retryable ones that left byCode for round 2 included.
     const round1 = { round: 1, size: contacts.length, byCode: tally(Object.values(round1Codes)), pending: 0, closed: true, recorded: true };
@@ -103,7 +103,7 @@ describe('rounds: the finaliser promotes exactly the retryable codes, the budget
     // The budget (2 rounds) ends it: Finalised, though some contacts are still retryable.
     const final = (await fx.api('GET', `/v1/batches/${batchId}`)).body;
     expect(final).toMatchObject({ status: 'Finalised', round: 2, maxAttempts: 2 });
-    expect(final.counts.byStatus).toEqual({ Queued: 0, Calling: 0, Completed: contacts.length, RetryEligible: 0 });
+    expect(final.counts.byStatus).toEqual({ Queued: 0, Calling: 0, Completed: contacts.length, RetryEligible: 0, Suppressed: 0 });
     const finalContacts = (await fx.api('GET', `/v1/batches/${batchId}/contacts`)).body.contacts;
     const expectedFinal: Record<string, string> = {
       ...round1Codes,
