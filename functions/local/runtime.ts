@@ -13,7 +13,6 @@ import { seededRng, systemRng } from '../platform/rng.ts';
 import { LocalSecretKey } from '../platform/secret-key.ts';
 import type { Rng } from '../platform/rng.ts';
 import { ensureTables, freePort, startDynamoDbLocal } from '../platform/local/dynamodb-local.ts';
-import type { DynamoDbLocal } from '../platform/local/dynamodb-local.ts';
 import { writeFileAtomic } from '../platform/local/files.ts';
 import type { LocalQueue } from '../platform/local/queues.ts';
 import { startSmtpSink } from '../platform/local/smtp-sink.ts';
@@ -41,6 +40,12 @@ export interface LocalOptions {
   port: number;
   /** Where DynamoDB Local keeps its data; undefined keeps it in memory. */
   dataDir: string | undefined;
+  /**
+   * A DynamoDB Local already running, to keep this runtime's tables in (under `tablePrefix`) instead of
+   * starting one: a test run shares its own (test/support/global-setup.ts), which saves a JVM start per
+   * runtime. `stop()` leaves it running.
+   */
+  dynamo?: { endpoint: string; tablePrefix: string };
   /** 1 = real time; 0.001 makes a 10 h backoff pass in 36 s. */
   timeScale: number;
   /** How often the rescuer runs, in real ms. */
@@ -86,7 +91,8 @@ export interface LocalMailOptions {
 /** A running local stack. */
 export interface LocalRuntime {
   url: string;
-  dynamo: DynamoDbLocal;
+  /** The DynamoDB Local it uses; `pid` when it started it. */
+  dynamo: { endpoint: string; pid: number | undefined };
   clock: TimerClock;
   jobs: JobRuntime;
   queues: LocalQueue[];
@@ -101,7 +107,7 @@ export interface LocalRuntime {
   smtpSink: SmtpSink | undefined;
   /** Resolves when every queue is idle (nothing visible, nothing in flight). */
   idle(): Promise<void>;
-  /** Stops everything this runtime started, DynamoDB Local included. */
+  /** Stops everything this runtime started, DynamoDB Local included (not an outside one, `LocalOptions.dynamo`). */
   stop(): Promise<void>;
 }
 
@@ -137,15 +143,24 @@ export const localTableNames: TableNames = Object.fromEntries(Object.keys(tables
  */
 export async function startLocalRuntime(options: LocalOptions): Promise<LocalRuntime> {
   const logger = createLogger('redial-local');
-  const dynamo = await startDynamoDbLocal(options.dataDir ? { dataDir: join(options.dataDir, 'dynamodb') } : {});
-  const stops: (() => Promise<void> | void)[] = [() => dynamo.stop()];
+  const stops: (() => Promise<void> | void)[] = [];
   const stop = async () => {
     for (const fn of stops.splice(0).reverse()) await fn();
   };
+  let dynamo: LocalRuntime['dynamo'];
+  if (options.dynamo) {
+    dynamo = { endpoint: options.dynamo.endpoint, pid: undefined };
+  } else {
+    const started = await startDynamoDbLocal(options.dataDir ? { dataDir: join(options.dataDir, 'dynamodb') } : {});
+    stops.push(() => started.stop());
+    dynamo = { endpoint: started.endpoint, pid: started.pid };
+  }
+  const prefix = options.dynamo?.tablePrefix;
+  const tableNames = prefix === undefined ? localTableNames : (Object.fromEntries(Object.keys(tables).map((key) => [key, `${prefix}-${key}`])) as TableNames);
   try {
     await ensureTables(
       dynamo.endpoint,
-      Object.entries(tables).map(([key, definition]) => ({ definition, tableName: localTableNames[key as keyof TableNames] })),
+      Object.entries(tables).map(([key, definition]) => ({ definition, tableName: tableNames[key as keyof TableNames] })),
     );
     // Started before the queues, so it stops after them: a mail in flight at shutdown still finds it.
     const smtpSink = options.mail?.smtpUrl ? undefined : await startSmtpSink();
@@ -200,7 +215,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     const formToken = randomBytes(32).toString('base64url');
     const host = await createLocalHost({
       db: clients.dynamo,
-      tableNames: localTableNames,
+      tableNames,
       clock,
       rng,
       logger,

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../functions/cli/cli.ts';
-import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
+import { startTestRuntime } from '../support/local-runtime.ts';
 
 // The schedules of docs/job-layer.md's policy table, written out here rather than read from the code under test.
 const WEBHOOK_WAITS_S = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, ...Array.from({ length: 12 }, () => 10 * 3600)]; // 18 attempts → 17 waits
@@ -17,7 +17,7 @@ let runtime: LocalRuntime;
 
 beforeAll(async () => {
   process.env['LOG_LEVEL'] ??= 'ERROR';
-  runtime = await startLocalRuntime({ port: 0, dataDir: undefined, timeScale: 0.001 });
+  runtime = await startTestRuntime({ port: 0, timeScale: 0.001 });
 });
 
 afterAll(async () => {

@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { artefactLink } from '../../functions/panel/links.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { completed } from '../support/export.ts';
+import { startTestRuntime } from '../support/local-runtime.ts';
 
 /**
  * A batch's page in a real Chromium: its contacts with their externalId and their last call's artefacts
@@ -36,7 +36,7 @@ describe('the batch page of the ops panel, in a real browser', () => {
 
   beforeAll(async () => {
     // Real time, and a calling window that is closed now: nothing is dialled, the rows written below stay.
-    runtime = await startLocalRuntime({ port: 0, dataDir: undefined, timeScale: 1 });
+    runtime = await startTestRuntime({ port: 0, timeScale: 1 });
     const tenant = '/v1/ops/tenants/panel-export';
     const put = await fetch(`${runtime.url}/v1/tenants/panel-export`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 1 }) });
     expect(put.status).toBe(200);

@@ -1,13 +1,13 @@
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { emailConfirmationKind } from '../../functions/mail/kinds.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { html } from '../../functions/panel/html.ts';
 import { escapeHtml } from '../../functions/platform/html.ts';
 import { launchBrowser } from '../support/browser.ts';
+import { startTestRuntime } from '../support/local-runtime.ts';
 
 describe('panel html', () => {
   it('escapes every interpolated value, and nests templates without double escaping', () => {
@@ -21,7 +21,7 @@ describe('panel html', () => {
 describe('the ops panel on the local runtime', () => {
   let runtime: LocalRuntime;
   beforeAll(async () => {
-    runtime = await startLocalRuntime({ port: 0, dataDir: undefined, timeScale: 0.0005 });
+    runtime = await startTestRuntime({ port: 0, timeScale: 0.0005 });
   });
   afterAll(async () => {
     await runtime.stop();
@@ -116,7 +116,7 @@ describe('the ops panel on the local runtime', () => {
 describe('the local runtime refuses cross-site requests', () => {
   let runtime: LocalRuntime;
   beforeAll(async () => {
-    runtime = await startLocalRuntime({ port: 0, dataDir: undefined, timeScale: 0.0005 });
+    runtime = await startTestRuntime({ port: 0, timeScale: 0.0005 });
   });
   afterAll(async () => {
     await runtime.stop();

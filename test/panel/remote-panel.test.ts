@@ -5,12 +5,12 @@ import type { Browser, Page } from 'playwright-core';
 import { httpFunctionsByRoute, System } from '../../functions/app/system.ts';
 import { sigV4Signer } from '../../functions/cli/api-client.ts';
 import { runCli } from '../../functions/cli/cli.ts';
-import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
 import { sendOnce } from '../../functions/platform/outbound.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { sigV4Check } from '../support/sigv4-check.ts';
+import { startTestRuntime } from '../support/local-runtime.ts';
 
 /**
  * `npm run ops -- panel --api …` against the local runtime's API behind a real SigV4 check (API Gateway's
@@ -68,7 +68,7 @@ async function settled(ids: readonly string[], state: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({ port: 0, dataDir: undefined, timeScale: 0.0005, apiMiddleware: check.wrap });
+  runtime = await startTestRuntime({ port: 0, timeScale: 0.0005, apiMiddleware: check.wrap });
   const output = { text: '' };
   const panel = startPanel(credentials.secretAccessKey, output);
   stopPanel = panel.stop;
