@@ -2,6 +2,7 @@ import { IncompleteReadError, InvalidCursorError } from '../platform/dynamo.ts';
 import { HttpError, route, unavailable, withErrors } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { classifyCallReport } from './classify.ts';
+import { retriedIn } from './control/batch-control.ts';
 import { completeCall } from './completion.ts';
 import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
@@ -57,7 +58,9 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
       // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
       const batch = await deps.batches.get(body.batchId);
       if (!batch) return { status: 200, body: { outcome: 'ignored' } };
-      const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
+      const classified = classifyCallReport(body, batch.minConversationDurationSeconds);
+      // Retryable as the batch chose (`retryOn`): what the finaliser's promotion reads too.
+      const classification = { code: classified.code, retryable: retriedIn(batch.retryOn, classified.code) };
       const outcome = await completeCall(deps, batch, {
         batchId: body.batchId,
         contactNumber: body.contactNumber,

@@ -12,6 +12,7 @@ import { callsTable } from './model.ts';
 import { watchdogHandler } from './watchdog.ts';
 import { importHandler } from './imports/job.ts';
 import { importRoutes } from './imports/routes.ts';
+import { pauseExpiryHandler, startHandler } from './control/jobs.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -26,6 +27,6 @@ export const callsModule = defineModule({
   tables: { calls: callsTable },
   queues: callsQueues,
   kinds: callsKinds,
-  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps), importHandler(deps)] as JobHandler<unknown>[],
+  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps), importHandler(deps), startHandler(deps), pauseExpiryHandler(deps)] as JobHandler<unknown>[],
   routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps)])],
 });
