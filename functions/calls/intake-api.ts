@@ -9,6 +9,7 @@ import type { CallsDeps } from './deps.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
 import { callResultBody, callResultResponse } from './intake-schemas.ts';
 import { callWebhookVerifier } from './signature.ts';
+import { BatchSettingError, BatchStatusConflictError } from './control/errors.ts';
 
 /**
  * The calls routes' errors as HTTP answers, in one place: a refused signature is a 401; an intake with
@@ -18,6 +19,9 @@ export function callsHttpError(error: unknown): HttpError | undefined {
   if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
   if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
   if (error instanceof IncompleteReadError) return unavailable();
+  // Campaign control (control/errors.ts): a status that does not allow the action, a field out of range for this batch or tenant.
+  if (error instanceof BatchStatusConflictError) return new HttpError(409, 'conflict', error.message, { action: error.action, status: error.status });
+  if (error instanceof BatchSettingError) return new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: `body.${error.path}`, message: error.message }] });
   if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
   return undefined;
 }

@@ -13,6 +13,7 @@ import { watchdogHandler } from './watchdog.ts';
 import { importHandler } from './imports/job.ts';
 import { importRoutes } from './imports/routes.ts';
 import { pauseExpiryHandler, startHandler } from './control/jobs.ts';
+import { controlRoutes } from './control/routes.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -28,5 +29,5 @@ export const callsModule = defineModule({
   queues: callsQueues,
   kinds: callsKinds,
   handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), finaliseHandler(deps), importHandler(deps), startHandler(deps), pauseExpiryHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps)])],
+  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps), ...controlRoutes(deps)])],
 });
