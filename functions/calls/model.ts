@@ -467,5 +467,5 @@ export const jobIds = {
   /** The batch's n-th start job (one at creation with a `startAt`, one per reschedule). */
   start: (batchId: string, n: number) => `calls.start:${batchId}:${n}`,
   /** The expiry of the batch's n-th pause. */
-  pauseExpiry: (batchId: string, n: number) => `calls.pause-expiry:${batchId}:${n}`,
+  pauseExpiry: (batchId: string, n: number) => `calls.pause_expiry:${batchId}:${n}`,
 };

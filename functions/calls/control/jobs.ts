@@ -31,7 +31,7 @@ export function startHandler(deps: CallsDeps): JobHandler<{ batchId: string; seq
 }
 
 /**
- * calls.pause-expiry, 30 days after a pause: cancels the batch if that pause is still in force
+ * calls.pause_expiry, 30 days after a pause: cancels the batch if that pause is still in force
  * (decidePauseExpiry); resumed, paused again, finalised or deleted since → nothing.
  */
 export function pauseExpiryHandler(deps: CallsDeps): JobHandler<{ batchId: string; seq: number; pausedAt: string }> {

@@ -17,9 +17,9 @@ export const startKind = defineKind({
   description: 'Starts a Scheduled batch at its startAt: Pending, with its round-1 dialer, in one transaction',
 });
 
-/** calls.pause-expiry: the batch's `seq`-th pause, 30 days on: cancels the batch if that pause is still in force. */
+/** calls.pause_expiry: the batch's `seq`-th pause, 30 days on: cancels the batch if that pause is still in force. */
 export const pauseExpiryKind = defineKind({
-  kind: 'calls.pause-expiry',
+  kind: 'calls.pause_expiry',
   queue: 'calls',
   policy: defaultPolicy,
   timeoutSeconds: 20,

@@ -74,14 +74,14 @@ export async function liveJobs(deps: CallsDeps, batch: BatchRow, only: 'dial' | 
  * Wakes a round's dialing that slept (a resume, a start, a new calling window): a new dial job, the
  * batch's next wake (`calls.dial:<batch>:<round>:wake<n>`; the row's `dialWakes` moves to n in the same
  * write), and a cancel request for the round's dial jobs still waiting, so that one dialer dials the
- * round, not two. The new one is due when the latest of those was (a round's backoff, a window that is
- * not open yet, are kept), or now.
+ * round, not two. The new one is due now (`now`: a start, a new window), or (`keep`: a resume) when the
+ * latest of those was, so that a round's backoff is kept.
  */
-async function wakeDial(deps: CallsDeps, batch: BatchRow, e: Expression, now: number): Promise<{ items: TransactItem[]; job: PreparedJob }> {
+async function wakeDial(deps: CallsDeps, batch: BatchRow, e: Expression, now: number, when: 'keep' | 'now'): Promise<{ items: TransactItem[]; job: PreparedJob }> {
   const waiting = await liveJobs(deps, batch, 'dial');
   const n = (batch.dialWakes ?? 0) + 1;
   e.when(counterAt(e, 'dialWakes', n - 1)).set('dialWakes', n);
-  const at = Math.max(now, ...waiting.map((j) => j.scheduledAt));
+  const at = when === 'now' ? now : Math.max(now, ...waiting.map((j) => j.scheduledAt));
   const job = deps.jobs.prepare(dialKind, { batchId: batch.batchId, round: batch.round }, { id: jobIds.dialWake(batch.batchId, batch.round, n), at });
   return { items: [...waiting.map((j) => deps.jobs.requestCancelItem(j.id)), job.item], job };
 }
@@ -134,7 +134,7 @@ export async function resumeBatch(deps: CallsDeps, batch: BatchRow, now: number)
   const resumed: BatchRow = { ...batch, status, updatedAt: iso(now), expiresAt: callsExpiry(now) };
   delete resumed.pausedFrom;
   delete resumed.pausedAt;
-  const wake = isDiallingStatus(status) && !batch.dialComplete ? await wakeDial(deps, batch, e, now) : undefined;
+  const wake = isDiallingStatus(status) && !batch.dialComplete ? await wakeDial(deps, batch, e, now, 'keep') : undefined;
   if (wake) resumed.dialWakes = (batch.dialWakes ?? 0) + 1;
   return commit(deps, [batchUpdate(deps, batch.batchId, e), ...(wake?.items ?? [])], wake ? [wake.job] : [], resumed);
 }
@@ -190,7 +190,7 @@ export async function patchBatch(deps: CallsDeps, batch: BatchRow, patch: BatchP
   // Dialing from now (a start brought forward) or under a new window: its dialer is woken.
   const startsNow = batch.status === BatchStatus.Scheduled && after.status === BatchStatus.Pending;
   if (isDiallingStatus(after.status) && !batch.dialComplete && (startsNow || patch.callingWindow !== undefined)) {
-    const wake = await wakeDial(deps, batch, e, now);
+    const wake = await wakeDial(deps, batch, e, now, 'now');
     items.push(...wake.items);
     jobs.push(wake.job);
     after.dialWakes = (batch.dialWakes ?? 0) + 1;
@@ -214,12 +214,12 @@ export async function startBatch(deps: CallsDeps, batch: BatchRow, args: { seq: 
     return commit(deps, [batchUpdate(deps, batch.batchId, e)], [], { ...batch, pausedFrom: BatchStatus.Pending });
   }
   fromStatus(e, 'start', batch.status).set('status', BatchStatus.Pending).set('expiresAt', callsExpiry(now));
-  const wake = await wakeDial(deps, batch, e, now);
+  const wake = await wakeDial(deps, batch, e, now, 'now');
   return commit(deps, [batchUpdate(deps, batch.batchId, e), ...wake.items], [wake.job], { ...batch, status: BatchStatus.Pending, dialWakes: (batch.dialWakes ?? 0) + 1 });
 }
 
 /**
- * The pause expiry job (calls.pause-expiry): a batch still in the same pause (`pausedAt`) 30 days on is
+ * The pause expiry job (calls.pause_expiry): a batch still in the same pause (`pausedAt`) 30 days on is
  * Cancelled, with `batch.cancelled`, in one transaction. Only once its calls are over (a paused batch's
  * calls in flight end within their timeout): the tenant's slots must come back first.
  */
