@@ -77,6 +77,25 @@ describe('startAt: a Scheduled batch starts at its startAt, not before', () => {
     expect(stored.filter((i) => i['sk'] === 'BATCH')).toEqual([]);
   });
 
+  it('ACsvBatchTakesTheControlSettingsAsQueryParameters', async () => {
+    const fx = await fixture();
+    await fx.api('PUT', '/v1/tenants/acme', { concurrencyLimit: 4 });
+    const key = await fx.keyOf('acme');
+    const post = (query: Record<string, string>) =>
+      fetch(`${fx.url}/v1/batches/csv?${new URLSearchParams({ maxAttempts: '2', ...query }).toString()}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/csv; charset=utf-8', authorization: `Bearer ${key}` },
+        body: `number\r\n${numbers(2).join('\r\n')}\r\n`,
+      }).then(async (r) => ({ status: r.status, body: JSON.parse(await r.text()) }));
+    const startAt = new Date(fx.clock.now() + HOUR).toISOString();
+    const created = await post({ startAt, maxConcurrentCalls: '3', retryOn: 'NO_PICKUP,TIMEOUT' });
+    expect(created.status).toBe(201);
+    expect(await batchOf(fx, created.body.batchId)).toMatchObject({ status: 'Scheduled', startAt, maxConcurrentCalls: 3, retryOn: ['NO_PICKUP', 'TIMEOUT'] });
+    const over = await post({ maxConcurrentCalls: '5' });
+    expect(over.status).toBe(400);
+    expect(over.body.issues).toEqual([expect.objectContaining({ path: 'query.maxConcurrentCalls' })]);
+  });
+
   it('ADeletedScheduledBatchIsNotStartedByItsStartJob', async () => {
     const fx = await fixture({ script: () => 'completed' });
     const batchId = await fx.createBatch({ numbers: numbers(2), maxAttempts: 1, startAt: new Date(fx.clock.now() + HOUR).toISOString() });
