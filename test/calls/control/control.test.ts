@@ -262,6 +262,25 @@ describe('PATCH /v1/batches/{id}', () => {
     expect(started.status).toBe(409);
   });
 
+  it('ANewStartForAPausedBatchMovesWhereResumeReturnsIt', async () => {
+    const fx = await fixture({ script: () => 'completed' });
+    const created = fx.clock.now();
+    const batchId = await fx.createBatch({ numbers: numbers(1), maxAttempts: 1, startAt: new Date(created + HOUR).toISOString() });
+    await fx.api('POST', `/v1/batches/${batchId}/pause`);
+    const later = new Date(created + 3 * HOUR).toISOString();
+    expect((await fx.api('PATCH', `/v1/batches/${batchId}`, { startAt: later })).body).toMatchObject({ status: 'Paused', pausedFrom: 'Scheduled', startAt: later });
+    // The first start finds another schedule: nothing; the second, paused, moves pausedFrom only.
+    await fx.settle(2 * HOUR);
+    expect(await batchOf(fx, batchId)).toMatchObject({ status: 'Paused', pausedFrom: 'Scheduled' });
+    fx.clock.set(created + 3 * HOUR);
+    await fx.settle(0);
+    expect(await batchOf(fx, batchId)).toMatchObject({ status: 'Paused', pausedFrom: 'Pending' });
+    expect(callsOf(fx, batchId)).toEqual([]);
+    expect((await fx.api('POST', `/v1/batches/${batchId}/resume`)).body.status).toBe('Pending');
+    await fx.settle();
+    expect(callsOf(fx, batchId)).toHaveLength(1);
+  });
+
   it('ANewCallingWindowWakesADialerAsleepUntilTheOldOneOpened', async () => {
     // Monday 09:00 UTC: a window of 20:00–21:00 UTC is closed; one of 08:00–18:00 is open.
     const fx = await fixture({ script: () => 'completed' });
@@ -372,6 +391,22 @@ describe('races: pause against dial', () => {
     await fx.api('POST', `/v1/batches/${batchId}/resume`);
     await fx.settle();
     expect(callsOf(fx, batchId).map((c) => c.contactNumber)).toEqual(numbers(3));
+  });
+
+  it('AResumeThatMeetsAConflictWakesNoDialerAndWritesNothing', async () => {
+    const fx = await fixture({ script: () => 'completed', resultDelayMs: () => 60_000 });
+    const batchId = await fx.createBatch({ numbers: numbers(2), maxAttempts: 1, concurrencyLimit: 1 });
+    await fx.quiesce();
+    await fx.api('POST', `/v1/batches/${batchId}/pause`);
+    await fx.settle(DAY);
+    intercept(fx, (json) => json.includes('dialWakes'), { conflict: true });
+    const before = await fx.store.getBatch(batchId);
+    expect((await fx.api('POST', `/v1/batches/${batchId}/resume`)).status).toBe(503);
+    expect(await fx.store.getBatch(batchId)).toEqual(before);
+    expect(await fx.jobs.store.get(jobIds.dialWake(batchId, 1, 1))).toBeUndefined();
+    expect((await fx.api('POST', `/v1/batches/${batchId}/resume`)).body.status).toBe('InProgress');
+    await fx.settle();
+    expect(callsOf(fx, batchId)).toHaveLength(2);
   });
 
   it('APauseThatMeetsAConflictWritesNothingAnd503sThenPausesOnTheNextAsk', async () => {
