@@ -15,8 +15,7 @@ import { CallsStore } from './store.ts';
 import type { CallsDeps } from './deps.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
-import { dialKind } from './kinds.ts';
-import { BatchStatus, batchIds, ContactStatus, jobIds } from './model.ts';
+import { BatchStatus, batchIds, ContactStatus } from './model.ts';
 import type { AttemptRow, BatchRow, ContactDataRow, ContactRow, TenantRow } from './model.ts';
 import { externalIdSchema } from './contacts/fields.ts';
 import { normaliseNumber } from './contacts/numbers.ts';
@@ -40,7 +39,9 @@ import { callsHttpError, intakeRoute } from './intake-api.ts';
 import { roundOutcomes } from './rounds.ts';
 import { offsetCursor } from './offset-cursor.ts';
 import { exportRoute } from './export-api.ts';
-import { jobStoppedByDelete } from './imports/job.ts';
+import { liveJobs } from './control/service.ts';
+import { checkNewBatchControl, firstJob } from './control/create.ts';
+import { DEFAULT_RETRY_ON } from './control/batch-control.ts';
 
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active, maxCallsPerNumberPer24h: row.maxCallsPerNumberPer24h ?? DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H });
@@ -51,6 +52,12 @@ export function batchView(row: BatchRow) {
     batchId: row.batchId,
     tenantId: row.tenantId,
     status: row.status,
+    pausedFrom: row.pausedFrom ?? null,
+    pausedAt: row.pausedAt ?? null,
+    startAt: row.startAt ?? null,
+    maxConcurrentCalls: row.maxConcurrentCalls ?? null,
+    retryOn: row.retryOn ?? [...DEFAULT_RETRY_ON],
+    parentBatchId: row.parentBatchId ?? null,
     round: row.round,
     maxAttempts: row.maxAttempts,
     contactCount: row.contactCount,
@@ -253,6 +260,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const key = headers['idempotency-key'];
       const hash = key === undefined ? undefined : requestHash(body);
       const batchId = key === undefined ? batchIds.make(scope.tenantId, randomUUID().replaceAll('-', '')) : batchIdForKey(scope.tenantId, key);
+      await checkNewBatchControl(calls(), scope.tenantId, body, now, 'body');
       const numbers = body.contacts.map((c) => c.number);
       const pages = listPagesFor(batchId, numbers, now);
       // A contact's data (externalId, variables, zone, an invalid number's flag) lives in items of its own,
@@ -279,8 +287,8 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
         now,
         idempotency: key === undefined || hash === undefined ? undefined : { key, requestHash: hash },
       });
-      // The round-1 dialer is enqueued with the batch: it checks the window itself.
-      const dial = jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) });
+      // The round-1 dialer is enqueued with the batch (it checks the window itself), or its start job when it starts later.
+      const dial = firstJob(calls(), batch);
       const result = await store.transact([...store.createBatchItems(batch, pages), dial.item]);
       if (!result.committed) {
         // A batch with this id exists: with a key, that is this key's batch (ids without one are random),
@@ -437,8 +445,11 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       if (!batch) throw notFound(`batch ${params.id}`);
       if (batch.status === BatchStatus.Deleted) return { status: 200, body: batchView(batch) };
       const now = clock.now();
-      // The round's dialer stops at its next wake-up; a running one finds the batch Deleted.
-      const result = await store.transact([...store.deleteBatchItems(batch, now), jobs.requestCancelItem(jobStoppedByDelete(batch))]);
+      // The batch's jobs still waiting (its import, its start, its round's dialers) stop at their next
+      // wake-up; a running one finds the batch Deleted. Each is asked only if it exists (a cancel asked of a
+      // job that does not exist refuses the transaction).
+      const live = await liveJobs(calls(), batch);
+      const result = await store.transact([...store.deleteBatchItems(batch, now), ...live.map((job) => jobs.requestCancelItem(job.id))]);
       if (!result.committed) {
         // A dial or a result landed between the read and the write: nothing was written; the caller tries again.
         throw unavailable('the batch changed while it was being deleted; nothing was written, try again');

@@ -6,6 +6,8 @@ export interface BatchConfig {
   batchId: string;
   tenantId: string;
   minConversationDurationSeconds: number;
+  /** The batch's `retryOn` (absent: every retryable code): what the intake's `retryable` answer reflects (control/batch-control.ts `retriedIn`). Set at creation, never changed. */
+  retryOn?: readonly string[] | undefined;
 }
 
 /**
@@ -30,7 +32,7 @@ export class BatchConfigCache {
     if (!batchIds.parse(batchId)) return undefined;
     const row = await this.store.getBatch(batchId);
     if (!row || row.status === 'Deleted') return undefined;
-    const config: BatchConfig = { batchId, tenantId: row.tenantId, minConversationDurationSeconds: row.minConversationDurationSeconds };
+    const config: BatchConfig = { batchId, tenantId: row.tenantId, minConversationDurationSeconds: row.minConversationDurationSeconds, ...(row.retryOn ? { retryOn: row.retryOn } : {}) };
     this.entries.set(batchId, config);
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
     return config;

@@ -4,6 +4,9 @@ import type { CountryCode } from './contacts/numbers.ts';
 import { BatchStatus, batchKey, callsExpiry, LIST_PAGE_SIZE, listKey } from './model.ts';
 import type { BatchRow, ListPage } from './model.ts';
 import type { CallingWindow } from './window.ts';
+import { statusAfterImport } from './control/batch-control.ts';
+import { controlFieldsOf } from './control/create.ts';
+import type { ControlSettings } from './control/create.ts';
 
 /**
  * A new batch's row and round-1 list pages, whichever way its contacts came (a JSON body, a CSV body, an
@@ -11,7 +14,7 @@ import type { CallingWindow } from './window.ts';
  */
 
 /** The settings a batch is created with, as its body or query gave them (validated). */
-export interface BatchSettings {
+export interface BatchSettings extends ControlSettings {
   maxAttempts: number;
   callingWindow?: CallingWindow | undefined;
   retry?: RoundRetry | undefined;
@@ -40,7 +43,10 @@ export function listPagesFor(batchId: string, numbers: readonly string[], now: n
   return pages;
 }
 
-/** A new batch's row: Pending (or Importing) in round 1, its counters at their start. */
+/**
+ * A new batch's row in round 1, its counters at their start: Importing for an import; else Scheduled while
+ * its `startAt` is ahead (its first start job is number 1), Pending otherwise.
+ */
 export function newBatchRow(input: {
   batchId: string;
   tenantId: string;
@@ -53,11 +59,13 @@ export function newBatchRow(input: {
 }): BatchRow {
   const { batchId, settings, contacts, now } = input;
   const at = new Date(now).toISOString();
+  const control = controlFieldsOf(settings);
+  const status = input.status === BatchStatus.Importing ? BatchStatus.Importing : statusAfterImport(control.startAt === undefined ? undefined : Date.parse(control.startAt), now);
   return {
     ...batchKey(batchId),
     batchId,
     tenantId: input.tenantId,
-    status: input.status,
+    status,
     round: 1,
     maxAttempts: settings.maxAttempts,
     ...(settings.callingWindow ? { callingWindow: settings.callingWindow } : {}),
@@ -87,6 +95,8 @@ export function newBatchRow(input: {
     ...(contacts.duplicatesDropped > 0 ? { duplicatesDropped: contacts.duplicatesDropped } : {}),
     ...(settings.defaultCountry ? { defaultCountry: settings.defaultCountry } : {}),
     ...(settings.strictNumbers ? { strictNumbers: true } : {}),
+    ...control,
+    ...(status === BatchStatus.Scheduled ? { starts: 1 } : {}),
     ...(input.idempotency ? { idempotencyKey: input.idempotency.key, requestHash: input.idempotency.requestHash } : {}),
   };
 }

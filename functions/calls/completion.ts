@@ -106,7 +106,8 @@ export function judgeCompletionCancel(cancelled: TransactCancelled, plan: Comple
     const row = batch.item as BatchRow | undefined;
     if (!row) return { type: 'ignored', reason: 'no_such_batch' };
     if (row.status === BatchStatus.Deleted) return { type: 'ignored', reason: 'batch_deleted' };
-    if (row.status !== BatchStatus.InProgress) return { type: 'ignored', reason: 'batch_not_in_progress' };
+    // A paused batch's calls in flight still complete (store.ts `inProgressRound`).
+    if (row.status !== BatchStatus.InProgress && row.status !== BatchStatus.Paused) return { type: 'ignored', reason: 'batch_not_in_progress' };
     if (row.round !== plan.round) return { type: 'ignored', reason: 'another_call' };
     if (!isDialled(row, plan.page, plan.pos)) return { type: 'ignored', reason: 'not_dialled' };
     const last = row.dialComplete && row.nCalling === 1;

@@ -4,7 +4,8 @@ import type { TransactCancelled } from '../platform/dynamo.ts';
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler } from '../jobs/index.ts';
 import type { BatchConfig } from './batch-config.ts';
-import { CallCode, isRetryableCode } from './codes.ts';
+import { CallCode } from './codes.ts';
+import { retriedIn } from './control/batch-control.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { deferredWatchdogKind, dialKind, finaliseKind, watchdogKind } from './kinds.ts';
@@ -484,7 +485,7 @@ async function place(
       batchId: batch.batchId,
       contactNumber,
       callId,
-      classification: { code: CallCode.internalError, retryable: isRetryableCode(CallCode.internalError) },
+      classification: { code: CallCode.internalError, retryable: retriedIn(batch.retryOn, CallCode.internalError) },
       source: 'placer',
     });
     if (outcome.outcome === 'unavailable') logger.warn('INTERNAL_ERROR not recorded now; the watchdog will end the call', { batchId: batch.batchId, contactNumber });

@@ -5,7 +5,7 @@ import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler, PreparedJob } from '../jobs/index.ts';
 import { CallsEvent } from './ports.ts';
 import { roundDelayMs } from './backoff.ts';
-import { isRetryableCode } from './codes.ts';
+import { retriedIn } from './control/batch-control.ts';
 import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { dialKind, finaliseKind } from './kinds.ts';
@@ -22,7 +22,7 @@ export const FINALISE_STEPS_PER_RUN = 25;
 export const FINALISE_RUN_BUDGET_MS = 20_000;
 
 const isFinalising = (batch: BatchRow | undefined, round: number): batch is BatchRow =>
-  batch !== undefined && batch.round === round && batch.status === BatchStatus.InProgress && batch.dialComplete && batch.nCalling === 0;
+  batch !== undefined && batch.round === round && (batch.status === BatchStatus.InProgress || batch.status === BatchStatus.Paused) && batch.dialComplete && batch.nCalling === 0;
 
 /** What the owner's mail and the batch.finalised event say. */
 export function finalSummary(batch: BatchRow): Record<string, unknown> {
@@ -85,7 +85,7 @@ async function promote(deps: CallsDeps, start: BatchRow, ctx: JobContext): Promi
     const found = await store.getContacts(batch.batchId, chunk);
     const promoted = chunk.flatMap((contactNumber) => {
       const contact = found.get(contactNumber);
-      return contact && contact.round === batch.round && contact.code && isRetryableCode(contact.code)
+      return contact && contact.round === batch.round && contact.code && retriedIn(batch.retryOn, contact.code)
         ? [{ contactNumber, code: contact.code }]
         : [];
     });

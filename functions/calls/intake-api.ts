@@ -2,12 +2,14 @@ import { IncompleteReadError, InvalidCursorError } from '../platform/dynamo.ts';
 import { HttpError, route, unavailable, withErrors } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { classifyCallReport } from './classify.ts';
+import { retriedIn } from './control/batch-control.ts';
 import { completeCall } from './completion.ts';
 import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
 import { callResultBody, callResultResponse } from './intake-schemas.ts';
 import { callWebhookVerifier } from './signature.ts';
+import { BatchSettingError, BatchStatusConflictError } from './control/errors.ts';
 
 /**
  * The calls routes' errors as HTTP answers, in one place: a refused signature is a 401; an intake with
@@ -17,6 +19,9 @@ export function callsHttpError(error: unknown): HttpError | undefined {
   if (error instanceof SignatureError) return new HttpError(401, 'invalid_signature', error.message);
   if (error instanceof IntakeNotConfiguredError) return unavailable(error.message);
   if (error instanceof IncompleteReadError) return unavailable();
+  // Campaign control (control/errors.ts): a status that does not allow the action, a field out of range for this batch or tenant.
+  if (error instanceof BatchStatusConflictError) return new HttpError(409, 'conflict', error.message, { action: error.action, status: error.status });
+  if (error instanceof BatchSettingError) return new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: `body.${error.path}`, message: error.message }] });
   if (error instanceof InvalidCursorError) return new HttpError(400, 'invalid_request', 'invalid query', { issues: [{ path: 'query.cursor', message: error.message }] });
   return undefined;
 }
@@ -57,7 +62,9 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
       // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
       const batch = await deps.batches.get(body.batchId);
       if (!batch) return { status: 200, body: { outcome: 'ignored' } };
-      const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
+      const classified = classifyCallReport(body, batch.minConversationDurationSeconds);
+      // Retryable as the batch chose (`retryOn`): what the finaliser's promotion reads too.
+      const classification = { code: classified.code, retryable: retriedIn(batch.retryOn, classified.code) };
       const outcome = await completeCall(deps, batch, {
         batchId: body.batchId,
         contactNumber: body.contactNumber,

@@ -3,6 +3,7 @@ import type { TableDefinition } from '../platform/tables.ts';
 import { ownedIds, tenantKeyPrefix } from '../platform/tenancy.ts';
 import type { RoundRetry } from './backoff.ts';
 import type { CallingWindow } from './window.ts';
+import type { ControlStatus, PausableStatus } from './control/batch-control.ts';
 
 /**
  * The calls context's records and their keys. One table, `calls`, single-table (pk/sk). Every item a
@@ -66,18 +67,18 @@ export type ContactStatus = (typeof ContactStatus)[keyof typeof ContactStatus];
 export const BatchStatus = {
   /** Created from a large CSV: its import job is writing its contacts; nothing is dialled until it ends (then Pending). */
   Importing: 'Importing',
+  /** Waiting for its `startAt` (its start job moves it to Pending then): control/batch-control.ts. */
+  Scheduled: 'Scheduled',
   /** Created; nothing dialled yet (waiting for its window, or for its first dial run). */
   Pending: 'Pending',
   InProgress: 'InProgress',
-  /** Waiting for its `startAt` (control/batch-control.ts). */
-  Scheduled: 'Scheduled',
-  /** No dial commits; calls in flight finish (control/batch-control.ts). */
+  /** `POST …/pause`: no dial commits; calls in flight finish and their results apply. `pausedFrom` says where resume returns it. */
   Paused: 'Paused',
   Finalised: 'Finalised',
-  /** Paused for longer than 30 days. Terminal. */
+  /** Paused for longer than 30 days (`batch.cancelled`). Terminal. */
   Cancelled: 'Cancelled',
   Deleted: 'Deleted',
-} as const;
+} as const satisfies Record<ControlStatus, ControlStatus>;
 export type BatchStatus = (typeof BatchStatus)[keyof typeof BatchStatus];
 
 /** Where a completion came from; every source goes through the same transaction. */
@@ -158,8 +159,6 @@ export interface BatchRow {
   nDeferred?: number;
   /** List positions deferred so far, every round (never goes down): a watchdog reads position marks only when some were. */
   deferrals?: number;
-  /** The batch's own limit on its calls in progress (absent: only the tenant's). */
-  maxConcurrentCalls?: number;
   /** Completed contacts by normalised code (a RetryEligible contact leaves its code's count until it completes again). */
   byCode: Record<string, number>;
   // The finaliser's cursor over the round's list, and the next round's list it has written so far.
@@ -178,6 +177,27 @@ export interface BatchRow {
   /** The contact settings the batch was created with (`defaultCountry`, `strictNumbers`). */
   defaultCountry?: string;
   strictNumbers?: boolean;
+  // Campaign control (control/batch-control.ts, docs/calls.md "Batch control").
+  /** When it starts (ISO), if it was given one: Scheduled until then. */
+  startAt?: string;
+  /** Start jobs made so far (creation and each reschedule): the newest is number `starts` ({@link jobIds}). */
+  starts?: number;
+  /** Set while Paused: the status resume returns it to. */
+  pausedFrom?: PausableStatus;
+  /** Set while Paused: when the pause committed (ISO); its expiry job cancels only this pause. */
+  pausedAt?: string;
+  /** Pauses so far: the pause expiry job of the n-th is number n ({@link jobIds}). */
+  pauses?: number;
+  /** Dial jobs made to wake the round after a resume or a new calling window (`calls.dial:<batch>:<round>:wake<n>`). */
+  dialWakes?: number;
+  /** Its calls in progress at most (1 to the tenant's limit; absent: the tenant's limit). */
+  maxConcurrentCalls?: number;
+  /** The retryable codes that earn another round (absent: every retryable code): `retriedIn`. */
+  retryOn?: string[];
+  /** The batch this one re-runs the contacts of (`POST /v1/batches/{id}/rerun`). */
+  parentBatchId?: string;
+  /** When it was cancelled (ISO): paused 30 days. */
+  cancelledAt?: string;
 }
 
 /**
@@ -457,4 +477,10 @@ export const jobIds = {
   finalise: (batchId: string, round: number) => `calls.finalise:${batchId}:${round}`,
   /** A group dialled from the deferred list: named by its first call's list position (dialled once a round). */
   deferredWatchdog: (batchId: string, round: number, page: number, pos: number) => `calls.watchdog:${batchId}:${round}:d${page}.${pos}`,
+  /** A dial job that wakes the round's dialing after a resume (or a new calling window): the batch's n-th. */
+  dialWake: (batchId: string, round: number, n: number) => `calls.dial:${batchId}:${round}:wake${n}`,
+  /** The batch's n-th start job (one at creation with a `startAt`, one per reschedule). */
+  start: (batchId: string, n: number) => `calls.start:${batchId}:${n}`,
+  /** The expiry of the batch's n-th pause. */
+  pauseExpiry: (batchId: string, n: number) => `calls.pause_expiry:${batchId}:${n}`,
 };

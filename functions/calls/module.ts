@@ -13,6 +13,8 @@ import { watchdogHandler } from './watchdog.ts';
 import { deferredWatchdogHandler } from './deferred-watchdog.ts';
 import { importHandler } from './imports/job.ts';
 import { importRoutes } from './imports/routes.ts';
+import { pauseExpiryHandler, startHandler } from './control/jobs.ts';
+import { controlRoutes } from './control/routes.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -27,6 +29,7 @@ export const callsModule = defineModule({
   tables: { calls: callsTable },
   queues: callsQueues,
   kinds: callsKinds,
-  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [dialHandler(deps), watchdogHandler(deps), deferredWatchdogHandler(deps), finaliseHandler(deps), importHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps)])],
+  handlers: (deps: CallsDeps): JobHandler<unknown>[] =>
+    [dialHandler(deps), watchdogHandler(deps), deferredWatchdogHandler(deps), finaliseHandler(deps), importHandler(deps), startHandler(deps), pauseExpiryHandler(deps)] as JobHandler<unknown>[],
+  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps), ...controlRoutes(deps)])],
 });

@@ -16,6 +16,8 @@ export const CallsEvent = {
   callCompleted: 'call.completed',
   batchRoundScheduled: 'batch.round_scheduled',
   batchFinalised: 'batch.finalised',
+  /** A batch paused for 30 days was cancelled (control/service.ts). */
+  batchCancelled: 'batch.cancelled',
 } as const;
 
 export type CallsEventType = (typeof CallsEvent)[keyof typeof CallsEvent];

@@ -5,6 +5,7 @@ import * as z from 'zod';
 import { batchIds } from './model.ts';
 import { e164 } from './intake-schemas.ts';
 import { callingWindowSchema } from './window.ts';
+import { retryOnSchema } from './control/batch-control.ts';
 import { contactInputSchema, contactSettingsFields, normaliseContacts } from './contacts/contact.ts';
 
 /**
@@ -40,6 +41,20 @@ export const tenantResponse = z.object({
 /** A batch's id names its tenant: `b_<tenantId>.<32 hex>` (model.ts `batchIds`). */
 export const batchParams = z.object({ id: batchIds.schema });
 
+/** Campaign control's settings of a new batch (control/batch-control.ts); `startAt` and `maxConcurrentCalls` are checked against now and the tenant in the handler. */
+function controlSettingsFields() {
+  return {
+    startAt: startAtSchema.optional().describe('when the batch starts (ISO-8601, at most 30 days ahead): Scheduled until then; absent or past: at once'),
+    maxConcurrentCalls: maxConcurrentCallsSchema.optional().describe('its calls in progress at most, 1 to the tenant’s limit (default: the tenant’s limit)'),
+    retryOn: retryOnSchema.optional().describe('the normalised codes that earn another round: a subset of the retryable codes (default: all of them); [] retries nothing'),
+  };
+}
+
+/** ISO-8601 with a zone (`Z` or an offset). */
+export const startAtSchema = z.iso.datetime({ offset: true });
+/** 1 to the tenant's limit (at most 1,000, a tenant's largest); the tenant's own limit is checked in the handler. */
+export const maxConcurrentCallsSchema = z.number().int().min(1).max(1000);
+
 /** A batch's settings other than its contacts: the JSON body's fields, and a CSV import's (as query parameters there). */
 export const batchSettingsFields = {
   tenantId: tenantIdSchema.optional().describe('optional: the tenant is your API key’s (the path’s, on the operator copy); another tenant’s id is a 403'),
@@ -52,6 +67,7 @@ export const batchSettingsFields = {
     .optional(),
   minConversationDurationSeconds: z.number().int().min(0).max(3600).default(10),
   ...contactSettingsFields,
+  ...controlSettingsFields(),
 };
 
 /**
@@ -110,7 +126,13 @@ export const attemptsResponse = z.object({
 export const batchResponse = z.object({
   batchId: z.string(),
   tenantId: z.string(),
-  status: z.enum(['Importing', 'Pending', 'InProgress', 'Finalised', 'Deleted']),
+  status: z.enum(['Importing', 'Scheduled', 'Pending', 'InProgress', 'Paused', 'Finalised', 'Cancelled', 'Deleted']),
+  pausedFrom: z.enum(['Importing', 'Scheduled', 'Pending', 'InProgress']).nullable().describe('while Paused: the status resume returns it to'),
+  pausedAt: z.string().nullable().describe('while Paused: when the pause committed; 30 days on, the batch is Cancelled'),
+  startAt: z.string().nullable().describe('its scheduled start, if it was given one'),
+  maxConcurrentCalls: z.number().nullable().describe('its calls in progress at most (null: the tenant’s limit)'),
+  retryOn: z.array(z.string()).describe('the normalised codes that earn another round'),
+  parentBatchId: z.string().nullable().describe('the batch this one re-runs contacts of (`POST …/rerun`)'),
   round: z.number(),
   maxAttempts: z.number(),
   contactCount: z.number(),

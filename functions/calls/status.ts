@@ -1,5 +1,5 @@
-import { isRetryableCode } from './codes.ts';
 import { NeverDialledCode } from './compliance/dial-items.ts';
+import { retriedIn } from './control/batch-control.ts';
 
 const SUPPRESSED = NeverDialledCode.suppressed;
 import { BatchStatus, ContactStatus, isDialled, parseCallId } from './model.ts';
@@ -44,7 +44,7 @@ export function contactState(batch: BatchRow, item: ContactRow | undefined, dial
   if (batch.status === BatchStatus.Finalised) return { status: item ? ContactStatus.Completed : ContactStatus.Queued, code, attempts };
   if (dialledThisRound) return { status: ContactStatus.Calling, code: null, attempts: batch.round };
   if (item) {
-    const promoted = item.round === batch.round - 1 && item.code !== undefined && isRetryableCode(item.code);
+    const promoted = item.round === batch.round - 1 && item.code !== undefined && retriedIn(batch.retryOn, item.code);
     return { status: promoted ? ContactStatus.RetryEligible : ContactStatus.Completed, code, attempts };
   }
   return { status: ContactStatus.Queued, code, attempts };
@@ -56,12 +56,15 @@ export function contactState(batch: BatchRow, item: ContactRow | undefined, dial
  * to that round. Its position in the round's list is in its call id.
  */
 function promotedByFinaliser(batch: BatchRow, item: ContactRow): boolean {
-  if (batch.status !== BatchStatus.InProgress || batch.round >= batch.maxAttempts || !batch.dialComplete || batch.nCalling !== 0) return false;
-  if (item.code === undefined || !isRetryableCode(item.code) || item.callId === undefined) return false;
+  if (!inRound(batch) || batch.round >= batch.maxAttempts || !batch.dialComplete || batch.nCalling !== 0) return false;
+  if (item.code === undefined || !retriedIn(batch.retryOn, item.code) || item.callId === undefined) return false;
   const at = parseCallId(batch.batchId, item.contactNumber, item.callId);
   return at !== undefined && at.round === batch.round && isDialled({ dialPage: batch.finPage, dialPos: batch.finPos }, at.page, at.pos);
 }
 
 /** Whether a contact at list position (page, pos) of the batch's current round has been dialled in it: the dial cursor has passed it. */
 export const dialledInRound = (batch: BatchRow, page: number, pos: number): boolean =>
-  (batch.status === BatchStatus.InProgress || batch.status === BatchStatus.Deleted) && isDialled(batch, page, pos);
+  (inRound(batch) || batch.status === BatchStatus.Deleted) && isDialled(batch, page, pos);
+
+/** In progress in its round, or paused in it (a pause keeps the round's calls and cursors). */
+const inRound = (batch: BatchRow): boolean => batch.status === BatchStatus.InProgress || batch.status === BatchStatus.Paused;

@@ -60,8 +60,12 @@ const is = {
   slotFree: (e: Expression) => e.lt('active', e.attr('limit')),
   /** The batch may dial in this round. */
   diallingRound: (e: Expression, round: number) => e.and(e.inList('status', [BatchStatus.Pending, BatchStatus.InProgress]), e.eq('round', round)),
-  /** The batch is in progress in this round (calls complete, the finaliser works). */
-  inProgressRound: (e: Expression, round: number) => e.and(e.eq('status', BatchStatus.InProgress), e.eq('round', round)),
+  /**
+   * The batch is in progress in this round (calls complete, the finaliser works) — or paused in it: a pause
+   * stops dials only; calls in flight finish and their results apply, and a round whose contacts are all
+   * final closes (control/batch-control.ts `finalise` from Paused).
+   */
+  inProgressRound: (e: Expression, round: number) => e.and(e.inList('status', [BatchStatus.InProgress, BatchStatus.Paused]), e.eq('round', round)),
   /** Nobody moved the dial cursor since it was read. */
   dialCursorAt: (e: Expression, page: number, pos: number) => e.and(e.eq('dialPage', page), e.eq('dialPos', pos)),
   /** The dial cursor has passed list position (page, pos): it was dialled in the round (model.ts `isDialled`). */
@@ -841,7 +845,9 @@ export class CallsStore implements ApiKeyStore {
       .set('status', BatchStatus.Finalised)
       .set('finalisedAt', iso(now))
       .set('updatedAt', iso(now))
-      .set('expiresAt', callsExpiry(now));
+      .set('expiresAt', callsExpiry(now))
+      // A paused batch finalises too: nothing is left to resume.
+      .remove('pausedFrom');
     return this.update('batch', batchKey(batch.batchId), e);
   }
 
@@ -856,7 +862,7 @@ export class CallsStore implements ApiKeyStore {
       .when(is.roundDone(e))
       .when(is.finCursorAt(e, batch.finPage, batch.finPos))
       .when(e.eq('nextSize', batch.nextSize))
-      .set('status', BatchStatus.InProgress)
+      // The status stays: InProgress, or Paused (the next round's dialer finds it paused; resume wakes it).
       .set('round', batch.round + 1)
       .set('listPages', batch.nextPages)
       .set('roundSize', batch.nextSize)

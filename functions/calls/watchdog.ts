@@ -1,7 +1,8 @@
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobContext, JobHandler } from '../jobs/index.ts';
 import type { BatchConfig } from './batch-config.ts';
-import { CallCode, isRetryableCode } from './codes.ts';
+import { CallCode } from './codes.ts';
+import { retriedIn } from './control/batch-control.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
 import { CONTENTION_SNOOZE_MS } from './dialer.ts';
@@ -47,7 +48,8 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs> {
     if (!config) return;
     const stored = await deps.store.getBatch(args.batchId);
     // A round moved on has every call completed; a deleted batch ignores its calls' ends.
-    if (!stored || stored.status !== BatchStatus.InProgress || stored.round !== args.round) return;
+    // A paused batch's calls in flight still end (a pause stops dials only).
+    if (!stored || (stored.status !== BatchStatus.InProgress && stored.status !== BatchStatus.Paused) || stored.round !== args.round) return;
     const run = await dialledByItsRun(deps, stored, args);
     if (run.state === 'contention') throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the batch');
     if (run.state === 'moved') throw snooze({ delayMs: 0 }, 'the batch changed while the watchdog closed itself; looking again');
@@ -127,7 +129,7 @@ export async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { conta
     contactNumber: call.contactNumber,
     callId: call.callId,
     ...(call.last ? { last: true } : {}),
-    classification: { code: CallCode.timeout, retryable: isRetryableCode(CallCode.timeout) },
+    classification: { code: CallCode.timeout, retryable: retriedIn(batch.retryOn, CallCode.timeout) },
     source: 'watchdog',
   });
   switch (outcome.outcome) {

@@ -399,6 +399,24 @@ export class OpsApiClient {
     return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}`), batchResponse);
   }
 
+  /** `POST /v1/batches/{id}/pause`: the batch, Paused (a repeat changes nothing). */
+  pauseBatch(id: string): Promise<BatchView> {
+    return this.request('POST', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/pause`), batchResponse);
+  }
+
+  /** `POST /v1/batches/{id}/resume`: the batch, back to the status it had before its pause (a repeat changes nothing). */
+  resumeBatch(id: string): Promise<BatchView> {
+    return this.request('POST', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/resume`), batchResponse);
+  }
+
+  /** `POST /v1/batches/{id}/rerun`: a new batch of the contacts whose final code is in `codes` (default: the retryable ones). */
+  rerunBatch(id: string, body: { codes?: string[] } = {}, idempotencyKey?: string): Promise<{ batchId: string }> {
+    return this.request('POST', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/rerun`), z.object({ batchId: z.string() }), {
+      body,
+      ...(idempotencyKey !== undefined ? { headers: { 'idempotency-key': idempotencyKey } } : {}),
+    });
+  }
+
   /** What each round of a batch came to. */
   batchRounds(id: string): Promise<BatchRounds> {
     return this.request('GET', this.tenantPath(batchIds, id, `/batches/${encodePathSegment(id)}/rounds`), roundsResponse);
@@ -592,7 +610,7 @@ export class OpsApiClient {
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     schema: z.ZodType<T>,
-    options: { query?: Record<string, string | undefined>; body?: unknown } = {},
+    options: { query?: Record<string, string | undefined>; body?: unknown; headers?: Record<string, string> } = {},
   ): Promise<T> {
     const { response, url } = await this.exchange(method, path, options);
     const result = schema.safeParse(parseJson(response.text));
@@ -609,7 +627,7 @@ export class OpsApiClient {
   private async exchange(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
-    options: { query?: Record<string, string | undefined>; body?: unknown; accept?: string },
+    options: { query?: Record<string, string | undefined>; body?: unknown; accept?: string; headers?: Record<string, string> },
   ): Promise<{ response: OutboundResponse; url: string; text: string }> {
     const url = `${this.baseUrl}${path}${queryString(options.query ?? {})}`;
     let request: OutboundRequest = {
@@ -619,6 +637,7 @@ export class OpsApiClient {
         accept: options.accept ?? 'application/json',
         ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
+        ...options.headers,
       },
       ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       timeoutMs: this.timeoutMs,

@@ -274,8 +274,45 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
           `contacts   ${batch.contactCount}: ${counts(batch.counts.byStatus)}`,
           `by code    ${counts(batch.counts.byCode)}`,
           `created    ${batch.createdAt}${batch.finalisedAt ? `; finalised ${batch.finalisedAt}` : ''}`,
+          ...(batch.startAt ? [`starts     ${batch.startAt}`] : []),
+          ...(batch.pausedFrom ? [`paused     ${batch.pausedAt ?? '?'} (resume returns it to ${batch.pausedFrom})`] : []),
+          ...(batch.maxConcurrentCalls !== null ? [`max calls  ${batch.maxConcurrentCalls} at once`] : []),
+          ...(batch.parentBatchId ? [`rerun of   ${batch.parentBatchId}`] : []),
         ].join('\n'),
       );
+    });
+  batches
+    .command('pause')
+    .description('pause a batch: no dial after the pause; calls in flight finish (idempotent; 30 days paused cancels it)')
+    .argument('<id>', 'batch id (b_<tenantId>.…)')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const batch = await api.pauseBatch(id);
+      if (options.json) return json(batch);
+      out(`paused ${batch.batchId}: ${batch.status}${batch.pausedFrom ? ` (from ${batch.pausedFrom})` : ''}`);
+    });
+  batches
+    .command('resume')
+    .description('resume a paused batch: back to the status it had, its dialer woken (idempotent)')
+    .argument('<id>', 'batch id (b_<tenantId>.…)')
+    .action(async (id: string, _flags: unknown, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const batch = await api.resumeBatch(id);
+      if (options.json) return json(batch);
+      out(`resumed ${batch.batchId}: ${batch.status}`);
+    });
+  batches
+    .command('rerun')
+    .description('a new batch of a finished batch’s contacts whose final code is one of --codes (default: the retryable codes); never suppressed ones')
+    .argument('<id>', 'batch id (b_<tenantId>.…)')
+    .option('--codes <codes>', 'comma-separated normalised codes (e.g. NO_PICKUP,TIMEOUT)')
+    .option('--idempotency-key <key>', 'the same key again creates nothing new (answers the batch it created)')
+    .action(async (id: string, flags: { codes?: string; idempotencyKey?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command);
+      const codes = flags.codes?.split(',').map((c) => c.trim()).filter((c) => c !== '');
+      const created = await api.rerunBatch(id, codes ? { codes } : {}, flags.idempotencyKey);
+      if (options.json) return json(created);
+      out(`rerun of ${id}: ${created.batchId}`);
     });
 
   batches

@@ -2,11 +2,12 @@ import * as z from 'zod';
 import { HttpError, route } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { OpsApiError } from '../cli/api-client.ts';
+import type { BatchView } from '../cli/api-client.ts';
 import type { JobDetail } from '../ops/views.ts';
 import { batchIds } from '../calls/model.ts';
 import { roundsFigure } from './figures.ts';
 import { html } from './html.ts';
-import { htmlResponse, page, renderErrors } from './layout.ts';
+import { formTokenField, htmlResponse, page, redirect, renderErrors, requireFormToken } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 import { artefactLink } from './links.ts';
 import { counts, cursorQuery, nextLink } from './listing.ts';
@@ -15,6 +16,20 @@ import type { PanelApi } from './source.ts';
 export interface BatchPagesDeps {
   api: PanelApi;
   sections: readonly PanelSection[];
+  formToken: string;
+}
+
+/** Statuses a batch may be paused from (control/batch-control.ts `pausableStatuses`). */
+const PAUSABLE = new Set(['Importing', 'Scheduled', 'Pending', 'InProgress']);
+
+/** The batch's control line: its scheduled start, its pause, and the button that pauses or resumes it. */
+function controlLine(v: BatchView, formToken: string) {
+  const action = (name: 'pause' | 'resume', label: string) =>
+    html`<form class="inline" method="post" action="/panel/batches/${encodeURIComponent(v.batchId)}/${name}">${formTokenField(formToken)}<button type="submit">${label}</button></form>`;
+  return html`${v.startAt ? html`<p>Scheduled start <time class="mono" datetime="${v.startAt}">${v.startAt}</time>${v.status === 'Scheduled' ? '' : ' (passed or moved)'}.</p>` : ''}
+${v.status === 'Paused' ? html`<p role="status">Paused since <span class="mono">${v.pausedAt ?? ''}</span>; resume returns it to ${v.pausedFrom ?? ''}. Paused 30 days, it is cancelled.</p>` : ''}
+${v.parentBatchId ? html`<p>Rerun of <a class="mono" href="/panel/batches/${encodeURIComponent(v.parentBatchId)}">${v.parentBatchId}</a>.</p>` : ''}
+${PAUSABLE.has(v.status) ? action('pause', 'Pause') : v.status === 'Paused' ? action('resume', 'Resume') : ''}`;
 }
 
 /** Contacts per page of a batch's contact table. */
@@ -65,6 +80,7 @@ export function batchPages(deps: BatchPagesDeps): ApiRoute[] {
           Promise.all(Array.from({ length: v.round }, (_, i) => jobOrNone(api, `calls.finalise:${v.batchId}:${i + 1}`))),
         ]);
         const body = html`<p>Status <strong>${v.status}</strong>, round ${v.round} of ${v.maxAttempts}. Contacts: ${counts(v.counts.byStatus)}.</p>
+${controlLine(v, deps.formToken)}
 <form class="inline" method="get" action="/panel/batches/${encodeURIComponent(v.batchId)}/export.csv"><button type="submit">Export CSV</button></form>
 <h2>Rounds</h2>
 ${roundsFigure(rounds.rounds)}
@@ -136,5 +152,26 @@ ${
       }),
   });
 
-  return [batch, contact, download];
+  /** Pause or resume through the API; a finished batch's 409 is shown on the batch's page as it is now. */
+  const control = (name: 'pause' | 'resume') =>
+    route({
+      method: 'POST',
+      path: `/panel/batches/{id}/${name}`,
+      auth: 'none',
+      summary: name === 'pause' ? 'Panel: pause a batch' : 'Panel: resume a paused batch',
+      params: batchParams,
+      handler: ({ params, rawBody }) =>
+        renderErrors(sections, async () => {
+          requireFormToken(rawBody, deps.formToken);
+          try {
+            await (name === 'pause' ? api.pauseBatch(params.id) : api.resumeBatch(params.id));
+          } catch (error) {
+            // Finished meanwhile (409): nothing to do; the batch's page shows its status.
+            if (!(error instanceof OpsApiError && error.status === 409)) throw error;
+          }
+          return redirect(`/panel/batches/${encodeURIComponent(params.id)}`);
+        }),
+    });
+
+  return [batch, contact, download, control('pause'), control('resume')];
 }

@@ -21,6 +21,8 @@ export type PanelApi = Pick<
   | 'periodic'
   | 'listBatches'
   | 'getBatch'
+  | 'pauseBatch'
+  | 'resumeBatch'
   | 'batchRounds'
   | 'batchContacts'
   | 'exportRows'

@@ -12,6 +12,8 @@ export const EventType = {
   callCompleted: 'call.completed',
   batchRoundScheduled: 'batch.round_scheduled',
   batchFinalised: 'batch.finalised',
+  /** A batch paused for longer than 30 days was cancelled: it dials no more (calls/control). */
+  batchCancelled: 'batch.cancelled',
   /** redial disabled one of the tenant's endpoints (410 Gone, or failing for 5 days): sent to its other endpoints (notices.ts). */
   endpointDisabled: 'endpoint.disabled',
   /** One of the tenant's endpoints was enabled again: sent to its other endpoints (notices.ts). */

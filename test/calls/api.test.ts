@@ -1,3 +1,4 @@
+import { RETRYABLE_CODES } from '../../functions/calls/codes.ts';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callsRoutes } from '../../functions/calls/api.ts';
@@ -120,6 +121,13 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
       batchId,
       tenantId: 'acme',
       status: 'Pending',
+      // Campaign control's fields, at their defaults (control/batch-control.ts).
+      pausedFrom: null,
+      pausedAt: null,
+      startAt: null,
+      maxConcurrentCalls: null,
+      retryOn: [...RETRYABLE_CODES],
+      parentBatchId: null,
       round: 1,
       maxAttempts: 3,
       contactCount: 4,

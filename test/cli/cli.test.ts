@@ -424,3 +424,36 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+describe('ops CLI: batches pause, resume, rerun', () => {
+  it('PausesAndResumesAScheduledBatchAndRefusesARerunOfAnUnfinishedOne', async () => {
+    expect((await fetch(`${runtime.url}/v1/tenants/cli-control`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrencyLimit: 2 }) })).status).toBe(200);
+    const key = (await ops('keys', 'create', 'cli-control')).stdout.trim();
+    // Scheduled 29 days ahead (under the local runtime's time scale, far beyond this test).
+    const startAt = new Date(Date.now() + 29 * 86_400_000).toISOString();
+    const made = await fetch(`${runtime.url}/v1/batches`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ contacts: [{ number: '+14155550177' }], maxAttempts: 1, startAt }),
+    });
+    const { batchId } = (await made.json()) as { batchId: string };
+
+    const paused = await ops('--api-key', key, 'batches', 'pause', batchId);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(paused.stdout).toBe(`paused ${batchId}: Paused (from Scheduled)\n`);
+    const shown = await ops('--api-key', key, 'batches', 'show', batchId);
+    expect(shown.stdout).toContain('status     Paused');
+    expect(shown.stdout).toContain('(resume returns it to Scheduled)');
+    expect(shown.stdout).toMatch(/starts {5}\d{4}-/);
+    // Idempotent, as the route is.
+    expect((await opsJson<{ status: string }>('--api-key', key, 'batches', 'pause', batchId)).status).toBe('Paused');
+
+    const resumed = await ops('--api-key', key, 'batches', 'resume', batchId);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toBe(`resumed ${batchId}: Scheduled\n`);
+
+    const rerun = await ops('--api-key', key, 'batches', 'rerun', batchId, '--codes', 'NO_PICKUP');
+    expect(rerun.code).toBe(1);
+    expect(rerun.stderr).toContain('409');
+  });
+});

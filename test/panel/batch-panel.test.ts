@@ -106,6 +106,34 @@ describe('the batch page of the ops panel, in a real browser', () => {
     ]);
   });
 
+  it('PauseAndResumeButtonsActOnTheBatch_TheScheduledStartIsShown', { timeout: 60_000 }, async () => {
+    const startAt = new Date(Date.now() + 20 * 86_400_000).toISOString();
+    const created = await fetch(`${runtime.url}/v1/ops/tenants/panel-export/batches`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contacts: [{ number: '+14155552009' }], maxAttempts: 1, startAt }),
+    });
+    expect(created.status).toBe(201);
+    const scheduled = ((await created.json()) as { batchId: string }).batchId;
+    await page.goto(`${runtime.url}/panel/batches/${scheduled}`);
+    expect(await page.locator('main p strong').first().textContent()).toBe('Scheduled');
+    expect(await page.locator(`time[datetime="${startAt}"]`).textContent()).toBe(startAt);
+    expect(await page.getByRole('button', { name: 'Resume' }).count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.waitForURL(`${runtime.url}/panel/batches/${scheduled}`);
+    expect(await page.locator('main p strong').first().textContent()).toBe('Paused');
+    expect(await page.getByRole('status').textContent()).toContain('resume returns it to Scheduled');
+    const stored = await (await fetch(`${runtime.url}/v1/ops/tenants/panel-export/batches/${scheduled}`)).json();
+    expect(stored).toMatchObject({ status: 'Paused', pausedFrom: 'Scheduled' });
+
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.waitForURL(`${runtime.url}/panel/batches/${scheduled}`);
+    expect(await page.locator('main p strong').first().textContent()).toBe('Scheduled');
+    expect(await page.getByRole('button', { name: 'Pause' }).count()).toBe(1);
+    await page.screenshot({ path: 'test-artifacts/panel-batch-control.png', fullPage: true });
+  });
+
   it('AContactsPageListsItsCallsWithTheirArtefacts_TheSummaryEscaped', { timeout: 60_000 }, async () => {
     await page.goto(`${runtime.url}/panel/batches/${batchId}`);
     await page.getByRole('link', { name: numbers[0] }).click();

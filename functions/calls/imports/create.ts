@@ -11,14 +11,14 @@ import type { ByteSource, CsvImportOptions, CsvImportReport } from '../contacts/
 import { CsvImportError } from '../contacts/errors.ts';
 import type { CallsDeps } from '../deps.ts';
 import { batchIdForKey } from '../idempotency.ts';
-import { dialKind } from '../kinds.ts';
-import { BatchStatus, batchIds, jobIds, LIST_PAGE_SIZE } from '../model.ts';
+import { BatchStatus, batchIds, LIST_PAGE_SIZE } from '../model.ts';
 import { CallsStore } from '../store.ts';
 import type { TransactItem } from '../../platform/dynamo.ts';
 import type { PreparedJob } from '../../jobs/index.ts';
 import { importJobId, importKind } from './kind.ts';
 import type { ImportingBatchRow } from './job.ts';
 import { Stager } from './staging.ts';
+import { firstJob } from '../control/create.ts';
 
 /**
  * Creating a batch from a CSV: the whole file read and validated first (contacts/csv-import.ts, the same
@@ -123,7 +123,7 @@ export async function createBatchNow(
   deps: CallsDeps,
   input: { batchId: string; tenantId: string; settings: BatchSettings; contacts: readonly Contact[]; read: CsvRead; idempotency: { key: string; requestHash: string } | undefined },
 ): Promise<ApiResponse | undefined> {
-  const { store, jobs, clock } = deps;
+  const { store, clock } = deps;
   const now = clock.now();
   const { batchId, contacts, read } = input;
   const numbers = contacts.map((c) => c.number);
@@ -143,7 +143,8 @@ export async function createBatchNow(
     now,
     idempotency: input.idempotency,
   });
-  const dial = jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) });
+  // Round 1's dialer, or (a startAt ahead) the batch's start job.
+  const dial = firstJob(deps, batch);
   return commitBatch(deps, [...store.createBatchItems(batch, pages), dial.item], dial, input.tenantId, input.idempotency?.requestHash);
 }
 

@@ -9,9 +9,11 @@ import { dialKind } from '../kinds.ts';
 import { BatchStatus, batchKey, jobIds, LIST_PAGE_SIZE } from '../model.ts';
 import type { BatchRow } from '../model.ts';
 import { CallsStore } from '../store.ts';
-import { importJobId, importKind } from './kind.ts';
+import { importKind } from './kind.ts';
 import type { ImportArgs } from './kind.ts';
 import { chunkOf, readChunk } from './staging.ts';
+import { applyUnderlying } from '../control/batch-control.ts';
+import { controlStateOf, prepareStart } from '../control/service.ts';
 
 /**
  * calls.import: turns an Importing batch's staged contacts (staging.ts) into its round-1 list, page by
@@ -99,7 +101,7 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
   return handle(importKind, async (args, ctx) => {
     const { store, jobs, logger } = deps;
     let batch = (await store.getBatch(args.batchId)) as ImportingBatchRow | undefined;
-    if (!batch || batch.status !== BatchStatus.Importing) return;
+    if (!batch || !isImporting(batch)) return;
     const batchId = batch.batchId;
     const reader = new PageReader(store, args);
     const started = performance.now();
@@ -133,7 +135,8 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
         if (!last && done + 1 < pagesPerRun) ahead = await write(page + 1);
         const [list] = listPagesFor(batchId, contacts.map((c) => c.number), now, page);
         const e = new Expression();
-        e.when(e.eq('status', BatchStatus.Importing))
+        // Importing, or paused while importing (an import goes on under a pause: control/batch-control.ts).
+        e.when(e.eq('status', batch.status))
           .when(e.eq('importPage', page))
           .set('importPage', page + 1)
           .increment('listPages', 1)
@@ -141,21 +144,36 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
           .increment('nQueued', contacts.length)
           .increment('contactCount', contacts.length)
           .set('updatedAt', iso(now));
-        if (last) e.set('status', BatchStatus.Pending);
-        const dial = last ? jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) }) : undefined;
+        if (batch.status === BatchStatus.Paused) e.when(e.eq('pausedFrom', BatchStatus.Importing));
+        // The last page: Pending with round 1's dialer, or Scheduled (its startAt ahead) with its start job;
+        // a paused batch keeps its status and moves what resume returns it to (a Pending one is woken then).
+        const finished = last ? applyUnderlying(controlStateOf(batch), 'importDone', now) : null;
+        const underlying = finished === null ? undefined : finished.status === BatchStatus.Paused ? finished.pausedFrom : finished.status;
+        if (finished) {
+          if (finished.status === BatchStatus.Paused) e.set('pausedFrom', finished.pausedFrom);
+          else e.set('status', finished.status);
+          if (underlying === BatchStatus.Scheduled) e.set('starts', 1);
+        }
+        const dial = !finished
+          ? undefined
+          : underlying === BatchStatus.Scheduled
+            ? prepareStart(deps, batchId, 1, batch.startAt!)
+            : finished.status === BatchStatus.Pending
+              ? jobs.prepare(dialKind, { batchId, round: 1 }, { id: jobIds.dial(batchId, 1) })
+              : undefined;
         const result = await store.transact([putItem(`list page ${page}`, store.tableName, list!), updateItem('batch', store.tableName, batchKey(batchId), e, { returnStored: true }), ...(dial ? [dial.item] : [])]);
         if (!result.committed) {
           if (result.contention) throw snooze({ delayMs: IMPORT_BACKOFF_MS }, 'another transaction held the batch');
           const stored = result.refused['batch']?.item as ImportingBatchRow | undefined;
           if (!stored) throw new Error(`page ${page} of ${batchId} was refused: ${describeRefusals(result)}`);
           // Deleted (or otherwise no longer importing): stop. Another run moved the cursor: go on from it.
-          if (stored.status !== BatchStatus.Importing) return void logger.info('import stopped: the batch is no longer Importing', { batchId, status: stored.status });
+          if (!isImporting(stored)) return void logger.info('import stopped: the batch is no longer Importing', { batchId, status: stored.status });
           batch = stored;
           continue;
         }
         await faults.afterPage?.(page);
-        if (dial) {
-          await jobs.afterCommit([dial]);
+        if (last) {
+          if (dial) await jobs.afterCommit([dial]);
           return;
         }
         batch = {
@@ -174,9 +192,6 @@ export function importHandler(deps: CallsDeps, faults: ImportFaults = {}): JobHa
   });
 }
 
-/**
- * The job a batch's deletion asks to stop (in its transaction): an Importing batch's import job, else its
- * round's dialer. (A cancel asked of a job that does not exist refuses the transaction: an Importing batch
- * has no dialer yet.)
- */
-export const jobStoppedByDelete = (batch: BatchRow): string => (batch.status === BatchStatus.Importing ? importJobId(batch.batchId) : jobIds.dial(batch.batchId, batch.round));
+
+/** Importing, or paused while importing: the import job writes its pages either way. */
+const isImporting = (batch: BatchRow): boolean => batch.status === BatchStatus.Importing || (batch.status === BatchStatus.Paused && batch.pausedFrom === BatchStatus.Importing);

@@ -10,6 +10,7 @@ import { batchHeaders, MAX_CONTACTS_PER_BATCH } from '../schemas.ts';
 import { batchIdFor, createBatchNow, csvOutcome, readCsv, startImport } from './create.ts';
 import { csvBatchQuery, csvBatchResponse, importBody, importResponse, uploadResponse } from './settings.ts';
 import { Stager } from './staging.ts';
+import { checkNewBatchControl } from '../control/create.ts';
 import { MAX_UPLOAD_BYTES, UPLOAD_URL_SECONDS, uploadIds, uploadKey } from './uploads.ts';
 
 /** The largest CSV body `POST /v1/batches/csv` takes: 10,000 rows with a few variables; larger files go through an upload. */
@@ -28,6 +29,9 @@ const settingsOf = (s: BatchSettings): BatchSettings => ({
   minConversationDurationSeconds: s.minConversationDurationSeconds,
   defaultCountry: s.defaultCountry,
   strictNumbers: s.strictNumbers,
+  startAt: s.startAt,
+  maxConcurrentCalls: s.maxConcurrentCalls,
+  retryOn: s.retryOn,
 });
 
 const invalidCsvDescription =
@@ -63,6 +67,7 @@ export function importRoutes(calls: () => CallsDeps): ApiRoute[] {
       // The request is the file and its settings: a retry must send the same bytes and the same query.
       const requestHash = key === undefined ? undefined : requestHashOf({ tenantId, query, csv: sha256(bytes) });
       const batchId = batchIdFor(tenantId, key);
+      await checkNewBatchControl(deps, tenantId, query, deps.clock.now(), 'query');
       const contacts: Contact[] = [];
       const read = await readCsv(bytes, { defaultCountry: query.defaultCountry, strictNumbers: query.strictNumbers, skipInvalid: query.skipInvalid, dedupe: query.dedupe, maxRows: MAX_CONTACTS_PER_BATCH }, (page) => {
         contacts.push(...page);
@@ -117,6 +122,7 @@ export function importRoutes(calls: () => CallsDeps): ApiRoute[] {
       if (!uploads) throw unavailable('uploads are not configured here');
       const tenantId = scope.tenantId;
       if (!uploadIds.inScope(scope, body.uploadId)) throw notFound(`upload ${body.uploadId}`);
+      await checkNewBatchControl(deps, tenantId, body, clock.now(), 'body');
       const key = headers['idempotency-key'];
       const requestHash = key === undefined ? undefined : requestHashOf({ ...body, tenantId });
       const batchId = batchIdFor(tenantId, key);

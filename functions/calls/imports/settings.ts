@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { csvImportQuery } from '../contacts/csv-import.ts';
-import { batchSettingsFields } from '../schemas.ts';
+import { batchSettingsFields, maxConcurrentCallsSchema } from '../schemas.ts';
+import { retryOnSchema } from '../control/batch-control.ts';
 import { uploadIds } from './uploads.ts';
 
 /**
@@ -35,6 +36,15 @@ export const csvBatchQuery = csvImportQuery.extend({
   minConversationDurationSeconds: z.coerce.number().int().min(0).max(3600).default(10),
   callingWindow: jsonParameter(batchSettingsFields.callingWindow.unwrap()).optional().describe('the calling window as JSON (URL-encoded), as the JSON body has it'),
   retry: jsonParameter(batchSettingsFields.retry.unwrap()).optional().describe('the round retry as JSON (URL-encoded), as the JSON body has it'),
+  startAt: batchSettingsFields.startAt,
+  maxConcurrentCalls: z.coerce.number().pipe(maxConcurrentCallsSchema).optional().describe('its calls in progress at most, 1 to the tenant’s limit (default: the tenant’s limit)'),
+  retryOn: z
+    .string()
+    .max(500)
+    .transform((text) => (text === '' ? [] : text.split(',').map((code) => code.trim())))
+    .pipe(retryOnSchema)
+    .optional()
+    .describe('the normalised codes that earn another round, comma-separated (empty: none; default: every retryable code)'),
 });
 export type CsvBatchQuery = z.infer<typeof csvBatchQuery>;
 

@@ -146,6 +146,33 @@ describe('large files: an upload, then an import job', () => {
     });
   }
 
+  it('AnImportThatEndsBeforeItsStartAtIsScheduledWithItsStartJobNotItsDialer', async () => {
+    const fx = await fixture();
+    const { csv } = contactsCsv(600);
+    const uploadId = await upload(fx, csv);
+    const startAt = new Date(fx.clock.now() + 86_400_000).toISOString();
+    const batchId = (await as(fx, 'acme', 'POST', '/v1/batches/imports', { uploadId, maxAttempts: 1, pagesPerRun: 1, startAt })).body.batchId as string;
+    expect(await runImport(fx, batchId)).toBe(2);
+    expect(await fx.store.getBatch(batchId)).toMatchObject({ status: BatchStatus.Scheduled, startAt, starts: 1, contactCount: 600 });
+    expect((await fx.allJobs()).filter((j) => j.kind === dialKind.kind)).toEqual([]);
+    expect(await fx.jobs.store.mustGet(jobIds.start(batchId, 1))).toMatchObject({ args: { batchId, seq: 1, startAt }, scheduledAt: startAt });
+  });
+
+  it('AnImportPausedMidwayWritesItsPagesAndEndsPausedResumeThenWakesItsDialer', async () => {
+    const fx = await fixture();
+    const { csv } = contactsCsv(1_200);
+    const uploadId = await upload(fx, csv);
+    const batchId = (await as(fx, 'acme', 'POST', '/v1/batches/imports', { uploadId, maxAttempts: 1, pagesPerRun: 1 })).body.batchId as string;
+    await runByHand(fx, importJobId(batchId));
+    expect((await as(fx, 'acme', 'POST', `/v1/batches/${batchId}/pause`)).body).toMatchObject({ status: 'Paused', pausedFrom: 'Importing' });
+    await runImport(fx, batchId);
+    expect(await fx.store.getBatch(batchId)).toMatchObject({ status: BatchStatus.Paused, pausedFrom: BatchStatus.Pending, importPage: 3, contactCount: 1_200 });
+    // No dialer while paused: the resume wakes one.
+    expect((await fx.allJobs()).filter((j) => j.kind === dialKind.kind)).toEqual([]);
+    expect((await as(fx, 'acme', 'POST', `/v1/batches/${batchId}/resume`)).body).toMatchObject({ status: 'Pending' });
+    expect((await fx.allJobs()).filter((j) => j.kind === dialKind.kind).map((j) => j.id)).toEqual([jobIds.dialWake(batchId, 1, 1)]);
+  });
+
   it('DeletingAnImportingBatchStopsItsImport', async () => {
     const fx = await fixture();
     const { csv } = contactsCsv(1_600);
