@@ -22,6 +22,7 @@ export const CallCode = {
   timeoutUnexpectedStatus: 'TIMEOUT_UNEXPECTED_STATUS',
   /** The call placer refused or failed the dial. */
   internalError: 'INTERNAL_ERROR',
+  SUPPRESSED: 'SUPPRESSED',
 } as const;
 
 export type KnownCallCode = (typeof CallCode)[keyof typeof CallCode];

@@ -57,6 +57,8 @@ export const ContactStatus = {
   Calling: 'Calling',
   Completed: 'Completed',
   RetryEligible: 'RetryEligible',
+  /** Its number is on the tenant's suppression list: the dial found it so and ended it, no call placed (compliance/suppression.ts). */
+  Suppressed: 'Suppressed',
 } as const;
 export type ContactStatus = (typeof ContactStatus)[keyof typeof ContactStatus];
 
@@ -139,6 +141,8 @@ export interface BatchRow {
   [slot: `s${number}`]: number | undefined;
   nCompleted: number;
   nRetryEligible: number;
+  /** Contacts the dial found suppressed (ContactStatus.Suppressed); absent until the first. */
+  nSuppressed?: number;
   /** Completed contacts by normalised code (a RetryEligible contact leaves its code's count until it completes again). */
   byCode: Record<string, number>;
   // The finaliser's cursor over the round's list, and the next round's list it has written so far.
