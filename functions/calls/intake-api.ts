@@ -68,6 +68,7 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
         artefacts: { recordingUrl: body.recordingUrl, transcriptUrl: body.transcriptUrl, summary: body.summary, data: body.data, endedReason: body.endedReason },
         ...(body.externalId !== undefined ? { externalId: body.externalId } : {}),
         ...(body.placedAt !== undefined ? { placedAt: body.placedAt } : {}),
+        ...(body.optOut === true ? { optOut: true } : {}),
       });
       switch (outcome.outcome) {
         case 'applied':

@@ -16,6 +16,7 @@ export const CallsEvent = {
   callCompleted: 'call.completed',
   batchRoundScheduled: 'batch.round_scheduled',
   batchFinalised: 'batch.finalised',
+  contactOptedOut: 'contact.opted_out',
 } as const;
 
 export type CallsEventType = (typeof CallsEvent)[keyof typeof CallsEvent];
@@ -34,7 +35,7 @@ export interface Contribution {
  * first. Neither throws.
  */
 export interface EventPublisher {
-  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void>; abandon(): Promise<void> }>;
+  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown>; /** A deterministic id, for an event a replayed request must not announce twice (default: a new one). */ id?: string }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void>; abandon(): Promise<void> }>;
 }
 
 /** The tenant owner's mail. */
