@@ -73,7 +73,7 @@ export function suppressionRoutes(calls: () => CallsDeps): ApiRoute[] {
   const put = tenantRoute({
     method: 'PUT',
     path: '/v1/suppressions/{number}',
-    summary: 'Put a number on your suppression list: it is never dialled again (checked in each dial’s commit) until removed',
+    summary: 'Put a number on your suppression list (body `{}` or `{reason}`): it is never dialled again (checked in each dial’s commit) until removed',
     params: numberParams,
     body: putBody,
     responses: {
@@ -84,11 +84,13 @@ export function suppressionRoutes(calls: () => CallsDeps): ApiRoute[] {
     handler: async ({ params, body, scope }) => {
       const { store, clock } = calls();
       const suppressions = store.suppressions();
-      const result = await suppressions.put(scope, { number: params.number, reason: body?.reason, source: SuppressionSource.api, now: clock.now() });
+      const now = clock.now();
+      const result = await suppressions.put(scope, { number: params.number, reason: body?.reason, source: SuppressionSource.api, now });
       if (!result.committed) throw unavailable();
+      // The entry as it stands; a DELETE that committed right after this PUT leaves only what was written to show.
       const entry = await suppressions.get(scope, params.number);
-      if (!entry) throw unavailable('the entry was removed as it was written; try again');
-      return { status: 200, body: entryView(entry) };
+      const written: SuppressionRow = { pk: '', sk: '', tenantId: scope.tenantId, number: params.number, source: SuppressionSource.api, createdAt: new Date(now).toISOString(), ...(body?.reason !== undefined ? { reason: body.reason } : {}) };
+      return { status: 200, body: entryView(entry ?? written) };
     },
   });
 
