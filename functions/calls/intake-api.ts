@@ -3,6 +3,7 @@ import { HttpError, route, unavailable, withErrors } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { classifyCallReport } from './classify.ts';
 import { completeCall } from './completion.ts';
+import { recordOptOutWithoutBatch } from './compliance/opt-out.ts';
 import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
@@ -56,7 +57,14 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
       const { logger } = deps;
       // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
       const batch = await deps.batches.get(body.batchId);
-      if (!batch) return { status: 200, body: { outcome: 'ignored' } };
+      if (!batch) {
+        // A deleted batch's result changes nothing, but an opt-out in it stands (compliance/opt-out.ts).
+        if (body.optOut === true) {
+          const recorded = await recordOptOutWithoutBatch(deps, { batchId: body.batchId, number: body.contactNumber, callId: body.callId, externalId: body.externalId });
+          if (recorded === 'contention' || recorded === 'unexplained') throw unavailable();
+        }
+        return { status: 200, body: { outcome: 'ignored' } };
+      }
       const classification = classifyCallReport(body, batch.minConversationDurationSeconds);
       const outcome = await completeCall(deps, batch, {
         batchId: body.batchId,

@@ -1,6 +1,7 @@
 import { iso } from '../../platform/clock.ts';
 import type { TransactItem } from '../../platform/dynamo.ts';
 import type { CallsDeps } from '../deps.ts';
+import { batchIds, parseCallId } from '../model.ts';
 import { CallsEvent } from '../ports.ts';
 import { optOutEventId, optOutMarkerItem, suppressionPutItems } from './suppression-store.ts';
 import { SuppressionSource } from './suppression.ts';
@@ -74,4 +75,19 @@ export async function prepareOptOut(
       return 'unexplained';
     },
   };
+}
+
+/**
+ * The opt-out of a result whose batch the intake does not know (deleted, or gone): recorded alone, for the
+ * tenant its batch id names, when the call id is one redial made for this batch and number (the hash in
+ * it binds both); any other result records nothing (`ignored`).
+ */
+export async function recordOptOutWithoutBatch(
+  deps: Pick<CallsDeps, 'store' | 'ports' | 'jobs' | 'logger' | 'clock'>,
+  input: { batchId: string; number: string; callId: string; externalId?: string | undefined },
+): Promise<'recorded' | 'already' | 'contention' | 'unexplained' | 'ignored'> {
+  const id = batchIds.parse(input.batchId);
+  if (!id || !parseCallId(input.batchId, input.number, input.callId)) return 'ignored';
+  const optOut = await prepareOptOut(deps, { tenantId: id.tenantId, ...input }, deps.clock.now());
+  return optOut.alone();
 }
