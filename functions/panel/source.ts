@@ -34,4 +34,7 @@ export type PanelApi = Pick<
   | 'redeliverEndpoint'
   | 'listMail'
   | 'rawMail'
+  | 'listSuppressions'
+  | 'putSuppression'
+  | 'deleteSuppression'
 >;
