@@ -222,7 +222,7 @@ export class SuppressionStore {
   async list(scope: TenantScope, limit: number, cursor?: string): Promise<{ entries: SuppressionRow[]; cursor?: string }> {
     const position = cursor === undefined ? { shard: 0 } : decodeCursor(scope.tenantId, cursor);
     const entries: SuppressionRow[] = [];
-    let { shard, after } = position as ListPosition;
+    let { shard, after } = position;
     while (shard < SUPPRESSION_SHARDS && entries.length < limit) {
       const pk = suppressionPartition(scope.tenantId, shard);
       const e = new Expression();
