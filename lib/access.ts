@@ -172,17 +172,22 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   functions/webhooks/attempt-log.ts), recover (PutItem of the recovery row and of its webhook.recover
    *   job in a transaction, woken on the webhooks queue) and a recovery shown (GetItem);
    * - contacts uploads (functions/calls/imports): an upload URL signed (s3:PutObject, used by the client),
-   *   the uploaded file read for its import (s3:GetObject).
+   *   the uploaded file read for its import (s3:GetObject);
+   * - the suppression list (functions/calls/compliance/suppression-api.ts, suppression-store.ts): a put
+   *   (UpdateItem of the entry, PutItem of its audit record, in a transaction), a removal (DeleteItem of the
+   *   entry, only if it exists, and PutItem of its audit record), the listing (Query of each shard), an
+   *   import (BatchWriteItem of its staged chunks; PutItem of its row and of its job, woken on the calls
+   *   queue) and its progress (Query).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
   tenantApi: {
     tables: {
-      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem', 'BatchWriteItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
-    sendTo: ['dial', 'deliveries', 'webhooks'],
+    sendTo: ['dial', 'calls', 'deliveries', 'webhooks'],
     schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
     uploads: ['put', 'get'],
@@ -202,13 +207,14 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   (GetItem), list and bulk retry/cancel (Query of `byCheck` then BatchGetItem of the rows, or Query of
    *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
    *   counters' UpdateItem), enqueue (PutItem): the dialer, mail and probe jobs;
+   * - the suppression lists' removals (DeleteItem of an entry, in the operator copies of the tenant routes);
    * - wake-ups: a retried job runs now, on its own queue (any of them); nothing the API enqueues is due
    *   later than 15 minutes, so it creates no schedule. It may delete one (ops cancel or retry a job that
    *   waits on a schedule).
    */
   api: {
     tables: {
-      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'ConditionCheckItem', 'BatchWriteItem'] },
+      calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem', 'BatchWriteItem'] },
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },

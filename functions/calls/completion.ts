@@ -10,6 +10,8 @@ import type { BatchRow, CallPosition, CompletionSource, ContactRow } from './mod
 import { refusedCodes } from '../platform/dynamo.ts';
 import type { TransactCancelled } from '../platform/dynamo.ts';
 import type { CompletionWrite } from './store.ts';
+import { prepareOptOut } from './compliance/opt-out.ts';
+import type { OptOut } from './compliance/opt-out.ts';
 
 /**
  * The one completion path: a call's result (the intake), its watchdog's TIMEOUT and a placer failure's
@@ -73,6 +75,12 @@ export interface CompletionRequest {
    * the first transaction is the last-call variant. A wrong hint is refused and replanned like any plan.
    */
   last?: boolean;
+  /**
+   * The person asked not to be called again (the intake's `optOut: true`): the number joins the tenant's
+   * suppression list in this completion's transaction, or alone when the result is ignored
+   * (compliance/opt-out.ts).
+   */
+  optOut?: boolean;
 }
 
 /** What one attempt writes: the call's round and list position, and whether it is the round's last call. */
@@ -154,8 +162,16 @@ export async function completeCall(deps: CallsDeps, batch: BatchConfig, request:
     },
     now,
   );
-  const outcome = await attempts(deps, batch, request, plan, event, now);
+  const optOut = request.optOut
+    ? await prepareOptOut(deps, { tenantId: batch.tenantId, batchId: batch.batchId, number: request.contactNumber, callId: request.callId, externalId: request.externalId }, now)
+    : undefined;
+  const outcome = await attempts(deps, batch, request, plan, event, now, optOut);
   if (outcome.outcome !== 'applied') await event.abandon();
+  if (optOut && outcome.outcome === 'ignored') {
+    // The result changes nothing, but what the person said stands: the opt-out is recorded on its own.
+    const recorded = await optOut.alone();
+    if (recorded === 'contention' || recorded === 'unexplained') return { outcome: 'unavailable', reason: recorded };
+  } else if (optOut && outcome.outcome === 'unavailable') await optOut.abandon();
   return outcome;
 }
 
@@ -167,11 +183,14 @@ async function attempts(
   first: CompletionPlan,
   event: { items: readonly TransactItem[]; afterCommit(): Promise<void> },
   now: number,
+  optOut?: OptOut,
 ): Promise<CompletionOutcome> {
   const { store, jobs, logger } = deps;
   const { code, retryable } = request.classification;
   let plan = first;
-  for (let transactions = 1; transactions <= MAX_TRANSACTIONS; transactions++) {
+  // Whether the opt-out's items ride in the completion's transaction (dropped once its marker says it was recorded before).
+  let withOptOut = optOut !== undefined;
+  for (let transactions = 1; transactions <= MAX_TRANSACTIONS + 1; transactions++) {
     const finaliser = plan.last ? jobs.prepare(finaliseKind, { batchId: batch.batchId, round: plan.round }, { id: jobIds.finalise(batch.batchId, plan.round) }) : undefined;
     const items = [
       ...store.completionItems({
@@ -193,12 +212,20 @@ async function attempts(
       }),
       ...event.items,
       ...(finaliser ? [finaliser.item] : []),
+      ...(withOptOut && optOut ? optOut.items : []),
     ];
     const result = await store.transact(items);
     if (result.committed) {
       await event.afterCommit();
+      if (withOptOut) await optOut?.afterCommit();
+      else await optOut?.abandon();
       await jobs.afterCommit(finaliser ? [finaliser] : []);
       return { outcome: 'applied', code, retryable, finaliserEnqueued: plan.last, transactions };
+    }
+    if (withOptOut && result.refused['opt-out']?.code === 'ConditionalCheckFailed' && !result.refused['contact'] && !result.refused['batch']) {
+      // This call's opt-out was recorded before (its result came first ignored, then applies): complete without it.
+      withOptOut = false;
+      continue;
     }
     const verdict = judgeCompletionCancel(result, plan);
     switch (verdict.type) {

@@ -4,6 +4,7 @@ import type { ApiRoute } from '../platform/http.ts';
 import { classifyCallReport } from './classify.ts';
 import { retriedIn } from './control/batch-control.ts';
 import { completeCall } from './completion.ts';
+import { recordOptOutWithoutBatch } from './compliance/opt-out.ts';
 import { INTAKE_MAX_BODY_BYTES } from './config.ts';
 import type { CallsDeps } from './deps.ts';
 import { IntakeNotConfiguredError, SignatureError } from './errors.ts';
@@ -61,7 +62,14 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
       const { logger } = deps;
       // The batch id names its tenant: its settings and keys follow from it, with no read on a warm container.
       const batch = await deps.batches.get(body.batchId);
-      if (!batch) return { status: 200, body: { outcome: 'ignored' } };
+      if (!batch) {
+        // A deleted batch's result changes nothing, but an opt-out in it stands (compliance/opt-out.ts).
+        if (body.optOut === true) {
+          const recorded = await recordOptOutWithoutBatch(deps, { batchId: body.batchId, number: body.contactNumber, callId: body.callId, externalId: body.externalId });
+          if (recorded === 'contention' || recorded === 'unexplained') throw unavailable();
+        }
+        return { status: 200, body: { outcome: 'ignored' } };
+      }
       const classified = classifyCallReport(body, batch.minConversationDurationSeconds);
       // Retryable as the batch chose (`retryOn`): what the finaliser's promotion reads too.
       const classification = { code: classified.code, retryable: retriedIn(batch.retryOn, classified.code) };
@@ -75,6 +83,7 @@ export function intakeRoute(calls: () => CallsDeps): ApiRoute {
         artefacts: { recordingUrl: body.recordingUrl, transcriptUrl: body.transcriptUrl, summary: body.summary, data: body.data, endedReason: body.endedReason },
         ...(body.externalId !== undefined ? { externalId: body.externalId } : {}),
         ...(body.placedAt !== undefined ? { placedAt: body.placedAt } : {}),
+        ...(body.optOut === true ? { optOut: true } : {}),
       });
       switch (outcome.outcome) {
         case 'applied':

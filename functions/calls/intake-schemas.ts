@@ -19,6 +19,7 @@ export const callResultBody = z.object({
   // The call's artefacts (artefacts.ts), each optional, and what the placer echoes back of its request.
   ...callArtefactFields,
   placedAt: z.iso.datetime({ offset: false }).optional().describe('the placedAt the placer was given for this call, echoed back'),
+  optOut: z.boolean().optional().describe('the person asked not to be called again: the number joins the tenant’s suppression list (even when the result itself is ignored as late or a duplicate) and `contact.opted_out` goes out, once per number and call'),
 });
 export type CallResultBody = z.infer<typeof callResultBody>;
 

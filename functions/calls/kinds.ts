@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { defaultPolicy, defineKind } from '../jobs/index.ts';
 import { importKind } from './imports/kind.ts';
 import { pauseExpiryKind, startKind } from './control/kinds.ts';
+import { suppressionImportKind } from './compliance/suppression-import-kind.ts';
 
 /**
  * The calls job kinds, as data (their handlers are bound in dialer.ts, watchdog.ts and finaliser.ts).
@@ -83,4 +84,4 @@ export const finaliseKind = defineKind({
   description: 'Ends a round: promotes retryable contacts and schedules the next round, or finalises the batch',
 });
 
-export const callsKinds = [dialKind, watchdogKind, deferredWatchdogKind, finaliseKind, importKind, startKind, pauseExpiryKind] as const;
+export const callsKinds = [dialKind, watchdogKind, deferredWatchdogKind, finaliseKind, importKind, startKind, pauseExpiryKind, suppressionImportKind] as const;

@@ -15,6 +15,8 @@ import { importHandler } from './imports/job.ts';
 import { importRoutes } from './imports/routes.ts';
 import { pauseExpiryHandler, startHandler } from './control/jobs.ts';
 import { controlRoutes } from './control/routes.ts';
+import { suppressionRoutes } from './compliance/suppression-api.ts';
+import { suppressionImportHandler } from './compliance/suppression-import.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -30,6 +32,6 @@ export const callsModule = defineModule({
   queues: callsQueues,
   kinds: callsKinds,
   handlers: (deps: CallsDeps): JobHandler<unknown>[] =>
-    [dialHandler(deps), watchdogHandler(deps), deferredWatchdogHandler(deps), finaliseHandler(deps), importHandler(deps), startHandler(deps), pauseExpiryHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps), ...controlRoutes(deps)])],
+    [dialHandler(deps), watchdogHandler(deps), deferredWatchdogHandler(deps), finaliseHandler(deps), importHandler(deps), startHandler(deps), pauseExpiryHandler(deps), suppressionImportHandler(deps)] as JobHandler<unknown>[],
+  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps), ...controlRoutes(deps), ...suppressionRoutes(deps)])],
 });

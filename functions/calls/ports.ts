@@ -18,6 +18,7 @@ export const CallsEvent = {
   batchFinalised: 'batch.finalised',
   /** A batch paused for 30 days was cancelled (control/service.ts). */
   batchCancelled: 'batch.cancelled',
+  contactOptedOut: 'contact.opted_out',
 } as const;
 
 export type CallsEventType = (typeof CallsEvent)[keyof typeof CallsEvent];
@@ -36,7 +37,7 @@ export interface Contribution {
  * first. Neither throws.
  */
 export interface EventPublisher {
-  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown> }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void>; abandon(): Promise<void> }>;
+  prepare(input: { tenantId: string; type: CallsEventType; data: Record<string, unknown>; /** A deterministic id, for an event a replayed request must not announce twice (default: a new one). */ id?: string }, now: number): Promise<Contribution & { eventId: string; afterCommit(): Promise<void>; abandon(): Promise<void> }>;
 }
 
 /** The tenant owner's mail. */

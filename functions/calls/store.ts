@@ -45,6 +45,7 @@ import {
 import type { AttemptRow, BatchRow, CompletionSource, ContactDataRow, ContactRow, ExternalIdRow, ListPage, RoundRow, SlotRow, TenantRow } from './model.ts';
 import type { Contact } from './contacts/contact.ts';
 import { dialledInRound as dialledThisRound } from './status.ts';
+import { SuppressionStore } from './compliance/suppression-store.ts';
 
 /** Condition fragments, named; every conditional write below is a list of these. */
 const is = {
@@ -166,6 +167,13 @@ export class CallsStore implements ApiKeyStore {
     this.db = db;
     this.tableName = tableName;
   }
+
+  /** The tenants' suppression lists, in this same table (compliance/suppression-store.ts). */
+  suppressions(): SuppressionStore {
+    return (this.suppressionStore ??= new SuppressionStore(this.db, this.tableName));
+  }
+
+  private suppressionStore: SuppressionStore | undefined;
 
   // ─── reads ──────────────────────────────────────────────────────────────────────────────────────
 

@@ -304,6 +304,29 @@ export interface OpsApiClientOptions {
  * const { jobId } = await api.enqueueProbe({ failTimes: 2 });
  * const job = await api.getJob(jobId);
  */
+const suppressionSchema = z.object({
+  number: z.string(),
+  reason: z.string().nullable(),
+  source: z.string(),
+  createdAt: z.string(),
+  callId: z.string().nullable(),
+  batchId: z.string().nullable(),
+});
+export type SuppressionView = z.infer<typeof suppressionSchema>;
+const suppressionPageSchema = z.object({ suppressions: z.array(suppressionSchema), cursor: z.string().optional() });
+export type SuppressionPage = z.infer<typeof suppressionPageSchema>;
+const suppressionImportSchema = z.object({
+  importId: z.string(),
+  status: z.string(),
+  total: z.number(),
+  written: z.number(),
+  rows: z.number(),
+  duplicatesDropped: z.number(),
+  createdAt: z.string(),
+  finishedAt: z.string().nullable(),
+});
+export type SuppressionImportView = z.infer<typeof suppressionImportSchema>;
+
 export class OpsApiClient {
   readonly baseUrl: string;
   /** Whether every request is signed (SigV4 for API Gateway's IAM auth). */
@@ -601,16 +624,48 @@ export class OpsApiClient {
     return this.request('POST', '/v1/ops/probes', probeResponseSchema, { body: args });
   }
 
+  /** A tenant's suppression routes: the key's tenant's, or as an operator the copy for `tenantId` (which an operator must name). */
+  private suppressionsPath(tenantId: string | undefined, rest = ''): string {
+    if (this.apiKey) return `/v1/suppressions${rest}`;
+    if (tenantId === undefined) throw new OpsClientError('as an operator, name the tenant (--tenant)');
+    return `/v1/ops/tenants/${encodePathSegment(tenantId)}/suppressions${rest}`;
+  }
+
+  /** `PUT /v1/suppressions/{number}`: the number on the tenant's suppression list. */
+  putSuppression(tenantId: string | undefined, number: string, reason?: string): Promise<SuppressionView> {
+    return this.request('PUT', this.suppressionsPath(tenantId, `/${encodePathSegment(number)}`), suppressionSchema, { body: reason === undefined ? {} : { reason } });
+  }
+
+  /** `DELETE /v1/suppressions/{number}`: the number off the list (its audit records stay). */
+  deleteSuppression(tenantId: string | undefined, number: string): Promise<SuppressionView> {
+    return this.request('DELETE', this.suppressionsPath(tenantId, `/${encodePathSegment(number)}`), suppressionSchema);
+  }
+
+  /** `GET /v1/suppressions`: a page of the list. */
+  listSuppressions(tenantId: string | undefined, query: { limit?: number; cursor?: string } = {}): Promise<SuppressionPage> {
+    return this.request('GET', this.suppressionsPath(tenantId), suppressionPageSchema, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  }
+
+  /** `POST /v1/suppressions/csv`: a CSV (≤ 3 MB) checked and handed to its import job. */
+  importSuppressions(tenantId: string | undefined, csv: string): Promise<SuppressionImportView> {
+    return this.request('POST', this.suppressionsPath(tenantId, '/csv'), suppressionImportSchema, { raw: { text: csv, contentType: 'text/csv' } });
+  }
+
+  /** `GET /v1/suppressions/imports/{id}`: an import's progress. */
+  suppressionImport(tenantId: string | undefined, importId: string): Promise<SuppressionImportView> {
+    return this.request('GET', this.suppressionsPath(tenantId, `/imports/${encodePathSegment(importId)}`), suppressionImportSchema);
+  }
+
   /** `GET /v1/ops/policies`: the deployed policy table. */
   policies(): Promise<PolicyTable> {
     return this.request('GET', '/v1/ops/policies', policyTableSchema);
   }
 
   private async request<T>(
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     schema: z.ZodType<T>,
-    options: { query?: Record<string, string | undefined>; body?: unknown; headers?: Record<string, string> } = {},
+    options: { query?: Record<string, string | undefined>; body?: unknown; headers?: Record<string, string>; raw?: { text: string; contentType: string } } = {},
   ): Promise<T> {
     const { response, url } = await this.exchange(method, path, options);
     const result = schema.safeParse(parseJson(response.text));
@@ -625,9 +680,9 @@ export class OpsApiClient {
 
   /** Signs (when a signer is set) and sends one request, once; 4xx and 5xx become an {@link OpsApiError}. */
   private async exchange(
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
-    options: { query?: Record<string, string | undefined>; body?: unknown; accept?: string; headers?: Record<string, string> },
+    options: { query?: Record<string, string | undefined>; body?: unknown; accept?: string; headers?: Record<string, string>; raw?: { text: string; contentType: string } },
   ): Promise<{ response: OutboundResponse; url: string; text: string }> {
     const url = `${this.baseUrl}${path}${queryString(options.query ?? {})}`;
     let request: OutboundRequest = {
@@ -635,11 +690,11 @@ export class OpsApiClient {
       method,
       headers: {
         accept: options.accept ?? 'application/json',
-        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(options.raw ? { 'content-type': options.raw.contentType } : options.body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
         ...options.headers,
       },
-      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+      ...(options.raw ? { body: options.raw.text } : options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       timeoutMs: this.timeoutMs,
     };
     if (this.signer) {

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { CredentialProvider } from '../platform/credentials.ts';
 import { formatDuration } from '../platform/format.ts';
@@ -325,6 +326,76 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       const { api } = tenantClientOf(command);
       // Each page is written as it arrives: an export of any size holds one page in memory.
       for await (const text of api.exportPages(id, { format: flags.format, ...(flags.cursor ? { cursor: flags.cursor } : {}) })) io.stdout.write(text);
+    });
+
+  const suppressions = program.command('suppressions').description("a tenant's suppression list: numbers never dialled (--api-key: the key's tenant; else as an operator, with --tenant)");
+  suppressions
+    .command('add')
+    .description('put a number on the list (again: its reason replaced, its first createdAt kept)')
+    .argument('<number>', 'the number, in international form (+14155550123)')
+    .option('--reason <reason>', 'why (up to 200 characters)')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (number: string, flags: { reason?: string; tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const entry = await api.putSuppression(flags.tenant, number, flags.reason);
+      if (options.json) return json(entry);
+      out(`suppressed ${entry.number} (${entry.source}${entry.reason ? `: ${entry.reason}` : ''}) since ${entry.createdAt}`);
+    });
+  suppressions
+    .command('remove')
+    .description('take a number off the list (its audit records stay)')
+    .argument('<number>', 'the number, in international form')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (number: string, flags: { tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const entry = await api.deleteSuppression(flags.tenant, number);
+      if (options.json) return json(entry);
+      out(`removed ${entry.number} from the suppression list`);
+    });
+  suppressions
+    .command('list')
+    .description('the list, a page at a time')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .option('--limit <n>', 'at most this many (1–500, default 100)', intInRange(1, 500))
+    .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+    .action(async (flags: { tenant?: string; limit?: number; cursor?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const page = await api.listSuppressions(flags.tenant, { ...(flags.limit ? { limit: flags.limit } : {}), ...(flags.cursor ? { cursor: flags.cursor } : {}) });
+      if (options.json) return json(page);
+      if (page.suppressions.length === 0) return out(page.cursor ? `none on this page\nmore: --cursor ${page.cursor}` : 'no suppressed numbers');
+      const text = table(
+        ['NUMBER', 'SOURCE', 'SINCE', 'REASON'],
+        page.suppressions.map((e) => [e.number, e.source, e.createdAt, e.reason ?? '']),
+      );
+      out(page.cursor ? `${text}\nmore: --cursor ${page.cursor}` : text);
+    });
+  suppressions
+    .command('import')
+    .description('numbers from a CSV file (a `number` column, optionally `reason`; up to 3 MB): checked at once, written by an import job')
+    .argument('<file>', 'the CSV file')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (file: string, flags: { tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      let csv: string;
+      try {
+        csv = await readFile(file, 'utf8');
+      } catch (error) {
+        throw new CliUsageError(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const started = await api.importSuppressions(flags.tenant, csv);
+      if (options.json) return json(started);
+      out(`import ${started.importId}: ${started.total} numbers to write (${started.rows} rows, ${started.duplicatesDropped} duplicates dropped); progress: suppressions import-status ${started.importId}`);
+    });
+  suppressions
+    .command('import-status')
+    .description('an import’s progress')
+    .argument('<importId>', 'the import id (si_<tenantId>.…)')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (importId: string, flags: { tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const row = await api.suppressionImport(flags.tenant, importId);
+      if (options.json) return json(row);
+      out(`import ${row.importId}: ${row.status}, ${row.written} of ${row.total} written${row.finishedAt ? `, finished ${row.finishedAt}` : ''}`);
     });
 
   const endpoints = program.command('endpoints').description("a tenant's webhook endpoints (--api-key: the key's tenant; else as an operator)");

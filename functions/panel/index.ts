@@ -6,6 +6,7 @@ import { discardsFigure, jobStatesFigure } from './figures.ts';
 import { html } from './html.ts';
 import { jobPages } from './jobs-pages.ts';
 import { pipelinePages } from './pipeline-pages.ts';
+import { suppressionPages } from './suppression-pages.ts';
 import { htmlResponse, page, renderErrors } from './layout.ts';
 import type { PanelSection } from './layout.ts';
 import type { PanelApi } from './source.ts';
@@ -25,6 +26,7 @@ const SECTIONS: readonly PanelSection[] = [
   { path: '/panel/jobs', title: 'Jobs' },
   { path: '/panel/jobs?state=discarded', title: 'Discarded' },
   { path: '/panel/endpoints', title: 'Endpoints' },
+  { path: '/panel/suppressions', title: 'Suppressions' },
   { path: '/panel/mail', title: 'Mail' },
   { path: '/panel/periodic', title: 'Periodic' },
   { path: '/panel/policies', title: 'Policies' },
@@ -91,5 +93,5 @@ ${discardsFigure(recent.discards, now, DISCARD_HOURS, recent.truncated)}
         return htmlResponse(page('Overview', SECTIONS, body, { refreshSeconds: 5 }));
       }),
   });
-  return [overview, ...jobPages({ ...deps, policies: policyTable, sections: SECTIONS }), ...pipelinePages({ ...deps, sections: SECTIONS })];
+  return [overview, ...jobPages({ ...deps, policies: policyTable, sections: SECTIONS }), ...pipelinePages({ ...deps, sections: SECTIONS }), ...suppressionPages({ ...deps, sections: SECTIONS })];
 }

@@ -36,4 +36,7 @@ export type PanelApi = Pick<
   | 'redeliverEndpoint'
   | 'listMail'
   | 'rawMail'
+  | 'listSuppressions'
+  | 'putSuppression'
+  | 'deleteSuppression'
 >;

@@ -14,6 +14,8 @@ export const EventType = {
   batchFinalised: 'batch.finalised',
   /** A batch paused for longer than 30 days was cancelled: it dials no more (calls/control). */
   batchCancelled: 'batch.cancelled',
+  /** A person asked on a call not to be called again: their number joined the tenant's suppression list (calls/compliance/opt-out.ts). */
+  contactOptedOut: 'contact.opted_out',
   /** redial disabled one of the tenant's endpoints (410 Gone, or failing for 5 days): sent to its other endpoints (notices.ts). */
   endpointDisabled: 'endpoint.disabled',
   /** One of the tenant's endpoints was enabled again: sent to its other endpoints (notices.ts). */

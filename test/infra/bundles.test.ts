@@ -37,11 +37,13 @@ import { root } from './synth.ts';
  * the smaller sets cannot tell a valid number from a merely possible one, which issue 26 asks for). Those
  * four: ≤ 1,400,000, past issue 24's 1.2 MB. The tenant and operator APIs also build the uploads' S3 store
  * (client and presigner, ≈ 200 KB with csv-parse): ≤ 1,600,000. Moving the import routes to a function
- * of their own would take the S3 SDK out of them again (docs/benchmarks.md, "Bundles").
+ * of their own would take the S3 SDK out of them again (docs/benchmarks.md, "Bundles"). Issue 27's
+ * suppression routes and their import job (functions/calls/compliance) took publicLinks from 1,399,252 B to
+ * 1,417,050 B: the route functions' limit is 1,450,000.
  */
 const INTAKE_LIMIT = 800_000;
 const OTHERS_LIMIT = 1_200_000;
-const ROUTES_LIMIT = 1_400_000;
+const ROUTES_LIMIT = 1_450_000;
 const UPLOADS_LIMIT = 1_600_000;
 const ROUTE_FUNCTIONS: ReadonlySet<string> = new Set(['api', 'tenantApi', 'publicLinks', 'rescuer']);
 const UPLOAD_FUNCTIONS: ReadonlySet<string> = new Set(['api', 'tenantApi']);

@@ -25,7 +25,7 @@ describe('policies: the policy table of docs/job-layer.md, exactly', () => {
   });
 
   it('DefaultBackoff kinds get 10 attempts: 9 waits of 1 s … 256 s, 511 s in all', () => {
-    for (const kind of ['webhook.fanout', 'calls.dial', 'calls.watchdog', 'calls.finalise', 'calls.import', 'ops.probe'] as const) {
+    for (const kind of ['webhook.fanout', 'calls.dial', 'calls.watchdog', 'calls.finalise', 'calls.import', 'calls.suppressions.import', 'ops.probe'] as const) {
       const rows = retrySchedule(policyOf(kind));
       expect(rows.map((r) => r.delayMs / s)).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256]);
       expect(totalScheduleMs(policyOf(kind))).toBe(511 * s);
@@ -66,7 +66,7 @@ describe('policies: the table is assembled from the contexts', () => {
   it('lists every kind once, the table\'s and redial\'s own, with the periodic sweep on one attempt', () => {
     expect(allKinds.map((k) => k.kind).sort()).toEqual(
       [
-        'access_request.approval_mail', 'calls.dial', 'calls.finalise', 'calls.import', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',
+        'access_request.approval_mail', 'calls.dial', 'calls.finalise', 'calls.import', 'calls.suppressions.import', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',
         'owner.notify', 'webhook.deliver', 'webhook.fanout', 'webhook.notice', 'webhook.purge', 'webhook.recover', 'webhook.restart', 'webhook.sweep', 'webhook.wake',
       ],
     );

@@ -1,4 +1,4 @@
-import { Expression, conditionCheck, putItem, updateItem } from '../../platform/dynamo.ts';
+import { Expression, putItem, updateItem } from '../../platform/dynamo.ts';
 import type { TransactItem } from '../../platform/dynamo.ts';
 import { iso } from '../../platform/clock.ts';
 import { CallCode } from '../codes.ts';
@@ -6,7 +6,7 @@ import { ContactStatus, batchPartition, callsExpiry, contactKey } from '../model
 import { CAP_SLOT_TTL_MS, capClaimCondition, capSlotKey } from './cap.ts';
 import type { CapSlotRow } from './cap.ts';
 import type { DeferReason } from './deferral.ts';
-import { suppressionKey } from './suppression.ts';
+import { suppressionCheckItem } from './suppression-store.ts';
 
 /**
  * The items a dial group adds to its transaction for the compliance rules (docs/calls.md, "Campaign control
@@ -113,11 +113,9 @@ export class ComplianceItems {
     };
   }
 
-  /** The number is not on its tenant's suppression list when the dial commits (named `supp:<number>`). */
+  /** The number is not on its tenant's suppression list when the dial commits (named `supp:<number>`; suppression-store.ts). */
   notSuppressed(tenantId: string, number: string): TransactItem {
-    const e = new Expression();
-    e.when(e.notExists('pk'));
-    return conditionCheck(`supp:${number}`, this.tableName, suppressionKey(tenantId, number), e);
+    return suppressionCheckItem(this.tableName, tenantId, number);
   }
 
   /** A deferral from the list: its entry and its position's mark (both new: the cursor condition makes it the position's first). */

@@ -200,6 +200,21 @@ async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[
   await request('GET', `/v1/ops/tenants/acme/batches/${batch.batchId}/contacts`);
   await request('GET', `/v1/ops/tenants/acme/batches/${batch.batchId}/rounds`);
 
+  // The suppression list: numbers put, listed and removed, as the tenant and as an operator (the audit records stay).
+  const suppressed = (n: string) => encodeURIComponent(n);
+  await asTenant('PUT', `/v1/suppressions/${suppressed('+14155550199')}`, { reason: 'the tour' }, [200]);
+  await request('PUT', `/v1/ops/tenants/acme/suppressions/${suppressed('+14155550198')}`, {}, [200]);
+  await asTenant('GET', '/v1/suppressions?limit=10');
+  await request('GET', '/v1/ops/tenants/acme/suppressions?limit=10');
+  await asTenant('DELETE', `/v1/suppressions/${suppressed('+14155550199')}`, undefined, [200]);
+  await request('DELETE', `/v1/ops/tenants/acme/suppressions/${suppressed('+14155550198')}`, undefined, [200]);
+  // A suppression CSV uploaded and imported: checked by the tenant API, written by its job on the calls queue.
+  const upload = (await asTenant('POST', '/v1/uploads', undefined, [201])).body as { uploadId: string; url: string };
+  const put = await fetch(upload.url, { method: 'PUT', body: 'number,reason\n+14155550197,the tour\n' });
+  if (put.status !== 200) throw new Error(`the tour's upload was refused: ${put.status}`);
+  const imported = (await asTenant('POST', '/v1/suppressions/imports', { uploadId: upload.uploadId }, [202])).body as { importId: string };
+  await asTenant('GET', `/v1/suppressions/imports/${imported.importId}`, undefined, [200]);
+
   // Endpoints: listed, shown, their deliveries; the gone one's discarded deliveries run again, and it is enabled again.
   const endpoints = (await asTenant('GET', '/v1/endpoints?limit=20')).body.endpoints as { endpointId: string; url: string; disabled?: boolean }[];
   const gone = endpoints.find((e) => e.url.endsWith('/e/gone'));
