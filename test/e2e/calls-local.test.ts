@@ -36,7 +36,7 @@ describe('npm start: a batch through the built-in call-placer simulator', () => 
         batch = (await json(`${local.url}/v1/batches/${batchId}`, { headers: asAcme })).body;
       } while (batch.status !== 'Finalised' && Date.now() < deadline);
       expect(batch.status).toBe('Finalised');
-      expect(batch.counts.byStatus).toEqual({ Queued: 0, Calling: 0, Completed: 8, RetryEligible: 0 });
+      expect(batch.counts.byStatus).toEqual({ Queued: 0, Calling: 0, Completed: 8, RetryEligible: 0, Suppressed: 0 });
       const byCodeTotal = Object.values(batch.counts.byCode as Record<string, number>).reduce((a, b) => a + b, 0);
       expect(byCodeTotal).toBe(8);
       const listed = (await json(`${local.url}/v1/batches/${batchId}/contacts`, { headers: asAcme })).body.contacts;

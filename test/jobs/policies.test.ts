@@ -66,7 +66,7 @@ describe('policies: the table is assembled from the contexts', () => {
   it('lists every kind once, the table\'s and redial\'s own, with the periodic sweep on one attempt', () => {
     expect(allKinds.map((k) => k.kind).sort()).toEqual(
       [
-        'access_request.approval_mail', 'calls.dial', 'calls.finalise', 'calls.import', 'calls.suppressions.import', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',
+        'access_request.approval_mail', 'calls.deferred_watchdog', 'calls.dial', 'calls.finalise', 'calls.import', 'calls.pause_expiry', 'calls.start', 'calls.suppressions.import', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',
         'owner.notify', 'webhook.deliver', 'webhook.fanout', 'webhook.notice', 'webhook.purge', 'webhook.recover', 'webhook.restart', 'webhook.sweep', 'webhook.wake',
       ],
     );

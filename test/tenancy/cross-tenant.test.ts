@@ -17,7 +17,9 @@ import type { CallsFixture } from '../support/calls.ts';
 let fx: CallsFixture;
 let receiver: { url: string; close: () => Promise<void> };
 /** What tenant A has, as A's own key saw it. */
-const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', exportCursor: '', recoveryId: '' };
+const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', exportCursor: '', recoveryId: '', suppressionsCursor: '', suppressionImport: '' };
+/** Numbers on A's suppression list. */
+const A_SUPPRESSED = ['+14155550901', '+14155550902'];
 /** B's own batch (to present A's contacts cursor on). */
 let bBatch = '';
 let asA: Record<string, string>;
@@ -76,6 +78,22 @@ const PROBES: Record<string, () => Probe[]> = {
     { method: 'POST', path: '/v1/batches/imports', body: { tenantId: 'tenant-a', uploadId: A_UPLOAD, maxAttempts: 1 }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') },
     { method: 'POST', path: '/v1/batches/imports', body: { uploadId: A_UPLOAD, maxAttempts: 1 }, status: 404, check: (body) => expect(body.message).toContain(A_UPLOAD) },
   ],
+  // Campaign control on A's batches: as for a batch that does not exist.
+  'POST /v1/batches/{id}/pause': () => a.batches.map((id) => ({ method: 'POST', path: `/v1/batches/${id}/pause`, status: 404, check: notFound('batch', id) })),
+  'POST /v1/batches/{id}/resume': () => a.batches.map((id) => ({ method: 'POST', path: `/v1/batches/${id}/resume`, status: 404, check: notFound('batch', id) })),
+  'PATCH /v1/batches/{id}': () => a.batches.map((id) => ({ method: 'PATCH', path: `/v1/batches/${id}`, body: { maxConcurrentCalls: 1 }, status: 404, check: notFound('batch', id) })),
+  'POST /v1/batches/{id}/rerun': () => a.batches.map((id) => ({ method: 'POST', path: `/v1/batches/${id}/rerun`, body: {}, status: 404, check: notFound('batch', id) })),
+  // A's suppression list: B's listing shows B's own (none), A's cursor is not B's, A's entries are not B's to remove,
+  // A's import is not B's to read, and B cannot name A.
+  'GET /v1/suppressions': () => [
+    { method: 'GET', path: '/v1/suppressions', status: 200, check: (body) => expect(body.suppressions).toEqual([]) },
+    { method: 'GET', path: `/v1/suppressions?limit=1&cursor=${a.suppressionsCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+  ],
+  'DELETE /v1/suppressions/{number}': () => A_SUPPRESSED.map((number) => ({ method: 'DELETE', path: `/v1/suppressions/${encodeURIComponent(number)}`, status: 404 })),
+  'PUT /v1/suppressions/{number}': () => [{ method: 'PUT', path: `/v1/suppressions/${encodeURIComponent(A_SUPPRESSED[0]!)}`, body: { tenantId: 'tenant-a' }, status: 400, check: (body) => expect(JSON.stringify(body.issues)).toContain('tenantId') }],
+  'GET /v1/suppressions/imports/{id}': () => [{ method: 'GET', path: `/v1/suppressions/imports/${a.suppressionImport}`, status: 404 }],
+  'POST /v1/suppressions/csv': () => [{ method: 'POST', path: '/v1/suppressions/csv?tenantId=tenant-a', body: 'number\n+14155550903\n', status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') }],
+  'POST /v1/suppressions/imports': () => [{ method: 'POST', path: '/v1/suppressions/imports', body: { uploadId: A_UPLOAD }, status: 404 }],
   'POST /v1/endpoints': () => [{ method: 'POST', path: '/v1/endpoints', body: { tenantId: 'tenant-a', url: receiver.url }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') }],
   'GET /v1/endpoints': () => [
     { method: 'GET', path: '/v1/endpoints', status: 200, check: (body) => expect(body.endpoints).toEqual([]) },
@@ -163,6 +181,13 @@ beforeAll(async () => {
   // A recovery of A's first endpoint (a dry run, never run here: no workers), for B to ask after.
   a.recoveryId = (await fx.api('POST', `/v1/endpoints/${a.endpoints[0]}/recover`, { since: new Date(fx.clock.now() - 60_000).toISOString(), dryRun: true }, asA)).body.recoveryId;
   expect(a.recoveryId).toMatch(/^rcv_/);
+  // A's suppression list: two numbers (a listing cursor after the first) and an import of a third.
+  for (const number of A_SUPPRESSED) expect((await fx.api('PUT', `/v1/suppressions/${encodeURIComponent(number)}`, { reason: 'asked' }, asA)).status).toBe(200);
+  a.suppressionsCursor = (await fx.api('GET', '/v1/suppressions?limit=1', undefined, asA)).body.cursor;
+  expect(a.suppressionsCursor).toEqual(expect.any(String));
+  const imported = await fetch(`${fx.url}/v1/suppressions/csv`, { method: 'POST', headers: { ...asA, 'content-type': 'text/csv' }, body: 'number\n+14155550904\n' });
+  expect(imported.status).toBe(202);
+  a.suppressionImport = ((await imported.json()) as { importId: string }).importId;
   // B: one batch of its own, no endpoint.
   bBatch = (await fx.api('POST', '/v1/batches', { contacts: numbers(2, '+1415557').map((number) => ({ number })), maxAttempts: 1 }, asB)).body.batchId;
 });
@@ -208,5 +233,16 @@ describe("tenant B's key against tenant A's things", () => {
     // B's own listing and its own batch are B's, and A's key finds B's batch no more than B's found A's.
     expect((await fx.api('GET', `/v1/batches/${bBatch}`, undefined, asA)).status).toBe(404);
     expect((await fx.api('GET', '/v1/batches', undefined, asA)).body.batches.map((b: any) => b.batchId).sort()).toEqual([...a.batches].sort());
+    expect((await fx.api('GET', '/v1/suppressions', undefined, asA)).body.suppressions.map((e: any) => e.number).sort()).toEqual(A_SUPPRESSED);
+  });
+
+  it('BSuppressingANumberOnAsListPutsItOnBsOwnList_AsEntryUntouched', async () => {
+    const number = A_SUPPRESSED[0]!;
+    expect((await fx.api('PUT', `/v1/suppressions/${encodeURIComponent(number)}`, { reason: 'b asked' }, asB)).status).toBe(200);
+    expect((await fx.api('GET', '/v1/suppressions', undefined, asB)).body.suppressions).toEqual([expect.objectContaining({ number, reason: 'b asked' })]);
+    const aList = (await fx.api('GET', '/v1/suppressions', undefined, asA)).body.suppressions;
+    expect(aList.map((e: any) => [e.number, e.reason]).sort()).toEqual(A_SUPPRESSED.map((n) => [n, 'asked']));
+    expect((await fx.api('DELETE', `/v1/suppressions/${encodeURIComponent(number)}`, undefined, asB)).status).toBe(200);
+    expect((await fx.api('GET', '/v1/suppressions', undefined, asA)).body.suppressions.map((e: any) => e.number).sort()).toEqual(A_SUPPRESSED);
   });
 });

@@ -206,8 +206,10 @@ export class SuppressionStore {
       named('entry', { Delete: { TableName: this.tableName, Key: suppressionKey(scope.tenantId, number), ConditionExpression, ExpressionAttributeNames, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }),
       putItem('audit', this.tableName, audit),
     ];
-    // The entry as it was is read first, for the answer; the Delete's condition is what decides.
+    // The entry as it was is read first, for the answer; the Delete's condition is what decides. A number
+    // not on the list (another tenant's, say) is a 404 without a write request.
     const before = await this.getEntry(scope.tenantId, number);
+    if (!before) return { removed: undefined };
     const outcome = await transact(this.db, items);
     if (outcome.committed) return { removed: before ?? { ...suppressionKey(scope.tenantId, number), tenantId: scope.tenantId, number, source: SuppressionSource.api, createdAt: at } };
     if (!outcome.contention && outcome.refused['entry']?.code === 'ConditionalCheckFailed') return { removed: undefined };

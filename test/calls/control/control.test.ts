@@ -284,7 +284,7 @@ describe('PATCH /v1/batches/{id}', () => {
   it('ANewCallingWindowWakesADialerAsleepUntilTheOldOneOpened', async () => {
     // Monday 09:00 UTC: a window of 20:00–21:00 UTC is closed; one of 08:00–18:00 is open.
     const fx = await fixture({ script: () => 'completed' });
-    const closed = { timezone: 'UTC', weekdays: [1, 2, 3, 4, 5], start: '20:00', end: '21:00' };
+    const closed = { timezone: 'UTC', weekdays: [1, 2, 3, 4, 5], start: '20:00', end: '21:00', perContact: false };
     const batchId = await fx.createBatch({ numbers: numbers(2), maxAttempts: 1, callingWindow: closed });
     await fx.quiesce();
     expect(callsOf(fx, batchId)).toEqual([]);

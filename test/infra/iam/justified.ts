@@ -27,6 +27,9 @@ export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'rescuer iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
   'rescuer dynamodb:GetItem table:jobs': 'a discard whose write got no answer is read back, to learn whether it was written and counted (functions/jobs/discards.ts); the run loses no answer' ,
 
+  'dialWorker dynamodb:DeleteItem table:calls':
+    'a deferred contact is dialled (or ended) from the deferred list, whose entry its transaction deletes (functions/calls/compliance/dial-items.ts take); the run’s batches have no calling window, so nothing is deferred (test/calls/compliance-dial.test.ts defers and dials)',
+
   'mailWorker sqs:SendMessage queue:mail': 'its kinds’ retries and snoozes of up to 15 minutes (a transport that failed, functions/mail/handlers.ts) wake them on their own queue; the run’s mail all goes out',
   'mailWorker scheduler:CreateSchedule schedule:jobs/*': 'a message over a cap waits until the cap’s hour ends (functions/mail/handlers.ts); the run stays under the caps',
   'mailWorker iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
