@@ -4,7 +4,7 @@ import type { DemoApi } from './client.ts';
 /**
  * The demo's campaign control and compliance (issue 27), through the public API as a client would: its
  * batch pauses once (`POST /v1/batches/{id}/pause`) as soon as a first call is done, stays paused for
- * {@link PAUSE_JOB_MS} of job time and resumes (`…/resume`); then one number not yet called is put on the
+ * at least {@link PAUSE_JOB_MS} of job time (until the demo's next look after it) and resumes (`…/resume`); then one number not yet called is put on the
  * tenant's suppression list (`PUT /v1/suppressions/{number}`), mid-campaign. What each step saw is kept
  * in the demo's state (a restart resumes a pause rather than pausing again) and checked at the end from
  * the API's own counts: the dials while paused (the contacts' dials summed at the pause and at the resume)
