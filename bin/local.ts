@@ -76,6 +76,7 @@ if (receivers) {
     stateFile: flags.memory ? undefined : join(env.DATA_DIR, 'demo.json'),
     print: (line) => console.log(line),
     progress: progressView(process.stdout),
+    timeScale,
     signal: demoStop.signal,
   }).then(
     () => console.log(`\nthe demo is done; redial keeps serving. Open ${runtime.url}/panel to find and fix what failed.`),

@@ -253,7 +253,8 @@ async function storedBytes(host: CapacityHost): Promise<Pick<DayOutcome, 'stored
         const pk = String(native[definition.partitionKey]);
         const sortKey = (definition as TableDefinition).sortKey;
         const sk = sortKey === undefined ? undefined : String(native[sortKey]);
-        const kind = pricedItemKinds.find((k) => k.only !== 'reads' && k.pk.test(pk) && (k.sk === undefined || (sk !== undefined && k.sk.test(sk))));
+        // Stored items go to the kind that writes them (not a kind of reads or of ConditionChecks only).
+        const kind = pricedItemKinds.find((k) => k.only !== 'reads' && (k.actions === undefined || k.actions.includes('put')) && k.pk.test(pk) && (k.sk === undefined || (sk !== undefined && k.sk.test(sk))));
         const size = itemSize(item);
         add(stored, definition.name, size);
         if (kind) add(storedByKind, kind.name, size);

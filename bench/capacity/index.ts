@@ -270,6 +270,10 @@ function itemKindLines(report: CapacityReport): string[] {
   for (const kind of pricedItemKinds) {
     const k = report.perResult.itemKinds[kind.name];
     if (!k) continue;
+    if (k.writes === 0 && k.reads === 0) {
+      lines.push(`${`${kind.name} `.padEnd(20)}no requests in the day: $0 per million results (${kind.description})`);
+      continue;
+    }
     const stored = Object.entries(report.storageByItemKind).filter(([label]) => label.split('.')[0] === kind.name);
     const ops = Object.entries(k.requestsByOperation).map(([op, n]) => `${op} ${fmt(n, 3)}`).join(', ');
     lines.push(
@@ -278,7 +282,7 @@ function itemKindLines(report: CapacityReport): string[] {
     );
     if (stored.length) {
       lines.push(
-        `                    stored: ${stored.map(([label, s]) => `${label} ${fmt(s.bytesPerResult)} B/result × ${fmt(s.retentionDays)} days = ${fmt(s.gigabytes)} GB, ${usd(s.usdPerMonth)}/month`).join('; ')}`,
+        `                    stored: ${stored.map(([label, s]) => `${label} ${fmt(s.bytesPerResult)} B/result × ${fmt(s.retentionDays, s.retentionDays < 2 ? 2 : 0)} days = ${fmt(s.gigabytes)} GB, ${usd(s.usdPerMonth)}/month`).join('; ')}`,
       );
     }
   }

@@ -1,6 +1,7 @@
 import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
 import type { ItemKind } from './model.ts';
 import { CALLS_RETENTION_SECONDS } from '../../functions/calls/model.ts';
+import { CAP_SLOT_TTL_MS } from '../../functions/calls/compliance/cap.ts';
 
 /**
  * The items the capacity report prices apart (docs/capacity.md, "Issue 25: the attempt log, kept events
@@ -64,5 +65,47 @@ export const pricedItemKinds: readonly (ItemKind & { retentionDays: number | nul
     source: 'job:webhook.deliver',
     only: 'reads',
     retentionDays: null,
+  },
+  // Issue 27's compliance at the dial (functions/calls/compliance/): each on a line of its own.
+  {
+    name: 'suppressionCheck',
+    description: 'the suppression ConditionCheck in every dial’s transaction: attribute_not_exists on the number’s entry (functions/calls/compliance/suppression-store.ts), billed as a transactional write of the entry as stored (none: 1 KB)',
+    // `TENANT#<tenantId>#SUPP#<shard>` (suppressionPartition), sort key `NUMBER#<E.164>`: the check only.
+    pk: /^TENANT#[A-Za-z0-9_-]+#SUPP#\d+$/,
+    actions: ['check'],
+    only: 'writes',
+    retentionDays: null,
+  },
+  {
+    name: 'suppressionList',
+    description: 'the suppression list itself: entries written by PUT /v1/suppressions, an import or an opt-out in the intake’s transaction, their audit records, and reads of the list (GET /v1/suppressions); kept without TTL',
+    // The entries' partitions (as above) and `TENANT#<tenantId>#SUPPAUDIT`; every action but the dial's check.
+    pk: /^TENANT#[A-Za-z0-9_-]+#SUPP(#\d+|AUDIT)$/,
+    actions: ['put', 'update', 'delete'],
+    retentionDays: null,
+  },
+  {
+    name: 'capQuery',
+    description: 'the cap’s read before each dial: a Query of the number’s slot items (functions/calls/store.ts capSlots), eventually consistent',
+    // `TENANT#<tenantId>#CAP#<E.164>` (capPartition), read only.
+    pk: /^TENANT#[A-Za-z0-9_-]+#CAP#\+\d+$/,
+    only: 'reads',
+    retentionDays: null,
+  },
+  {
+    name: 'capSlots',
+    description: 'the cap slot a dial claims: a conditional Put in the dial’s transaction (functions/calls/compliance/cap.ts), kept 25 h by TTL',
+    // The same partition, sort key `SLOT#<k>`: the writes and what stays stored.
+    pk: /^TENANT#[A-Za-z0-9_-]+#CAP#\+\d+$/,
+    sk: /^SLOT#/,
+    only: 'writes',
+    retentionDays: CAP_SLOT_TTL_MS / 86_400_000,
+  },
+  {
+    name: 'deferrals',
+    description: 'the deferred list beside the dial cursor: an entry and a position mark per contact a window or the cap defers, written in the dial’s transaction, and their reads (functions/calls/compliance/dial-items.ts)',
+    // `<batch partition>#DEFER` (deferPartition), sort keys `Q#…` (entries) and `P#…` (marks).
+    pk: /^TENANT#[A-Za-z0-9_-]+#BATCH#[0-9a-f]{32}#DEFER$/,
+    retentionDays: CALLS_RETENTION_SECONDS / 86_400,
   },
 ];

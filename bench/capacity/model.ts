@@ -162,6 +162,8 @@ export interface ItemKind {
   sk?: RegExp;
   source?: string;
   only?: 'reads' | 'writes';
+  /** Only these write actions count as the kind's writes (a suppression entry's ConditionCheck apart from its Puts). @default every action */
+  actions?: readonly ItemWrite['action'][];
 }
 
 /** What one kind of item cost, per result (weighted as every record: results, mail at its rate, nothing for fixed work). */
@@ -556,7 +558,7 @@ const newKindTally = (): KindTally => ({ writes: 0, reads: 0, requests: new Map(
 function tallyKind(kind: ItemKind, tally: KindTally, r: DynamoRecord, weight: number): void {
   if (kind.source !== undefined && r.source !== kind.source) return;
   const matches = (item: { pk: string; sk?: string }) => kind.pk.test(item.pk) && (kind.sk === undefined || (item.sk !== undefined && kind.sk.test(item.sk)));
-  const writes = kind.only === 'reads' ? [] : r.writes.filter(matches);
+  const writes = kind.only === 'reads' ? [] : r.writes.filter((w) => matches(w) && (kind.actions === undefined || kind.actions.includes(w.action)));
   const reads = kind.only === 'writes' ? [] : r.reads.filter(matches);
   if (writes.length === 0 && reads.length === 0) return;
   add(tally.requests, r.operation, weight);

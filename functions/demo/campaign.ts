@@ -11,6 +11,8 @@ import type { ReceiverStats } from './receivers.ts';
 import { roundContacts } from './progress.ts';
 import type { ContactSeen, DemoProgress } from './progress.ts';
 import { lineView } from './progress-view.ts';
+import { controlLines, controlState, controlStep, controlSummary } from './control.ts';
+import type { ControlContact, ControlSummary } from './control.ts';
 import type { ProgressView } from './progress-view.ts';
 
 /** The demo's tenant and owner: a client of redial, as far as the API can tell. */
@@ -24,6 +26,8 @@ export const DEMO_TIME_SCALE = 0.025;
 interface Batch {
   batchId: string;
   status: string;
+  pausedAt: string | null;
+  pausedFrom: string | null;
   round: number;
   maxAttempts: number;
   counts: { byStatus: Record<string, number>; byCode: Record<string, number> };
@@ -43,7 +47,7 @@ interface JobList {
   cursor?: string;
 }
 interface Contacts {
-  contacts: ContactSeen[];
+  contacts: (ContactSeen & ControlContact)[];
   cursor?: string;
 }
 
@@ -67,6 +71,8 @@ const demoState = demoStart.partial({ idempotencyKey: true }).extend({
   batchId: z.string(),
   finishedAt: z.string().optional(),
   summary: z.unknown().optional(),
+  /** The pause and the suppression (control.ts), as far as they went. */
+  control: controlState.optional(),
 });
 type DemoState = z.infer<typeof demoState>;
 
@@ -86,6 +92,8 @@ export interface DemoSummary {
   discardedJobs: Record<string, number>;
   /** The export's first lines (`GET /v1/batches/{id}/export?format=csv&limit=3`): its header and three contacts. */
   exportHead: string[];
+  /** The pause and the suppression, checked against the API's counts (absent in a summary kept from before them). */
+  control?: ControlSummary;
 }
 
 export interface DemoOptions {
@@ -102,6 +110,8 @@ export interface DemoOptions {
   pollMs?: number;
   /** Give up waiting after this many real ms. */
   timeoutMs?: number;
+  /** The runtime's TIME_SCALE (real s per job s): how long the pause lasts in real time. @default 1 */
+  timeScale?: number;
 }
 
 /** The mail kinds, whose snoozed jobs (a recipient's cap reached) the progress counts. */
@@ -130,7 +140,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     print(`demo: ran before (batch ${saved.batchId}, finished ${saved.finishedAt}); its data is kept in ${dirname(options.stateFile ?? '.data/demo.json')}/. Delete that directory to run it again.`);
     restoreSecrets(options.receivers, saved);
     // The receivers' and the sink's counts lived in the last process; the summary kept them.
-    const summary = (saved.summary as DemoSummary | undefined) ?? (await summarise(api, options.receivers, await withKey(options, saved)));
+    const summary = (saved.summary as DemoSummary | undefined) ?? (await summarise(api, options.receivers, await withKey(options, saved), options.timeScale ?? 1));
     printSummary(print, summary, `as it ended at ${saved.finishedAt}`);
     return summary;
   }
@@ -150,7 +160,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     state = await createBatch(options, await withKey(options, saved));
   }
   await follow(options, state);
-  const summary = await summarise(api, options.receivers, state);
+  const summary = await summarise(api, options.receivers, state, options.timeScale ?? 1);
   save(options.stateFile, { ...state, finishedAt: new Date().toISOString(), summary });
   printSummary(print, summary);
   return summary;
@@ -263,8 +273,24 @@ async function follow(options: DemoOptions, state: DemoState): Promise<void> {
   try {
     for (;;) {
       signal?.throwIfAborted();
-      const { progress, settled } = await readProgress(options, state, started);
+      const { progress, settled, batch, contacts } = await readProgress(options, state, started);
       if (settled) return view.finish(progress);
+      // The pause, the resume and the suppression, each once, when the batch is ready for it (control.ts).
+      const tenant = tenantApi(options, state);
+      const control = await controlStep(state.control ?? {}, {
+        tenant,
+        batchId: state.batchId,
+        batch,
+        contacts,
+        readContacts: () => pages(tenant, `/v1/batches/${state.batchId}/contacts`, (p: Contacts) => p.contacts),
+        nowRealMs: Date.now(),
+        timeScale: options.timeScale ?? 1,
+        print: (line) => view.note(line),
+      });
+      if (control) {
+        state.control = control;
+        save(options.stateFile, state);
+      }
       view.update(progress);
       if (Date.now() - started > timeoutMs) throw new Error(`the demo did not settle within ${timeoutMs / 1000} s`);
       await sleep(options.pollMs ?? 1000, undefined, signal ? { signal } : {});
@@ -276,7 +302,7 @@ async function follow(options: DemoOptions, state: DemoState): Promise<void> {
 }
 
 /** One look at the demo through the API: what the progress shows, and whether everything has settled. */
-async function readProgress(options: DemoOptions, state: DemoState, started: number): Promise<{ progress: DemoProgress; settled: boolean }> {
+async function readProgress(options: DemoOptions, state: DemoState, started: number): Promise<{ progress: DemoProgress; settled: boolean; batch: Batch; contacts: (ContactSeen & ControlContact)[] }> {
   const { api } = options;
   const tenant = tenantApi(options, state);
   const batch = await tenant.get<Batch>(`/v1/batches/${state.batchId}`);
@@ -317,7 +343,7 @@ async function readProgress(options: DemoOptions, state: DemoState, started: num
     endpoints.every((e) => e.waiting === 0) &&
     pending.every((s) => !notify.counts[s]) &&
     (notify.counts['completed'] ?? 0) > 0;
-  return { progress, settled };
+  return { progress, settled, batch, contacts };
 }
 
 /**
@@ -365,9 +391,10 @@ async function pages<P extends { cursor?: string }, T>(api: DemoApi, path: strin
   return all;
 }
 
-async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoState): Promise<DemoSummary> {
+async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoState, timeScale: number): Promise<DemoSummary> {
   const tenant = api.as(state.apiKey ?? '(no key)');
   const batch = await tenant.get<Batch>(`/v1/batches/${state.batchId}`);
+  const contacts = await pages(tenant, `/v1/batches/${state.batchId}/contacts`, (p: Contacts) => p.contacts);
   const deliveries = await api.get<JobCounts>('/v1/ops/job-counts?kind=webhook.deliver');
   const discardedDeliveries = await api.get<JobList>('/v1/ops/jobs?state=discarded&kind=webhook.deliver&limit=200');
   const allDiscarded = await api.get<JobList>('/v1/ops/jobs?state=discarded&limit=200');
@@ -393,6 +420,7 @@ async function summarise(api: DemoApi, receivers: DemoReceivers, state: DemoStat
     mail: { sent: mail.total, notices: tally(notices.notices.map((n) => n.status)) },
     discardedJobs: tally(allDiscarded.jobs.map((j) => `${j.kind}: ${j.discardReason ?? 'unknown'}`)),
     exportHead: exported.split('\r\n').filter((line) => line !== ''),
+    control: controlSummary(state.control ?? {}, contacts, timeScale),
   };
 }
 
@@ -419,7 +447,12 @@ function printSummary(print: (line: string) => void, s: DemoSummary, note?: stri
     print(`  export (npm run -s ops -- batches export ${s.batchId} --format csv), its first rows:`);
     for (const line of s.exportHead) print(`    ${line}`);
   }
-  print(`  summary JSON: ${JSON.stringify({ batchId: s.batchId, status: s.status, rounds: s.rounds, contactsByCode: s.contactsByCode, deliveries: s.deliveries })}`);
+  if (s.control) for (const line of controlLines(s.control)) print(line);
+  const control = s.control && {
+    dialsWhilePaused: s.control.pause?.dialsWhilePaused ?? null,
+    suppressed: s.control.suppression && { number: s.control.suppression.number, at: s.control.suppression.at, dialsThen: s.control.suppression.dialsThen, final: s.control.suppression.final, dialsAfter: s.control.suppression.dialsAfter },
+  };
+  print(`  summary JSON: ${JSON.stringify({ batchId: s.batchId, status: s.status, rounds: s.rounds, contactsByCode: s.contactsByCode, deliveries: s.deliveries, ...(control ? { control } : {}) })}`);
 }
 
 function restoreSecrets(receivers: DemoReceivers, state: DemoState | DemoStart): void {

@@ -10,6 +10,8 @@ export interface ProgressView {
   finish(progress: DemoProgress): void;
   /** The demo was stopped (Ctrl-C): what was shown last stays, marked stopped; later calls do nothing. */
   stop(): void;
+  /** A line of what the demo did (it paused its batch, …), printed above the progress, which stays. */
+  note(line: string): void;
 }
 
 /** A terminal (stdout is a TTY) gets one block updated in place; anything else a short line every few seconds. */
@@ -39,6 +41,13 @@ export function blockView(stream: NodeJS.WritableStream & { isTTY?: boolean; col
     },
     finish: (progress) => close(progress),
     stop: () => close(last && { ...last, stopped: true }),
+    note(line) {
+      if (closed) return void stream.write(`${line}\n`);
+      // The block is erased, the line written where it was, and the block drawn again below it.
+      render.clear();
+      stream.write(`${line}\n`);
+      if (last) render(renderBlock(last).join('\n'));
+    },
   };
 }
 
@@ -69,5 +78,6 @@ export function lineView(print: (line: string) => void, everyMs = 5000): Progres
     stop() {
       closed = true;
     },
+    note: print,
   };
 }

@@ -6,6 +6,9 @@ import { attemptsPartition, receivedPartition } from '../../functions/webhooks/a
 import { endpointIds, endpointPartition, waitListPartition } from '../../functions/webhooks/endpoint.ts';
 import { EVENT_RETENTION_SECONDS, newEvent } from '../../functions/webhooks/events.ts';
 import { keptKey } from '../../functions/webhooks/kept-events.ts';
+import { CAP_SLOT_TTL_MS, capSlotKey } from '../../functions/calls/compliance/cap.ts';
+import { deferEntrySk, deferPartition, markSk } from '../../functions/calls/compliance/dial-items.ts';
+import { suppressionAuditKey, suppressionKey } from '../../functions/calls/compliance/suppression.ts';
 
 const batchId = batchIds.make('acme-co', 'c0ffee00c0ffee00c0ffee00c0ffee00');
 const kind = (name: string) => pricedItemKinds.find((k) => k.name === name)!;
@@ -22,7 +25,20 @@ describe('the kinds the capacity report prices apart', () => {
       deliveryEndpointReads: [keyOf(endpointPartition(endpointId))],
       contactData: [contactDataKey(batchId, '+14155550100'), externalIdKey(batchId, 'crm-1')],
       callAttempts: [attemptKey(batchId, '+14155550100', 2)],
+      capSlots: [capSlotKey('acme-co', '+14155550100', 0), capSlotKey('acme-co', '+14155550100', 19)],
+      deferrals: [keyOf(deferPartition(batchId), deferEntrySk(1, Date.parse('2026-12-03T17:00:00Z'), 0, 3)), keyOf(deferPartition(batchId), markSk(1, 0, 3))],
     };
+    // Kinds that share their keys with another by design: told apart by action or by reads and writes (below).
+    const shared: Record<string, { pk: string; sk?: string }[]> = {
+      suppressionCheck: [suppressionKey('acme-co', '+14155550100')],
+      suppressionList: [suppressionKey('acme-co', '+14155550100'), suppressionAuditKey('acme-co', '+14155550100', '2026-12-03T06:00:00.000Z', 'removed')],
+      capQuery: [capSlotKey('acme-co', '+14155550100', 0)],
+    };
+    for (const [name, own] of Object.entries(shared)) for (const key of own) expect(kind(name).pk.test(key.pk), `${name} matches ${JSON.stringify(key)}`).toBe(true);
+    // The shared kinds match none of the others' keys.
+    for (const name of Object.keys(shared)) {
+      for (const key of [...Object.values(keys).flat().filter((k) => !k.pk.includes('#CAP#'))]) expect(kind(name).pk.test(key.pk), `${name} does not match ${JSON.stringify(key)}`).toBe(false);
+    }
     const others = [
       ...[waitListPartition(endpointId, 1), receivedPartition(endpointId), 'TENANT#acme-co', 'TENANT#acme-co#BATCH#b1', 'ENDPOINTS'].map((pk) => keyOf(pk)),
       // The contact's own item and the batch's rows share the partitions the contact kinds use.
@@ -43,5 +59,14 @@ describe('the kinds the capacity report prices apart', () => {
     expect(kind('attemptRows').retentionDays).toBe(EVENT_RETENTION_SECONDS / 86_400);
     expect(kind('keptEvents').retentionDays).toBe(30);
     expect(kind('deliveryEndpointReads')).toMatchObject({ source: 'job:webhook.deliver', only: 'reads' });
+  });
+
+  it('PriceTheDialsSuppressionCheckApartFromTheListAndTheCapsReadApartFromItsSlots', () => {
+    expect(kind('suppressionCheck')).toMatchObject({ actions: ['check'], only: 'writes' });
+    expect(kind('suppressionList').actions).not.toContain('check');
+    expect(kind('capQuery').only).toBe('reads');
+    expect(kind('capSlots')).toMatchObject({ only: 'writes', retentionDays: CAP_SLOT_TTL_MS / 86_400_000 });
+    // A key with more segments before CAP is not a slot partition: a tenant id never contains '#'.
+    expect(kind('capSlots').pk.test('TENANT#acme-co#BATCH#x#CAP#+1415')).toBe(false);
   });
 });

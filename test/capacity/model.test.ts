@@ -280,6 +280,39 @@ describe('the model of a run', () => {
     expect(model.perResult.itemKinds).toEqual({});
   });
 
+  it('PricesADialsConditionCheckApartFromTheListsWritesOfTheSameItem', () => {
+    const supp = 'TENANT#big#SUPP#1';
+    const priced = buildModel({
+      records: [
+        ...records,
+        // A dial: the suppression check (no entry: 1 KB, doubled) beside the batch row, in one transaction.
+        dynamo({
+          source: 'job:calls.dial',
+          operation: 'TransactWriteItems',
+          transaction: true,
+          writes: [write({ table: 'calls', pk: 'TENANT#big', oldBytes: 200, newBytes: 200 }), write({ table: 'calls', pk: supp, action: 'check' })],
+        }),
+        // An opt-out: the entry written (an Update) in the intake's transaction.
+        dynamo({ source: 'api:POST /v1/calls/webhook', operation: 'TransactWriteItems', transaction: true, writes: [write({ table: 'calls', pk: supp, action: 'update', newBytes: 228 })] }),
+      ],
+      results: 2,
+      mails: 1,
+      mailsPerResult: 0.1,
+      categorize,
+      settings,
+      prices,
+      rates: { average: 100, burst: 1000 },
+      itemKinds: [
+        { name: 'check', pk: /#SUPP#/, actions: ['check'], only: 'writes' as const },
+        { name: 'list', pk: /#SUPP#/, actions: ['put', 'update', 'delete'] },
+      ],
+    });
+    const { check, list } = priced.perResult.itemKinds;
+    // Over 2 results, each 1 KB doubled by its transaction.
+    expect(check).toMatchObject({ writes: 0.5, writeUnits: 1, requestsByOperation: { TransactWriteItems: 0.5 }, ownRequests: 0 });
+    expect(list).toMatchObject({ writes: 0.5, writeUnits: 1, requestsByOperation: { TransactWriteItems: 0.5 }, ownRequests: 0.5, meanItemBytes: 228 });
+  });
+
   it('PricesAMillionResultsFromThePriceTableWithAndWithoutSes', () => {
     const expected =
       5.8 * 0.625 + 0.25 * 0.125 + 2.7 * 0.4 + 0.5 * 1 + 1.6 * 0.2 + 0.075 * 0.0000133334 * 1e6 + 1 * 1;

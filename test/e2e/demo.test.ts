@@ -135,7 +135,22 @@ describe('the newcomer path: npm start with its demo, and the panel', () => {
         rounds: summary.rounds,
         contactsByCode: summary.contactsByCode,
       });
-      expect(Object.values(batch.counts.byCode as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(40);
+      // Every contact has a call outcome's code, but the one suppressed before its call (counted apart: byStatus.Suppressed).
+      expect(Object.values(batch.counts.byCode as Record<string, number>).reduce((a, b) => a + b, 0) + batch.counts.byStatus.Suppressed).toBe(40);
+
+      // The batch paused once and resumed (issue 27): no dial committed in between, by the contacts' dials.
+      expect(npm.output()).toMatch(new RegExp(`POST /v1/batches/${summary.batchId}/pause → Paused at \\S+Z`));
+      expect(npm.output()).toMatch(new RegExp(`POST /v1/batches/${summary.batchId}/resume → InProgress; dials while paused: 0`));
+      expect(summary.control.dialsWhilePaused).toBe(0);
+      // One number, not yet called, was suppressed mid-campaign: on the tenant's list, never dialled, ended Suppressed.
+      const suppressed = summary.control.suppressed;
+      expect(suppressed).toMatchObject({ dialsThen: 0, dialsAfter: 0, final: { status: 'Suppressed', code: 'SUPPRESSED', attempts: 0 } });
+      const list = await api(`${url}/v1/suppressions`, key);
+      expect(list.suppressions.map((e: any) => e.number)).toEqual([suppressed.number]);
+      const contact = (await api(`${url}/v1/batches/${summary.batchId}/contacts?limit=100`, key)).contacts.find((c: any) => c.contactNumber === suppressed.number);
+      expect(contact).toMatchObject({ status: 'Suppressed', code: 'SUPPRESSED', attempts: 0 });
+      expect(batch.counts.byStatus.Suppressed).toBe(1);
+      expect(npm.output()).toMatch(/suppression: \+1555\d+ \(crm-\d+\) suppressed at \S+ while Queued with 0 dials; ended Suppressed SUPPRESSED with 0 dials: no call after the suppression/);
       expect((await api(`${url}/v1/ops/job-counts?kind=webhook.deliver`)).counts).toEqual(summary.deliveries);
       expect(summary.deliveries.completed).toBeGreaterThan(0);
     } finally {
