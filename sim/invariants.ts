@@ -658,6 +658,8 @@ const noneStuck: Check = (o) => {
   }
   if (o.settled) {
     for (const j of o.jobs) {
+      // A pause's expiry is due 30 days on (past the run's horizon): waiting for its time is not stuck.
+      if (j.kind === 'calls.pause_expiry' && Date.parse(j.scheduledAt) > o.now) continue;
       if (!isTerminal(j.state) && !PERIODIC.has(j.kind)) out.push({ invariant: 'jobs.none-stuck', message: `job ${j.id} is ${j.state} with nothing left to wake it` });
     }
   }
