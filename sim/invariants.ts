@@ -660,6 +660,8 @@ const noneStuck: Check = (o) => {
     for (const j of o.jobs) {
       // A pause's expiry is due 30 days on (past the run's horizon): waiting for its time is not stuck.
       if (j.kind === 'calls.pause_expiry' && Date.parse(j.scheduledAt) > o.now) continue;
+      // A job asked to stop (a deleted batch's dialer) that sleeps until its time ends cancelled when it wakes.
+      if (j.cancelRequestedAt !== undefined && j.state !== JobState.running && Date.parse(j.scheduledAt) > o.now) continue;
       if (!isTerminal(j.state) && !PERIODIC.has(j.kind)) out.push({ invariant: 'jobs.none-stuck', message: `job ${j.id} is ${j.state} with nothing left to wake it` });
     }
   }

@@ -81,12 +81,14 @@ export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'l
     {
       TableName: tableNames.jobs,
       FilterExpression: `#state IN (${states.map((_, i) => `:s${i}`).join(', ')})`,
-      ProjectionExpression: '#kind',
+      ProjectionExpression: '#kind, cancelRequestedAt',
       ExpressionAttributeNames: { '#state': 'state', '#kind': 'kind' },
       ExpressionAttributeValues: Object.fromEntries(states.map((state, i) => [`:s${i}`, state])),
     },
   );
-  for await (const page of pages) if ((page.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])) && !BEYOND_HORIZON_KINDS.has(String(item['kind'])))) return 'busy';
+  // A job its domain asked to stop (a deleted batch's dialer, asleep until a deferral a day on) ends cancelled when it wakes: nothing to wait for.
+  const waitedFor = (item: Record<string, unknown>) => !PERIODIC_KINDS.has(String(item['kind'])) && !BEYOND_HORIZON_KINDS.has(String(item['kind'])) && item['cancelRequestedAt'] === undefined;
+  for await (const page of pages) if ((page.Items ?? []).some(waitedFor)) return 'busy';
   const entries = paginateScan(
     { client: clients.dynamo },
     { TableName: tableNames.webhooks, FilterExpression: 'begins_with(sk, :wait)', ProjectionExpression: 'pk', ExpressionAttributeValues: { ':wait': 'WAIT#' } },
