@@ -450,10 +450,6 @@ function drawCompliance(seed: number, campaign: Campaign): void {
       if (chance(rng, 0.15)) batch.startAtMs = batch.createAtMs + rng.int(60, 900) * 1000;
       if (chance(rng, 0.15)) zonedContacts(rng, batch);
     }
-    if (chance(rng, 0.3)) {
-      const batch = pick(rng, tenant.batches);
-      tenant.suppressions = [{ number: pick(rng, batch.contacts), atMs: batch.createAtMs + rng.int(0, 240) * 1000 }];
-    }
     if (tenant.batches.length >= 2 && chance(rng, 0.3)) {
       tenant.maxCallsPerNumberPer24h = rng.int(1, 2);
       const [first, second] = tenant.batches as [BatchPlan, BatchPlan];
@@ -462,6 +458,11 @@ function drawCompliance(seed: number, campaign: Campaign): void {
       if (first.callingWindow) second.callingWindow = { ...first.callingWindow };
       // Over the cap, a number waits 24 h: the tenant gives up on the later batch instead.
       second.deleteAtMs = Math.max(first.createAtMs, second.createAtMs) + rng.int(300, 900) * 1000;
+    }
+    // After the cap's sharing, so the number is one a batch still calls.
+    if (chance(rng, 0.3)) {
+      const batch = pick(rng, tenant.batches);
+      tenant.suppressions = [{ number: pick(rng, batch.contacts), atMs: batch.createAtMs + rng.int(0, 240) * 1000 }];
     }
   }
 }
