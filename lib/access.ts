@@ -188,9 +188,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
     sendTo: ['dial', 'calls', 'deliveries', 'webhooks'],
-    // A pause's expiry job is due 30 days on, a batch's start job at a `startAt` up to 30 days ahead
-    // (functions/calls/control/service.ts): beyond SQS's 15-minute delay, each is a schedule.
-    schedules: { create: true, delete: true },
+    schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
     uploads: ['put', 'get'],
   },
@@ -210,9 +208,9 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
    *   counters' UpdateItem), enqueue (PutItem): the dialer, mail and probe jobs;
    * - the suppression lists' removals (DeleteItem of an entry, in the operator copies of the tenant routes);
-   * - wake-ups: a retried job runs now, on its own queue (any of them); the operator copies of the tenant
-   *   routes enqueue what they do (a pause's expiry 30 days on, a start job at `startAt`), so it creates
-   *   schedules too. It may delete one (ops cancel or retry a job that waits on a schedule).
+   * - wake-ups: a retried job runs now, on its own queue (any of them); nothing the API enqueues is due
+   *   later than 15 minutes, so it creates no schedule. It may delete one (ops cancel or retry a job that
+   *   waits on a schedule).
    */
   api: {
     tables: {
@@ -222,7 +220,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
-    schedules: { create: true, delete: true },
+    schedules: { delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
     uploads: ['put', 'get'],
   },
