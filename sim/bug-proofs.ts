@@ -1,6 +1,6 @@
 import { mailPolicy } from '../functions/mail/kinds.ts';
-import { drawPlan, lostAttemptsPlan, withFaults } from './plan.ts';
-import type { Plan } from './plan.ts';
+import { compliancePlan, drawPlan, lostAttemptsPlan, withFaults } from './plan.ts';
+import type { CompliancePlanName, Plan } from './plan.ts';
 
 /**
  * Where each planted bug (sim/bugs.ts) is caught: the plans that reported it, and the invariants that
@@ -37,6 +37,9 @@ export const RESCUER_DISCARD_PLAN: ProofPlan = {
 /** Seed 97 shrunk to its one fault (a crash between an intake's lease take and its transaction). */
 export const STRANDED_LEASE_PLAN: ProofPlan = { label: 'seed 97, fault 9 only', plan: () => withFaults(drawPlan(97), [9]) };
 
+/** A targeted plan for a control or compliance bug (sim/plan.ts compliancePlan): a campaign the rule decides, no faults. */
+const targeted = (name: CompliancePlanName): ProofPlan => ({ label: `the ${name} plan`, plan: () => compliancePlan(name) });
+
 // Costs measured one run at a time over a shared DynamoDB Local (2026-12-03, load average 4–10 on 2 cores;
 // node + DynamoDB Local CPU seconds of the run with the bug): docs/simulation.md has the table.
 export const bugProofs: readonly BugProof[] = [
@@ -62,6 +65,12 @@ export const bugProofs: readonly BugProof[] = [
   { bug: 'rotation-drops-old-signature', caughtBy: ['webhooks.signed-with-live-secrets'], plans: [seed(29), seed(38), seed(17)] },
   // 12 (1.5 s, 3 of 3), 17, 18; 4 and 6 of the first scan missed it when run alone.
   { bug: 'webhook-client-retries', caughtBy: ['retries.one-send-per-run'], plans: [seed(12), seed(17), seed(18)] },
+  // Issue 27's rules: each on a targeted plan of one tenant and no faults (docs/simulation.md has their costs).
+  { bug: 'dial-ignores-pause', caughtBy: ['control.no-dial-while-paused'], plans: [targeted('pause')] },
+  { bug: 'dial-skips-suppression-check', caughtBy: ['compliance.no-dial-after-suppression'], plans: [targeted('suppress')] },
+  { bug: 'cap-keyed-by-batch', caughtBy: ['compliance.cap-per-24h'], plans: [targeted('cap')] },
+  { bug: 'window-ignores-contact-zone', caughtBy: ['compliance.local-window'], plans: [targeted('window')] },
+  { bug: 'start-job-ignores-start-at', caughtBy: ['control.no-early-start'], plans: [targeted('start')] },
 ];
 
 export function proofOf(bug: string): BugProof {

@@ -14,6 +14,8 @@ import type { TransactItem } from '../functions/jobs/store.ts';
 import type { MailTransport } from '../functions/mail/transport.ts';
 import type { MetricsSink } from '../functions/platform/metrics.ts';
 import type { Alterations } from './host.ts';
+import { RESCUE_AFTER_MS } from './host.ts';
+import { checkKey } from '../functions/jobs/row.ts';
 
 /**
  * Plausible bugs, put back through the host's seams (test/sim/bugs.test.ts shows the simulator finds
@@ -147,6 +149,91 @@ class ExpiredLeaseNeverTaken extends WebhookStore {
   }
 }
 
+/**
+ * A calls store that has not learnt about pauses in the dialer's path: its jobs' read of a batch shows a
+ * paused one in the status it was paused from, and the dial's condition admits a paused batch (`status IN
+ * (Pending, InProgress, Paused)`). The dialer then dials on through a pause.
+ */
+class DialIgnoresPause extends CallsStore {
+  override async getBatch(batchId: string): Promise<BatchRow | undefined> {
+    const batch = await super.getBatch(batchId);
+    return batch?.status === 'Paused' && batch.pausedFrom !== undefined ? { ...batch, status: batch.pausedFrom } : batch;
+  }
+
+  override dialItems(d: DialWrite): TransactItem[] {
+    return super.dialItems(d).map((item) => {
+      if (item.name !== 'batch' || !item.Update) return item;
+      const update = item.Update;
+      const names = update.ExpressionAttributeNames ?? {};
+      const status = Object.keys(names).find((k) => names[k] === 'status');
+      if (!status) return item;
+      const condition = update.ConditionExpression!.replace(new RegExp(`${status} IN \\(([^)]*)\\)`), `${status} IN ($1, :simPaused)`);
+      return { ...item, Update: { ...update, ConditionExpression: condition, ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ':simPaused': 'Paused' } } };
+    });
+  }
+}
+
+/** A calls store that leaves the suppression check (`supp:<number>`, a ConditionCheck) out of every dial's transaction. */
+class DialSkipsSuppressionCheck extends CallsStore {
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    return super.transact(items.filter((item) => !item.name.startsWith('supp:')));
+  }
+}
+
+/**
+ * A calls store whose cap slot claims are keyed by batch (`TENANT#<t>#CAP#<number>#<batch>`) while the dial
+ * reads the tenant's slots (`TENANT#<t>#CAP#<number>`): the read always finds the number free, and each batch
+ * holds its own slots, so the cap never counts a number's calls across the tenant's batches.
+ */
+class CapKeyedByBatch extends CallsStore {
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    return super.transact(
+      items.map((item) => {
+        if (!item.name.startsWith('cap:') || !item.Put) return item;
+        const row = item.Put.Item as { pk: string; batchId: string };
+        return { ...item, Put: { ...item.Put, Item: { ...item.Put.Item, pk: `${row.pk}#${row.batchId}` } } };
+      }),
+    );
+  }
+}
+
+/**
+ * A calls store whose jobs' read of a batch drops `perContact` from its calling window: the dialer
+ * evaluates the window in the batch's zone for every contact (a nationwide list calls Chicago at New York's
+ * hours).
+ */
+class WindowIgnoresContactZone extends CallsStore {
+  override async getBatch(batchId: string): Promise<BatchRow | undefined> {
+    const batch = await super.getBatch(batchId);
+    return batch?.callingWindow ? { ...batch, callingWindow: { ...batch.callingWindow, perContact: false } } : batch;
+  }
+}
+
+/**
+ * A calls store that writes a scheduled batch's start job due at once instead of at its `startAt` (its
+ * time dropped): the rescuer takes it for a lost wake-up at its next pass, and the batch starts early.
+ */
+class StartIgnoresStartAt extends CallsStore {
+  private readonly jobsTable: string;
+
+  constructor(db: DynamoDBDocumentClient, tableNames: TableNames) {
+    super(db, tableNames.calls);
+    this.jobsTable = tableNames.jobs;
+  }
+
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    return super.transact(
+      items.map((item) => {
+        const row = item.Put?.Item as { kind?: string; id?: string; createdAt?: string; wakeSchedule?: unknown } | undefined;
+        if (item.Put?.TableName !== this.jobsTable || row?.kind !== 'calls.start' || !row.id || !row.createdAt) return item;
+        const created = Date.parse(row.createdAt);
+        const { wakeSchedule: _schedule, ...rest } = row;
+        return { ...item, Put: { ...item.Put, Item: { ...rest, state: 'available', scheduledAt: new Date(created - RESCUE_AFTER_MS).toISOString(), checkAt: checkKey(created + 1_000, row.id) } } };
+      }),
+    );
+  }
+}
+
 /** A webhook client that sends a request again on its own after a 5xx, a timeout or a dropped connection. */
 const retryingHttp = (inner: WebhookHttp): WebhookHttp => ({
   vet: (hostname) => inner.vet(hostname),
@@ -239,6 +326,31 @@ export const bugs: readonly Bug[] = [
     name: 'rotation-drops-old-signature',
     description: "after a secret rotation, deliveries carry only the new secret's signature: the old secret stops verifying at once, not 24 h later",
     alterations: { webhookHttp: firstSignatureOnly },
+  },
+  {
+    name: 'dial-ignores-pause',
+    description: "the dialer's read shows a paused batch as it was before the pause, and the dial's condition admits a paused batch: dials go on through a pause",
+    alterations: { callsStore: (db, tables) => new DialIgnoresPause(db, tables.calls) },
+  },
+  {
+    name: 'dial-skips-suppression-check',
+    description: "the dial's transaction leaves out the suppression list's ConditionCheck: a suppressed number is dialled",
+    alterations: { callsStore: (db, tables) => new DialSkipsSuppressionCheck(db, tables.calls) },
+  },
+  {
+    name: 'cap-keyed-by-batch',
+    description: "the cap's slot claims are keyed by batch while the dial reads the tenant's slots: a number's calls are never counted across the tenant's batches",
+    alterations: { callsStore: (db, tables) => new CapKeyedByBatch(db, tables.calls) },
+  },
+  {
+    name: 'window-ignores-contact-zone',
+    description: "the dialer's read of a batch drops callingWindow.perContact: every contact is called at the batch zone's hours",
+    alterations: { callsStore: (db, tables) => new WindowIgnoresContactZone(db, tables.calls) },
+  },
+  {
+    name: 'start-job-ignores-start-at',
+    description: "a scheduled batch's start job is written due at once, not at its startAt: the batch starts (and dials) early",
+    alterations: { callsStore: (db, tables) => new StartIgnoresStartAt(db, tables) },
   },
   {
     name: 'mail-transport-retries',

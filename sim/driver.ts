@@ -56,6 +56,12 @@ export class Driver {
     return this.campaign.tenants.find((t) => t.id === tenantId)?.concurrencyLimit;
   }
 
+  /** The plan of the batch created as `batchId` (its contacts' own zones, its window as asked). */
+  batchPlanOf(batchId: string): Campaign['tenants'][number]['batches'][number] | undefined {
+    const key = [...this.batches].find(([, b]) => b.batchId === batchId)?.[0];
+    return key === undefined ? undefined : this.campaign.tenants.flatMap((t) => t.batches).find((b) => b.key === key);
+  }
+
   /** Whether the driver has nothing left to do (no action scheduled, no request waiting for an answer). */
   get idle(): boolean {
     return this.open === 0;
@@ -84,6 +90,13 @@ export class Driver {
       for (const batch of tenant.batches) {
         this.at(SIM_START + batch.createAtMs, () => ready.then(() => this.createBatch(tenant.id, batch.key, batch)));
         if (batch.deleteAtMs !== undefined) this.at(SIM_START + batch.deleteAtMs, () => ready.then(() => this.deleteBatch(batch.key)));
+        if (batch.pause) {
+          this.at(SIM_START + batch.pause.atMs, () => ready.then(() => this.control(batch.key, 'pause')));
+          this.at(SIM_START + batch.pause.resumeAtMs, () => ready.then(() => this.control(batch.key, 'resume')));
+        }
+      }
+      for (const s of tenant.suppressions ?? []) {
+        this.at(SIM_START + s.atMs, () => ready.then(() => this.request(`suppress ${s.number}`, 'PUT', `/v1/suppressions/${encodeURIComponent(s.number)}`, { reason: 'asked not to be called' }, this.as(tenant.id))));
       }
       for (const endpoint of tenant.endpoints) {
         for (const action of endpoint.actions ?? []) this.at(SIM_START + action.atMs, () => ready.then(() => this.manage(tenant.id, endpoint, action)));
@@ -92,7 +105,11 @@ export class Driver {
   }
 
   private async setUp(tenant: Campaign['tenants'][number]): Promise<void> {
-    await this.request(`tenant ${tenant.id}`, 'PUT', `/v1/tenants/${tenant.id}`, { concurrencyLimit: tenant.concurrencyLimit, ...(tenant.ownerEmail ? { ownerEmail: tenant.ownerEmail } : {}) });
+    await this.request(`tenant ${tenant.id}`, 'PUT', `/v1/tenants/${tenant.id}`, {
+      concurrencyLimit: tenant.concurrencyLimit,
+      ...(tenant.ownerEmail ? { ownerEmail: tenant.ownerEmail } : {}),
+      ...(tenant.maxCallsPerNumberPer24h !== undefined ? { maxCallsPerNumberPer24h: tenant.maxCallsPerNumberPer24h } : {}),
+    });
     const issued = await this.request(`key ${tenant.id}`, 'POST', `/v1/tenants/${tenant.id}/keys`);
     const key = (issued.body as { key?: string } | undefined)?.key;
     if (key) this.keys.set(tenant.id, key);
@@ -114,7 +131,13 @@ export class Driver {
       `batch ${key}`,
       'POST',
       '/v1/batches',
-      { contacts: batch.contacts.map((number) => ({ number })), maxAttempts: batch.maxAttempts, retry: batch.retry, ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}) },
+      {
+        contacts: batch.contacts.map((number) => ({ number, ...(batch.timezones?.[number] ? { timezone: batch.timezones[number] } : {}) })),
+        maxAttempts: batch.maxAttempts,
+        retry: batch.retry,
+        ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}),
+        ...(batch.startAtMs !== undefined ? { startAt: new Date(SIM_START + batch.startAtMs).toISOString() } : {}),
+      },
       { 'idempotency-key': key, ...this.as(tenantId) },
     );
     const batchId = (response.body as { batchId?: string } | undefined)?.batchId;
@@ -125,6 +148,19 @@ export class Driver {
     const batch = this.batches.get(key);
     if (!batch) return;
     await this.request(`delete ${key}`, 'DELETE', `/v1/batches/${batch.batchId}`, undefined, this.as(batch.tenantId));
+  }
+
+  /**
+   * A pause or a resume of a batch, as its tenant would send it. A batch that finished meanwhile answers 409
+   * (a paused batch whose contacts all ended finalises; a deleted one is gone): expected, not a fault.
+   */
+  private async control(key: string, action: 'pause' | 'resume'): Promise<void> {
+    const batch = this.batches.get(key);
+    if (!batch) return;
+    const call = this.request(`${action} ${key}`, 'POST', `/v1/batches/${batch.batchId}/${action}`, undefined, this.as(batch.tenantId));
+    const record = this.calls.at(-1);
+    if (record) record.allowed = [409];
+    await call;
   }
 
   /**

@@ -14,6 +14,9 @@ import type { EndpointRow } from '../functions/webhooks/endpoint.ts';
 import type { EventType } from '../functions/webhooks/events.ts';
 import type { AppliedCompletion } from './world/writes.ts';
 import { eventBody } from '../functions/webhooks/signing.ts';
+import { CAP_WINDOW_MS, DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H } from '../functions/calls/compliance/cap.ts';
+import { windowOpenFor } from '../functions/calls/compliance/hours.ts';
+import { recipientZones } from '../functions/calls/compliance/recipient.ts';
 import type { Driver } from './driver.ts';
 import type { SimHost } from './host.ts';
 import { RESCUE_AFTER_MS, RESCUER_PERIOD_MS } from './host.ts';
@@ -91,13 +94,23 @@ interface Dial {
  * position; the id the placer is given adds the slot shard (`.s<k>`), which {@link baseCallId} takes off.
  */
 function dials(o: Observed): Dial[] {
+  // Positions the cursor passed without a call: a contact the dialer ended in the round (suppressed, or no
+  // window ever open: its item says so, source `dialer`), or one deferred and not dialled since (its mark).
+  const ended = new Set(contactsOf(o).filter((c) => (c.source as string | undefined) === 'dialer').map((c) => `${c.batchId} ${c.contactNumber} ${c.round}`));
+  const waiting = new Set(
+    o.calls
+      .filter((i) => String(i['pk']).endsWith('#DEFER') && String(i['sk']).startsWith('P#') && i['dialledAt'] === undefined)
+      .map((i) => `${batchIdOfPartition(String(i['pk']).slice(0, -'#DEFER'.length)) ?? '?'} ${String(i['number'])} ${Number(i['round'])}`),
+  );
   return batchesOf(o).flatMap((b) =>
     listPagesOf(o, b.batchId)
       .filter((page) => page.round <= b.round)
       .flatMap((page) =>
-        page.numbers.flatMap((contactNumber, pos) =>
-          page.round < b.round || isDialled(b, page.page, pos) ? [{ batchId: b.batchId, contactNumber, round: page.round, callId: callIdFor(b.batchId, contactNumber, { round: page.round, page: page.page, pos }) }] : [],
-        ),
+        page.numbers.flatMap((contactNumber, pos) => {
+          const key = `${b.batchId} ${contactNumber} ${page.round}`;
+          if (ended.has(key) || waiting.has(key)) return [];
+          return page.round < b.round || isDialled(b, page.page, pos) ? [{ batchId: b.batchId, contactNumber, round: page.round, callId: callIdFor(b.batchId, contactNumber, { round: page.round, page: page.page, pos }) }] : [];
+        }),
       ),
   );
 }
@@ -645,6 +658,10 @@ const noneStuck: Check = (o) => {
   }
   if (o.settled) {
     for (const j of o.jobs) {
+      // A pause's expiry is due 30 days on (past the run's horizon): waiting for its time is not stuck.
+      if (j.kind === 'calls.pause_expiry' && Date.parse(j.scheduledAt) > o.now) continue;
+      // A job asked to stop (a deleted batch's dialer) that sleeps until its time ends cancelled when it wakes.
+      if (j.cancelRequestedAt !== undefined && j.state !== JobState.running && Date.parse(j.scheduledAt) > o.now) continue;
       if (!isTerminal(j.state) && !PERIODIC.has(j.kind)) out.push({ invariant: 'jobs.none-stuck', message: `job ${j.id} is ${j.state} with nothing left to wake it` });
     }
   }
@@ -725,6 +742,135 @@ const dropsCounted: Check = (o, host) => {
   return counted < dropped ? [{ invariant: 'mail.drops-counted', message: `${dropped} owner notices dropped, ${counted} counted in ${MailMetric.dropped}` }] : [];
 };
 
+// ─── control and compliance ─────────────────────────────────────────────────────────────────────────
+
+/**
+ * A dial that committed: its batch, tenant, number and call; when it was decided (`dialledAt`: the `now`
+ * its group was planned at, which its cap claim holds and the placer request carries as `placedAt`, at or
+ * before its commit) and a time by which it had committed (`committedBy`: when the world saw its cap claim
+ * applied, or else when the placer got the call).
+ */
+interface DialCommit {
+  batchId: string;
+  tenantId: string | undefined;
+  number: string;
+  callId: string;
+  dialledAt: number;
+  committedBy: number;
+}
+
+/**
+ * Every dial that committed, as the world saw it: each cap slot claim (one per call a dial committed, in the
+ * dial's transaction: a call never placed, or refused by the placer, counts) and each call the placer got
+ * (a dial whose claim was not written, if a bug left it out). By base call id, once each.
+ */
+function dialCommits(o: Observed, host: SimHost): DialCommit[] {
+  const tenantOf = new Map(batchesOf(o).map((b) => [b.batchId, b.tenantId]));
+  const byCall = new Map<string, DialCommit>();
+  for (const c of host.writes.capClaims) {
+    const callId = baseCallId(c.callId);
+    if (!byCall.has(callId)) byCall.set(callId, { batchId: c.batchId, tenantId: c.tenantId, number: c.number, callId, dialledAt: c.dialledAt, committedBy: c.at });
+  }
+  for (const call of host.placer.calls.values()) {
+    const callId = baseCallId(call.callId);
+    if (byCall.has(callId) || call.placedAt === undefined) continue;
+    byCall.set(callId, { batchId: call.batchId, tenantId: tenantOf.get(call.batchId), number: call.contactNumber, callId, dialledAt: Date.parse(call.placedAt), committedBy: call.acceptedAt });
+  }
+  return [...byCall.values()];
+}
+
+const at = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * No dial commits for a batch between a committed pause and its resume. A dial decided after the pause was
+ * seen applied began after the pause committed; one seen committed before the resume was decided committed
+ * before the resume: both, and the dial committed while the batch was paused.
+ */
+const noDialWhilePaused: Check = (o, host) => {
+  const out: Violation[] = [];
+  const resumes = new Map<string, { pausedAt: number; resumedAt: number }[]>();
+  const open = new Map<string, number>();
+  for (const c of host.writes.controls) {
+    if (c.kind === 'pause' && !open.has(c.batchId)) open.set(c.batchId, c.at);
+    if (c.kind === 'resume' && open.has(c.batchId)) {
+      resumes.set(c.batchId, [...(resumes.get(c.batchId) ?? []), { pausedAt: open.get(c.batchId)!, resumedAt: c.decidedAt }]);
+      open.delete(c.batchId);
+    }
+  }
+  for (const [batchId, pausedAt] of open) resumes.set(batchId, [...(resumes.get(batchId) ?? []), { pausedAt, resumedAt: Number.POSITIVE_INFINITY }]);
+  for (const d of dialCommits(o, host)) {
+    for (const p of resumes.get(d.batchId) ?? []) {
+      if (d.dialledAt > p.pausedAt && d.committedBy < p.resumedAt)
+        out.push({ invariant: 'control.no-dial-while-paused', message: `call ${d.callId} (${d.batchId} ${d.number}) was dialled at ${at(d.dialledAt)}, while its batch was paused (pause committed by ${at(p.pausedAt)}, ${p.resumedAt === Number.POSITIVE_INFINITY ? 'never resumed' : `resumed at ${at(p.resumedAt)}`})` });
+    }
+  }
+  return out;
+};
+
+/** No dial of a number decided after its suppression entry was seen committed, while the entry stands. */
+const noDialAfterSuppression: Check = (o, host) => {
+  const out: Violation[] = [];
+  for (const d of dialCommits(o, host)) {
+    if (d.tenantId === undefined) continue;
+    const events = host.writes.suppressions.filter((s) => s.tenantId === d.tenantId && s.number === d.number);
+    const added = events.find((s) => s.kind === 'added' && s.at < d.dialledAt && !events.some((r) => r.kind === 'removed' && r.at > s.at && r.at <= d.committedBy));
+    if (added) out.push({ invariant: 'compliance.no-dial-after-suppression', message: `call ${d.callId} (${d.batchId}) dialled ${d.number} at ${at(d.dialledAt)}; tenant ${d.tenantId} had suppressed it by ${at(added.at)}` });
+  }
+  return out;
+};
+
+/** No 24 h window holds more dial commits to one number than its tenant's cap (`maxCallsPerNumberPer24h`), across its batches. */
+const capPer24h: Check = (o, host) => {
+  const out: Violation[] = [];
+  const caps = new Map(tenantsOf(o).map((t) => [t.tenantId, t.maxCallsPerNumberPer24h ?? DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H]));
+  const byNumber = new Map<string, DialCommit[]>();
+  for (const d of dialCommits(o, host)) if (d.tenantId !== undefined) byNumber.set(`${d.tenantId} ${d.number}`, [...(byNumber.get(`${d.tenantId} ${d.number}`) ?? []), d]);
+  for (const [key, list] of byNumber) {
+    const [tenantId, number] = key.split(' ') as [string, string];
+    const cap = caps.get(tenantId) ?? DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H;
+    const sorted = list.sort((a, b) => a.dialledAt - b.dialledAt);
+    for (let i = 0, from = 0; i < sorted.length; i++) {
+      while (sorted[from]!.dialledAt <= sorted[i]!.dialledAt - CAP_WINDOW_MS) from++;
+      if (i - from + 1 > cap) {
+        const inWindow = sorted.slice(from, i + 1);
+        out.push({ invariant: 'compliance.cap-per-24h', message: `tenant ${tenantId} dialled ${number} ${inWindow.length} times within 24 h (cap ${cap}): ${inWindow.map((d) => `${d.callId} at ${at(d.dialledAt)}`).join(', ')}` });
+        break;
+      }
+    }
+  }
+  return out;
+};
+
+/**
+ * No call outside its contact's local window: the batch's window as stored, in the zones the contact's own
+ * timezone (as the tenant sent it), its number's area code or region give (compliance/recipient.ts; the
+ * batch's zone alone when `perContact` is off), open at the dial's time in every one (compliance/hours.ts).
+ */
+const localWindow: Check = (o, host, driver) => {
+  const out: Violation[] = [];
+  const batches = new Map(batchesOf(o).map((b) => [b.batchId, b]));
+  for (const d of dialCommits(o, host)) {
+    const window = batches.get(d.batchId)?.callingWindow;
+    if (!window) continue;
+    const timezone = driver.batchPlanOf(d.batchId)?.timezones?.[d.number];
+    const { zones, source } = recipientZones({ number: d.number, ...(timezone ? { timezone } : {}) }, { timezone: window.timezone, perContact: window.perContact === true }, d.dialledAt);
+    if (!windowOpenFor(window, zones, d.dialledAt))
+      out.push({ invariant: 'compliance.local-window', message: `call ${d.callId} (${d.batchId}) dialled ${d.number} at ${at(d.dialledAt)}, outside its window ${window.start}–${window.end} in ${zones.join(', ')} (${source})` });
+  }
+  return out;
+};
+
+/** No dial before its batch's `startAt`. */
+const noEarlyStart: Check = (o, host) => {
+  const out: Violation[] = [];
+  const batches = new Map(batchesOf(o).map((b) => [b.batchId, b]));
+  for (const d of dialCommits(o, host)) {
+    const startAt = batches.get(d.batchId)?.startAt;
+    if (startAt !== undefined && d.dialledAt < Date.parse(startAt)) out.push({ invariant: 'control.no-early-start', message: `call ${d.callId} (${d.batchId} ${d.number}) was dialled at ${at(d.dialledAt)}, before its batch's startAt ${startAt}` });
+  }
+  return out;
+};
+
 // ─── the API ────────────────────────────────────────────────────────────────────────────────────────
 
 const expectedAnswers: Check = (_o, host, driver) => {
@@ -753,6 +899,11 @@ export const invariants: Readonly<Record<string, Check>> = {
   'calls.tenant-slots-return': tenantSlotsReturn,
   'calls.within-concurrency-limit': withinConcurrencyLimit,
   'calls.batches-end': batchesEnd,
+  'control.no-dial-while-paused': noDialWhilePaused,
+  'control.no-early-start': noEarlyStart,
+  'compliance.no-dial-after-suppression': noDialAfterSuppression,
+  'compliance.cap-per-24h': capPer24h,
+  'compliance.local-window': localWindow,
   'webhooks.every-event-delivered': everyEventDelivered,
   'webhooks.stranded-delivered-in-time': strandedDeliveredInTime,
   'webhooks.one-in-flight-per-endpoint': oneInFlightPerEndpoint,

@@ -45,8 +45,23 @@ export interface BatchPlan {
   createAtMs: number;
   /** When the driver deletes it, ms after the start (rarely). */
   deleteAtMs?: number;
-  /** A calling window that opens a little after the start (London time; the clock starts at 09:00 UTC on a Monday). */
-  callingWindow?: { timezone: string; start: string; end: string; weekdays: number[] };
+  /**
+   * A calling window that opens a little after the start (London time; the clock starts at 09:00 UTC on a
+   * Monday), or, for a compliance plan, one evaluated in each contact's zone (`perContact`).
+   */
+  callingWindow?: { timezone: string; start: string; end: string; weekdays: number[]; perContact?: boolean };
+  /** Contacts' own zones (the `timezone` of a contact in the create request), by number. */
+  timezones?: Record<string, string>;
+  /** A scheduled start, ms after the start of the run (`startAt` in the create request). */
+  startAtMs?: number;
+  /** The tenant pauses it at `atMs` and resumes it at `resumeAtMs` (both ms after the start), through the API. */
+  pause?: { atMs: number; resumeAtMs: number };
+}
+
+/** A number the tenant puts on its suppression list (PUT /v1/suppressions/{number}) at `atMs`. */
+export interface SuppressionPlan {
+  number: string;
+  atMs: number;
 }
 
 export interface TenantPlan {
@@ -57,6 +72,10 @@ export interface TenantPlan {
   accessRequests: number;
   endpoints: EndpointPlan[];
   batches: BatchPlan[];
+  /** `maxCallsPerNumberPer24h` on its PUT; undefined: the default (3). */
+  maxCallsPerNumberPer24h?: number;
+  /** Numbers it suppresses while its batches run. */
+  suppressions?: SuppressionPlan[];
 }
 
 export interface Campaign {
@@ -364,6 +383,7 @@ export function drawPlan(seed: number): Plan {
   }
   const slow = drawSlowSends(seed, campaign, faults.length + 1);
   drawEndpointActions(seed, campaign);
+  drawCompliance(seed, campaign);
   return slow ? { seed, campaign, faults: [...faults, slow], speed: SLOW_SEND_SPEED } : { seed, campaign, faults };
 }
 
@@ -408,6 +428,64 @@ function drawEndpointActions(seed: number, campaign: Campaign): void {
 }
 
 /**
+ * Campaign control and compliance (issue 27), for some plans, from a generator of its own as
+ * {@link drawEndpointActions}: the campaigns and faults drawn before these existed are drawn as they were,
+ * and the plans it leaves alone (most) run exactly as before. Each batch may be paused and resumed later
+ * (through the API, as a tenant would), or get a `startAt` a few minutes ahead; a tenant may suppress one of
+ * its numbers mid-campaign; a tenant may set a low cap (1 or 2 calls a number in 24 h) and reuse one
+ * batch's numbers in another (the later one is deleted after a while: a number over the cap waits a day,
+ * which the run would otherwise simulate); a batch may call contacts of several zones under a per-contact
+ * window (New York and Chicago area codes, some with a zone of their own) that opens in each zone at its
+ * own hour within the run's first hour or two.
+ */
+function drawCompliance(seed: number, campaign: Campaign): void {
+  const rng = seededRng(seed * 59 + 13);
+  if (!chance(rng, 0.35)) return;
+  for (const tenant of campaign.tenants) {
+    for (const batch of tenant.batches) {
+      if (chance(rng, 0.25)) {
+        const atMs = batch.createAtMs + rng.int(1, 90) * 1000;
+        batch.pause = { atMs, resumeAtMs: atMs + rng.int(30, 600) * 1000 };
+      }
+      if (chance(rng, 0.15)) batch.startAtMs = batch.createAtMs + rng.int(60, 900) * 1000;
+      if (chance(rng, 0.15)) zonedContacts(rng, batch);
+    }
+    if (tenant.batches.length >= 2 && chance(rng, 0.3)) {
+      tenant.maxCallsPerNumberPer24h = rng.int(1, 2);
+      const [first, second] = tenant.batches as [BatchPlan, BatchPlan];
+      second.contacts = first.contacts.slice(0, rng.int(1, first.contacts.length));
+      if (first.timezones) second.timezones = { ...first.timezones };
+      if (first.callingWindow) second.callingWindow = { ...first.callingWindow };
+      // Over the cap, a number waits 24 h: the tenant gives up on the later batch instead.
+      second.deleteAtMs = Math.max(first.createAtMs, second.createAtMs) + rng.int(300, 900) * 1000;
+    }
+    // After the cap's sharing, so the number is one a batch still calls.
+    if (chance(rng, 0.3)) {
+      const batch = pick(rng, tenant.batches);
+      tenant.suppressions = [{ number: pick(rng, batch.contacts), atMs: batch.createAtMs + rng.int(0, 240) * 1000 }];
+    }
+  }
+}
+
+/** Area codes whose zone opens a window from 04:xx New York time within the run's first hours: New York, Chicago. */
+const ZONED_AREA_CODES = ['212', '312'] as const;
+
+/**
+ * A batch of contacts in New York and Chicago (by area code; some with a zone of their own, which wins)
+ * under a window from 04:xx to 22:00 evaluated per contact: at the run's start (09:00 UTC) it opens in New
+ * York a few minutes in, in Chicago an hour later, in Denver two.
+ */
+function zonedContacts(rng: Rng, batch: BatchPlan): void {
+  const base = rng.int(100, 899);
+  batch.contacts = batch.contacts.map((_, i) => `+1${pick(rng, ZONED_AREA_CODES)}555${String(base * 10 + i).padStart(4, '0')}`);
+  const timezones: Record<string, string> = {};
+  for (const number of batch.contacts) if (chance(rng, 0.3)) timezones[number] = pick(rng, ['America/Chicago', 'America/Denver', 'Europe/London']);
+  if (Object.keys(timezones).length > 0) batch.timezones = timezones;
+  else delete batch.timezones;
+  batch.callingWindow = { timezone: 'America/New_York', start: `04:${String(rng.int(2, 20)).padStart(2, '0')}`, end: '22:00', weekdays: [1, 2, 3, 4, 5], perContact: true };
+}
+
+/**
  * A targeted plan: `seed`'s campaign, and instead of its drawn faults a crash right after the claim of
  * each of the first `attempts` runs of job kind `kind` (the `nth` run for the nth fault). With `attempts`
  * the kind's maxAttempts and one such job in the campaign, every attempt is lost: the rescuer takes each
@@ -417,6 +495,47 @@ function drawEndpointActions(seed: number, campaign: Campaign): void {
 export function lostAttemptsPlan(seed: number, kind: string, attempts: number): Plan {
   const faults: Fault[] = Array.from({ length: attempts }, (_, i) => ({ id: i + 1, kind: 'crash.afterClaim', target: { where: 'job', name: kind }, nth: i + 1 }));
   return { seed, campaign: drawPlan(seed).campaign, faults };
+}
+
+/**
+ * Targeted plans for the control and compliance bugs (sim/bug-proofs.ts): one tenant, no faults, a campaign
+ * built so that the rule decides what is dialled within minutes of simulated time.
+ * - `pause`: limit 1, four contacts; paused 5 s in, resumed at 300 s (a call ends meanwhile, so the next
+ *   one would be dialled while paused);
+ * - `suppress`: limit 1, four contacts; the fourth suppressed 5 s in;
+ * - `cap`: cap 1; a batch of three numbers, and a minute later a second batch of the same three (which
+ *   waits a day, so it is deleted at 400 s);
+ * - `window`: a per-contact window from 04:00 New York time (the run starts at 04:00 there, 03:00 in
+ *   Chicago): New York numbers now, Chicago ones an hour later; deleted at 300 s, before Chicago opens;
+ * - `start`: a batch with `startAt` 15 minutes ahead.
+ */
+export type CompliancePlanName = 'pause' | 'suppress' | 'cap' | 'window' | 'start';
+
+export function compliancePlan(name: CompliancePlanName): Plan {
+  const numbers = (area: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => `+1${area}555${String(2000 + from + i)}`);
+  const batch = (key: string, contacts: string[], extra: Partial<BatchPlan> = {}): BatchPlan => ({ key, contacts, maxAttempts: 1, retry: { baseSeconds: 5, capSeconds: 60 }, createAtMs: 0, ...extra });
+  const tenant = (batches: BatchPlan[], extra: Partial<TenantPlan> = {}): TenantPlan => ({ id: 't1', concurrencyLimit: 1, accessRequests: 0, endpoints: [], batches, ...extra });
+  const seed = 900_000 + ['pause', 'suppress', 'cap', 'window', 'start'].indexOf(name);
+  switch (name) {
+    case 'pause':
+      return { seed, campaign: { tenants: [tenant([batch('t1-b1', numbers('646', 4), { pause: { atMs: 5_000, resumeAtMs: 300_000 } })])] }, faults: [] };
+    case 'suppress': {
+      const contacts = numbers('646', 4);
+      return { seed, campaign: { tenants: [tenant([batch('t1-b1', contacts)], { suppressions: [{ number: contacts[3]!, atMs: 5_000 }] })] }, faults: [] };
+    }
+    case 'cap': {
+      const contacts = numbers('646', 3);
+      return { seed, campaign: { tenants: [tenant([batch('t1-b1', contacts), batch('t1-b2', contacts, { createAtMs: 60_000, deleteAtMs: 400_000 })], { concurrencyLimit: 3, maxCallsPerNumberPer24h: 1 })] }, faults: [] };
+    }
+    case 'window': {
+      const window = { timezone: 'America/New_York', start: '04:00', end: '22:00', weekdays: [1, 2, 3, 4, 5], perContact: true };
+      return { seed, campaign: { tenants: [tenant([batch('t1-b1', [...numbers('212', 1), ...numbers('312', 2, 10)], { callingWindow: window, deleteAtMs: 300_000 })], { concurrencyLimit: 3 })] }, faults: [] };
+    }
+    case 'start':
+      return { seed, campaign: { tenants: [tenant([batch('t1-b1', numbers('646', 2), { startAtMs: 900_000 })], { concurrencyLimit: 2 })] }, faults: [] };
+    default:
+      return name satisfies never;
+  }
 }
 
 /** The plan with only the faults whose ids are listed (a shrunk plan, replayed with `--only`). */
@@ -479,9 +598,15 @@ const ordinal = (n: number): string => `${n}${n % 10 === 1 && n % 100 !== 11 ? '
 export function describeCampaign(campaign: Campaign): string {
   return campaign.tenants
     .map((t) => {
-      const batches = t.batches.map((b) => `${b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start})` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`).join(', ');
+      const batches = t.batches
+        .map(
+          (b) =>
+            `${b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start}${b.callingWindow.perContact ? ' per contact' : ''})` : ''}${b.startAtMs !== undefined ? ` (startAt ${b.startAtMs / 1000} s)` : ''}${b.pause ? ` (paused ${b.pause.atMs / 1000}–${b.pause.resumeAtMs / 1000} s)` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`,
+        )
+        .join(', ');
+      const compliance = `${t.maxCallsPerNumberPer24h !== undefined ? `, cap ${t.maxCallsPerNumberPer24h}` : ''}${(t.suppressions ?? []).map((s) => `, suppresses ${s.number} at ${s.atMs / 1000} s`).join('')}`;
       const actions = t.endpoints.flatMap((e) => (e.actions ?? []).map((a) => `${e.name} ${describeAction(a)}`));
-      return `${t.id}: limit ${t.concurrencyLimit}, batches [${batches}], endpoints ${t.endpoints.length}${actions.length ? ` (${actions.join(', ')})` : ''}${t.ownerEmail ? `, owner ${t.ownerEmail}, ${t.accessRequests} access requests` : ''}`;
+      return `${t.id}: limit ${t.concurrencyLimit}, batches [${batches}], endpoints ${t.endpoints.length}${actions.length ? ` (${actions.join(', ')})` : ''}${compliance}${t.ownerEmail ? `, owner ${t.ownerEmail}, ${t.accessRequests} access requests` : ''}`;
     })
     .join('; ');
 }

@@ -55,6 +55,11 @@ export interface SeedResult {
 }
 
 const PERIODIC_KINDS = new Set(['webhook.sweep']);
+/**
+ * Jobs due far beyond any run's horizon, which the run does not wait for: a pause's expiry, 30 days after
+ * the pause (it cancels a batch still in that pause, else does nothing; jobs.none-stuck holds it to its due time).
+ */
+export const BEYOND_HORIZON_KINDS = new Set(['calls.pause_expiry']);
 
 /**
  * Whether nothing is left to do: the driver has no action left, no call result is due, every job (but the
@@ -76,12 +81,14 @@ export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'l
     {
       TableName: tableNames.jobs,
       FilterExpression: `#state IN (${states.map((_, i) => `:s${i}`).join(', ')})`,
-      ProjectionExpression: '#kind',
+      ProjectionExpression: '#kind, cancelRequestedAt',
       ExpressionAttributeNames: { '#state': 'state', '#kind': 'kind' },
       ExpressionAttributeValues: Object.fromEntries(states.map((state, i) => [`:s${i}`, state])),
     },
   );
-  for await (const page of pages) if ((page.Items ?? []).some((item) => !PERIODIC_KINDS.has(String(item['kind'])))) return 'busy';
+  // A job its domain asked to stop (a deleted batch's dialer, asleep until a deferral a day on) ends cancelled when it wakes: nothing to wait for.
+  const waitedFor = (item: Record<string, unknown>) => !PERIODIC_KINDS.has(String(item['kind'])) && !BEYOND_HORIZON_KINDS.has(String(item['kind'])) && item['cancelRequestedAt'] === undefined;
+  for await (const page of pages) if ((page.Items ?? []).some(waitedFor)) return 'busy';
   const entries = paginateScan(
     { client: clients.dynamo },
     { TableName: tableNames.webhooks, FilterExpression: 'begins_with(sk, :wait)', ProjectionExpression: 'pk', ExpressionAttributeValues: { ':wait': 'WAIT#' } },

@@ -52,6 +52,8 @@ export interface PlacedCall {
   contactNumber: string;
   round: number;
   callbackUrl: string;
+  /** When its dial committed, as the dialer says (the `now` the dial group was decided at: ISO). */
+  placedAt?: string;
   /** Placer requests for this call (more than one would be a dial sent twice). */
   requests: number;
   /** The runs of the dial job that sent each request. */
@@ -135,7 +137,7 @@ export class SimPlacer {
     });
     const chunks: Buffer[] = [];
     for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-    let body: { batchId: string; contactNumber: string; round: number; callId: string; callbackUrl: string };
+    let body: { batchId: string; contactNumber: string; round: number; callId: string; callbackUrl: string; placedAt?: string };
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
     } catch {

@@ -34,6 +34,39 @@ export interface AppliedFinalisation {
   at: number;
 }
 
+/** A pause or a resume of a batch, as its write committed (a resume takes `pausedAt` off the row). */
+export interface AppliedControl {
+  batchId: string;
+  kind: 'pause' | 'resume';
+  /** When the world saw it applied (at or after its commit). */
+  at: number;
+  /** When it was decided (the `updatedAt` it writes: at or before its commit). */
+  decidedAt: number;
+}
+
+/** A number put on (or taken off) a tenant's suppression list, as its write committed. */
+export interface AppliedSuppression {
+  tenantId: string;
+  number: string;
+  kind: 'added' | 'removed';
+  at: number;
+}
+
+/**
+ * A dial's claim of a cap slot (compliance/cap.ts), one per call a dial committed: its number, call and
+ * batch, the dial's time as the claim holds it (`dialledAt`, the `now` the dial was decided at) and when the
+ * world saw it applied (`at`).
+ */
+export interface AppliedCapClaim {
+  tenantId: string;
+  number: string;
+  batchId: string;
+  callId: string;
+  slot: number;
+  dialledAt: number;
+  at: number;
+}
+
 type Raw = Record<string, AttributeValue>;
 /** One write of a request, as the client marshalled it: a Put's item, or an Update's key and expressions. */
 export type WriteItem = { TableName?: string; Item?: Raw; Key?: Raw; UpdateExpression?: string; ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Raw };
@@ -87,6 +120,12 @@ export function completionsIn(input: Record<string, unknown>, at: number): Appli
 export class AppliedWrites {
   readonly completions: AppliedCompletion[] = [];
   readonly finalisations: AppliedFinalisation[] = [];
+  /** Pauses and resumes of batches, in the order they were applied. */
+  readonly controls: AppliedControl[] = [];
+  /** Suppression entries written and deleted, in order. */
+  readonly suppressions: AppliedSuppression[] = [];
+  /** Every cap slot claimed by a dial. */
+  readonly capClaims: AppliedCapClaim[] = [];
   /** Every event a delivery (or a fanout) was written for, by id. */
   readonly events = new Map<string, WebhookEvent>();
   /** `<endpoint id> <event id>`: a delivery of that event to that endpoint was written (a job or an entry). */
@@ -119,7 +158,41 @@ export class AppliedWrites {
       const writes = items.map((item) => Object.entries(item)[0]!).map(([type, body]) => ({ type, body }));
       for (const w of writes) this.write(w.type, w.body);
       this.finalised(writes);
-    } else if (operation === 'PutItem') this.write('Put', input);
+      for (const w of writes) this.compliance(w.type, w.body);
+    } else if (operation === 'PutItem' || operation === 'UpdateItem' || operation === 'DeleteItem') {
+      const type = operation === 'PutItem' ? 'Put' : operation === 'UpdateItem' ? 'Update' : 'Delete';
+      if (type === 'Put') this.write(type, input);
+      this.compliance(type, input);
+    }
+  }
+
+  /** What the control and compliance invariants read: pauses and resumes, suppressions, cap claims. */
+  private compliance(type: string, body: WriteItem): void {
+    if (body.TableName !== this.tables.calls) return;
+    const key = body.Key ? unmarshall(body.Key) : body.Item ? unmarshall(body.Item) : undefined;
+    if (!key) return;
+    const pk = String(key['pk']);
+    const sk = String(key['sk']);
+    const suppression = /^TENANT#(.+)#SUPP#\d+$/.exec(pk);
+    if (suppression && sk.startsWith('NUMBER#') && (type === 'Update' || type === 'Put' || type === 'Delete')) {
+      this.suppressions.push({ tenantId: suppression[1]!, number: sk.slice('NUMBER#'.length), kind: type === 'Delete' ? 'removed' : 'added', at: this.now() });
+      return;
+    }
+    const cap = /^TENANT#(.+?)#CAP#(\+\d+)/.exec(pk);
+    if (cap && sk.startsWith('SLOT#') && type === 'Put' && body.Item) {
+      const row = unmarshall(body.Item);
+      this.capClaims.push({ tenantId: cap[1]!, number: cap[2]!, batchId: String(row['batchId']), callId: String(row['callId']), slot: Number(row['slot']), dialledAt: Number(row['at']), at: this.now() });
+      return;
+    }
+    if (sk === 'BATCH' && type === 'Update') {
+      const batchId = batchIdOfPartition(pk) ?? pk;
+      const values = assigned(body);
+      const status = values['status'];
+      const decidedAt = typeof values['updatedAt'] === 'string' ? Date.parse(values['updatedAt']) : this.now();
+      const removesPause = /\bREMOVE\b/.test(body.UpdateExpression ?? '') && Object.values(body.ExpressionAttributeNames ?? {}).includes('pausedAt');
+      if (removesPause && status !== 'Paused') this.controls.push({ batchId, kind: 'resume', at: this.now(), decidedAt });
+      else if (status === 'Paused') this.controls.push({ batchId, kind: 'pause', at: this.now(), decidedAt });
+    }
   }
 
   private write(type: string, body: WriteItem): void {

@@ -39,7 +39,7 @@ describe('the planted bugs and their proofs', () => {
   });
 });
 
-// The ten run at once (each mostly waits on DynamoDB Local).
+// The fifteen run at once (each mostly waits on DynamoDB Local).
 describe.concurrent('the simulation finds a bug put back', () => {
   // No drawn plan reaches a job's last attempt (8 to 18 attempts in), so this one runs a targeted plan
   // (sim/plan.ts lostAttemptsPlan): seed 1's campaign, which has one owner address to confirm, and its
@@ -85,4 +85,15 @@ describe.concurrent('the simulation finds a bug put back', () => {
   it('ARotationThatDropsTheOldSignatureAtOnceLeavesAReceiverHoldingTheOldSecretUnableToVerify', () => expectFound('rotation-drops-old-signature'), 300_000);
 
   it('AWebhookClientThatRetriesOnItsOwnSendsADeliveryTwiceInOneRun', () => expectFound('webhook-client-retries'), 300_000);
+
+  // Issue 27's rules, each on a targeted plan (sim/plan.ts compliancePlan): one tenant, no faults.
+  it('ADialerThatIgnoresAPauseDialsWhileTheBatchIsPaused', () => expectFound('dial-ignores-pause'), 300_000);
+
+  it('ADialWithoutTheSuppressionCheckCallsANumberSuppressedMidCampaign', () => expectFound('dial-skips-suppression-check'), 300_000);
+
+  it('ACapKeptPerBatchCallsANumberSharedAcrossBatchesOverTheTenantsCap', () => expectFound('cap-keyed-by-batch'), 300_000);
+
+  it('ADialerThatIgnoresPerContactZonesCallsChicagoAtNewYorksHours', () => expectFound('window-ignores-contact-zone'), 300_000);
+
+  it('AStartJobDueAtOnceDialsAScheduledBatchBeforeItsStartAt', () => expectFound('start-job-ignores-start-at'), 300_000);
 });

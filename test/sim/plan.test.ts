@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import type { InstrumentableClient, RequestInterceptor } from '../../functions/platform/aws.ts';
 import { SimClock } from '../../sim/clock.ts';
-import { describeAction, describeFault, drawPlan, faultKinds, withFaults } from '../../sim/plan.ts';
+import { compliancePlan, describeAction, describeCampaign, describeFault, drawPlan, faultKinds, withFaults } from '../../sim/plan.ts';
 
 describe('a seed plan', () => {
   it('TheSameSeedDrawsTheSamePlanAndNeighbouringSeedsDiffer', () => {
@@ -17,6 +17,51 @@ describe('a seed plan', () => {
     expect(smaller.campaign).toEqual(plan.campaign);
     expect(smaller.faults.map((f) => f.id)).toEqual(ids.slice(0, 1));
     expect(withFaults(plan, []).faults).toEqual([]);
+  });
+
+  // Drawn from a generator of their own (sim/plan.ts drawCompliance): a plan's faults are drawn as before.
+  it('ControlAndComplianceActionsComeInAThirdOfThePlans_EachKindDrawn_TheCapsSharedNumbersInADeletedBatch', () => {
+    const kinds = new Map<string, number>();
+    let plans = 0;
+    const count = (kind: string) => kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    for (let seed = 1; seed <= 500; seed++) {
+      const { campaign } = drawPlan(seed);
+      const before = kinds.size + [...kinds.values()].reduce((a, b) => a + b, 0);
+      for (const t of campaign.tenants) {
+        if (t.maxCallsPerNumberPer24h !== undefined) {
+          count('cap');
+          expect(t.maxCallsPerNumberPer24h).toBeLessThanOrEqual(2);
+          const [first, second] = t.batches;
+          expect(second!.contacts.every((n) => first!.contacts.includes(n))).toBe(true);
+          expect(second!.deleteAtMs).toBeGreaterThan(second!.createAtMs);
+        }
+        for (const s of t.suppressions ?? []) {
+          count('suppress');
+          expect(t.batches.some((b) => b.contacts.includes(s.number))).toBe(true);
+        }
+        for (const b of t.batches) {
+          if (b.pause) count('pause');
+          if (b.pause) expect(b.pause.atMs).toBeLessThan(b.pause.resumeAtMs);
+          if (b.startAtMs !== undefined) count('start');
+          if (b.callingWindow?.perContact) count('perContact');
+        }
+      }
+      if (kinds.size + [...kinds.values()].reduce((a, b) => a + b, 0) > before) plans++;
+      expect(describeCampaign(campaign)).toBeTruthy();
+    }
+    expect([...kinds.keys()].sort()).toEqual(['cap', 'pause', 'perContact', 'start', 'suppress']);
+    expect(plans).toBeGreaterThan(100);
+    expect(plans).toBeLessThan(250);
+  });
+
+  it('TheTargetedCompliancePlansRunOneTenantWithoutFaults', () => {
+    for (const name of ['pause', 'suppress', 'cap', 'window', 'start'] as const) {
+      const plan = compliancePlan(name);
+      expect(plan.faults).toEqual([]);
+      expect(plan.campaign.tenants).toHaveLength(1);
+    }
+    expect(compliancePlan('cap').campaign.tenants[0]!.maxCallsPerNumberPer24h).toBe(1);
+    expect(compliancePlan('window').campaign.tenants[0]!.batches[0]!.callingWindow?.perContact).toBe(true);
   });
 
   it('FiveHundredSeedsDrawEveryFaultKindAndDescribeEachInOneLine', () => {
