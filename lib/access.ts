@@ -188,7 +188,9 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
     },
     sendTo: ['dial', 'calls', 'deliveries', 'webhooks'],
-    schedules: { delete: true },
+    // create: a batch's start job at a `startAt` (up to 30 days ahead) and a pause's expiry job (30 days on)
+    // are due beyond 15 minutes, so they wait on a schedule (functions/calls/control/).
+    schedules: { create: true, delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
     uploads: ['put', 'get'],
   },
@@ -208,9 +210,9 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   `byDeadLetter`), counts (BatchGetItem of the counter items), retry and cancel (UpdateItem, and the
    *   counters' UpdateItem), enqueue (PutItem): the dialer, mail and probe jobs;
    * - the suppression lists' removals (DeleteItem of an entry, in the operator copies of the tenant routes);
-   * - wake-ups: a retried job runs now, on its own queue (any of them); nothing the API enqueues is due
-   *   later than 15 minutes, so it creates no schedule. It may delete one (ops cancel or retry a job that
-   *   waits on a schedule).
+   * - wake-ups: a retried job runs now, on its own queue (any of them). The operator copies of the batch
+   *   control routes enqueue a start job at a `startAt` and a pause's expiry job 30 days on: beyond 15
+   *   minutes, so they create schedules; it deletes one when ops cancel or retry a job that waits on one.
    */
   api: {
     tables: {
@@ -220,7 +222,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     },
     sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
-    schedules: { delete: true },
+    schedules: { create: true, delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
     uploads: ['put', 'get'],
   },

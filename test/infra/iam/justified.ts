@@ -27,6 +27,11 @@ export const NOT_RECORDED: Readonly<Record<string, string>> = {
   'rescuer iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
   'rescuer dynamodb:GetItem table:jobs': 'a discard whose write got no answer is read back, to learn whether it was written and counted (functions/jobs/discards.ts); the run loses no answer' ,
 
+  'tenantApi scheduler:CreateSchedule schedule:jobs/*':
+    'a batch created with a `startAt` more than 15 minutes ahead, or paused (its expiry job 30 days on), waits on a schedule (functions/calls/control/); the run schedules no batch and pauses none (the simulation’s seeds with a pause record it: test/sim/seeds.test.ts)',
+  'tenantApi iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
+  'api scheduler:CreateSchedule schedule:jobs/*': 'the operator copies of the control routes: a `startAt` more than 15 minutes ahead, a pause’s expiry 30 days on (functions/calls/control/)',
+  'api iam:PassRole role:scheduler': 'passed with each schedule it creates (see CreateSchedule)',
   'dialWorker dynamodb:DeleteItem table:calls':
     'a deferred contact is dialled (or ended) from the deferred list, whose entry its transaction deletes (functions/calls/compliance/dial-items.ts take); the run’s batches have no calling window, so nothing is deferred (test/calls/compliance-dial.test.ts defers and dials)',
 

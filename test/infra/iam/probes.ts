@@ -115,8 +115,9 @@ export function deniedProbes(deployment: Deployment): IamRequest[] {
     probe(fn, 'kms:CreateGrant', 'key:webhookSecrets', {}, `${fn} hands the key on`);
   }
 
-  // Schedules: created only by those whose jobs may wait longer than 15 minutes, and their role passed to Scheduler only.
-  for (const fn of ['intake', 'publicLinks', 'api']) {
+  // Schedules: created only by those whose jobs may wait longer than 15 minutes (the APIs: a batch's start
+  // and a pause's expiry), and their role passed to Scheduler only.
+  for (const fn of ['intake', 'publicLinks']) {
     probe(fn, 'scheduler:CreateSchedule', 'scheduleGroup:jobs', {}, `${fn} creates a schedule`);
     probe(fn, 'iam:PassRole', 'role:scheduler', { 'iam:PassedToService': 'scheduler.amazonaws.com' }, `${fn} passes the Scheduler role`);
   }
