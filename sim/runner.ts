@@ -60,6 +60,8 @@ const PERIODIC_KINDS = new Set(['webhook.sweep']);
  * the pause (it cancels a batch still in that pause, else does nothing; jobs.none-stuck holds it to its due time).
  */
 export const BEYOND_HORIZON_KINDS = new Set(['calls.pause_expiry']);
+/** A job asked to stop is not waited for when its next run is further off than this. */
+const STOPPED_FAR_OFF_MS = 3_600_000;
 
 /**
  * Whether nothing is left to do: the driver has no action left, no call result is due, every job (but the
@@ -81,13 +83,18 @@ export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'l
     {
       TableName: tableNames.jobs,
       FilterExpression: `#state IN (${states.map((_, i) => `:s${i}`).join(', ')})`,
-      ProjectionExpression: '#kind, cancelRequestedAt',
+      ProjectionExpression: '#kind, cancelRequestedAt, scheduledAt',
       ExpressionAttributeNames: { '#state': 'state', '#kind': 'kind' },
       ExpressionAttributeValues: Object.fromEntries(states.map((state, i) => [`:s${i}`, state])),
     },
   );
-  // A job its domain asked to stop (a deleted batch's dialer, asleep until a deferral a day on) ends cancelled when it wakes: nothing to wait for.
-  const waitedFor = (item: Record<string, unknown>) => !PERIODIC_KINDS.has(String(item['kind'])) && !BEYOND_HORIZON_KINDS.has(String(item['kind'])) && item['cancelRequestedAt'] === undefined;
+  // A job its domain asked to stop (a deleted batch's dialer, asleep until a deferral a day on) ends cancelled
+  // when it wakes: nothing to wait for while that is far off. One due within the hour is waited for: its
+  // wake-up may have been lost, and the rescuer's next pass is what ends it (seed 67: a lost SendMessage of
+  // a deleted batch's dialer left the run at rest before the rescuer woke it, and jobs.none-stuck said so).
+  const now = host.clock.now();
+  const stopFarOff = (item: Record<string, unknown>) => item['cancelRequestedAt'] !== undefined && Date.parse(String(item['scheduledAt'] ?? '')) > now + STOPPED_FAR_OFF_MS;
+  const waitedFor = (item: Record<string, unknown>) => !PERIODIC_KINDS.has(String(item['kind'])) && !BEYOND_HORIZON_KINDS.has(String(item['kind'])) && !stopFarOff(item);
   for await (const page of pages) if ((page.Items ?? []).some(waitedFor)) return 'busy';
   const entries = paginateScan(
     { client: clients.dynamo },
