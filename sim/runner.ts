@@ -93,7 +93,7 @@ export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'l
   // wake-up may have been lost, and the rescuer's next pass is what ends it (seed 67: a lost SendMessage of
   // a deleted batch's dialer left the run at rest before the rescuer woke it, and jobs.none-stuck said so).
   const now = host.clock.now();
-  const stopFarOff = (item: Record<string, unknown>) => item['cancelRequestedAt'] !== undefined && Date.parse(String(item['scheduledAt'] ?? '')) > now + STOPPED_FAR_OFF_MS;
+  const stopFarOff = (item: Record<string, unknown>) => item['cancelRequestedAt'] !== undefined && Date.parse(typeof item['scheduledAt'] === 'string' ? item['scheduledAt'] : '') > now + STOPPED_FAR_OFF_MS;
   const waitedFor = (item: Record<string, unknown>) => !PERIODIC_KINDS.has(String(item['kind'])) && !BEYOND_HORIZON_KINDS.has(String(item['kind'])) && !stopFarOff(item);
   for await (const page of pages) if ((page.Items ?? []).some(waitedFor)) return 'busy';
   const entries = paginateScan(
