@@ -1,11 +1,10 @@
 import { handle, snooze } from '../jobs/index.ts';
 import type { JobHandler } from '../jobs/index.ts';
 import type { CallsDeps } from './deps.ts';
-import { CONTENTION_SNOOZE_MS } from './dialer.ts';
 import { deferredWatchdogKind } from './kinds.ts';
 import type { DeferredWatchdogArgs } from './kinds.ts';
 import { BatchStatus, callIdFor, callWithSlot } from './model.ts';
-import { timeOut } from './watchdog.ts';
+import { timeOutAll } from './watchdog.ts';
 
 /**
  * calls.deferred_watchdog: one per group dialled from the deferred list, due once its calls may have timed
@@ -28,14 +27,12 @@ export function deferredWatchdogHandler(deps: CallsDeps): JobHandler<DeferredWat
     if (out.length === 0) return;
     const due = Date.parse(args.dialledAt) + deps.config.callTimeoutSeconds * 1000;
     if (due > ctx.now()) throw snooze({ until: due }, 'calls of this group not yet timed out');
-    let callingAtMost = stored.dialComplete ? stored.nCalling : undefined;
-    let contended = false;
-    for (const call of out) {
-      const callId = callWithSlot(callIdFor(args.batchId, call.number, { round: args.round, page: call.page, pos: call.pos }), args.shard);
-      const outcome = await timeOut(deps, config, { contactNumber: call.number, callId, last: callingAtMost === 1 }, ctx);
-      if (outcome === 'contention') contended = true;
-      if (outcome === 'done' && callingAtMost !== undefined) callingAtMost--;
-    }
-    if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
+    await timeOutAll(
+      deps,
+      config,
+      stored,
+      out.map((call) => ({ contactNumber: call.number, callId: callWithSlot(callIdFor(args.batchId, call.number, { round: args.round, page: call.page, pos: call.pos }), args.shard) })),
+      ctx,
+    );
   });
 }

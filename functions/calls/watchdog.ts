@@ -71,18 +71,13 @@ export function watchdogHandler(deps: CallsDeps): JobHandler<RunWatchdogArgs> {
     const due = run.lastDialAt === undefined ? ctx.now() : Date.parse(run.lastDialAt) + deps.config.callTimeoutSeconds * 1000;
     if (due > ctx.now()) throw snooze({ until: due }, 'calls of this run not yet timed out');
 
-    // Calls in progress in the round as read before the contacts: once fully dialled, it only goes down.
-    // While it says the call being ended is the round's last, its completion is planned as the last call at
-    // once (a refusal replans as ever), sparing the cancelled transaction of "not the last call" first.
-    let callingAtMost = stored.dialComplete ? stored.nCalling : undefined;
-    let contended = false;
-    for (const call of out) {
-      const callId = callWithSlot(callIdFor(args.batchId, call.contactNumber, { round: args.round, page: args.page, pos: call.pos }), args.shard);
-      const outcome = await timeOut(deps, config, { contactNumber: call.contactNumber, callId, last: callingAtMost === 1 }, ctx);
-      if (outcome === 'contention') contended = true;
-      if (outcome === 'done' && callingAtMost !== undefined) callingAtMost--;
-    }
-    if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
+    await timeOutAll(
+      deps,
+      config,
+      stored,
+      out.map((call) => ({ contactNumber: call.contactNumber, callId: callWithSlot(callIdFor(args.batchId, call.contactNumber, { round: args.round, page: args.page, pos: call.pos }), args.shard) })),
+      ctx,
+    );
   });
 }
 
@@ -121,6 +116,22 @@ const cursorMayReach = (batch: BatchRow, block: RunWatchdogArgs): boolean =>
   !batch.dialComplete &&
   batch.dialPage === block.page &&
   batch.dialPos < block.pos + block.count;
+
+/**
+ * Ends each call with TIMEOUT, in order. Calls in progress in the round as read before the contacts: once
+ * fully dialled, it only goes down; while it says the call being ended is the round's last, its completion
+ * is planned as the last call at once (a refusal replans as ever). Snoozes when another transaction held an item.
+ */
+export async function timeOutAll(deps: CallsDeps, config: BatchConfig, stored: BatchRow, calls: readonly { contactNumber: string; callId: string }[], ctx: JobContext): Promise<void> {
+  let callingAtMost = stored.dialComplete ? stored.nCalling : undefined;
+  let contended = false;
+  for (const call of calls) {
+    const outcome = await timeOut(deps, config, { ...call, last: callingAtMost === 1 }, ctx);
+    if (outcome === 'contention') contended = true;
+    if (outcome === 'done' && callingAtMost !== undefined) callingAtMost--;
+  }
+  if (contended) throw snooze({ delayMs: CONTENTION_SNOOZE_MS }, 'another transaction held the tenant or the batch');
+}
 
 /** Ends one call with TIMEOUT; `contention` when another transaction held an item (the caller snoozes and looks again). */
 export async function timeOut(deps: CallsDeps, batch: BatchConfig, call: { contactNumber: string; callId: string; last?: boolean }, ctx: JobContext): Promise<'done' | 'contention'> {
