@@ -4,8 +4,10 @@ import type { DemoApi } from './client.ts';
 /**
  * The demo's campaign control and compliance (issue 27), through the public API as a client would: its
  * batch pauses once (`POST /v1/batches/{id}/pause`) as soon as a first call is done, stays paused for
- * at least {@link PAUSE_JOB_MS} of job time (until the demo's next look after it) and resumes (`…/resume`); then one number not yet called is put on the
- * tenant's suppression list (`PUT /v1/suppressions/{number}`), mid-campaign. What each step saw is kept
+ * at least {@link PAUSE_JOB_MS} of job time (until the demo's next look after it) and resumes (`…/resume`). While it
+ * is paused, one number not yet called is put on the tenant's suppression list (`PUT /v1/suppressions/{number}`):
+ * no dial commits during a pause, so the number chosen from a read is still uncalled when the entry commits (a
+ * suppression sent while the dialer runs can lose that race and meet a number already called). What each step saw is kept
  * in the demo's state (a restart resumes a pause rather than pausing again) and checked at the end from
  * the API's own counts: the dials while paused (the contacts' dials summed at the pause and at the resume)
  * and the suppressed contact's dials after its suppression (its dials then and at the end).
@@ -89,7 +91,7 @@ export interface ControlStep {
  */
 export async function controlStep(state: ControlState, step: ControlStep): Promise<ControlState | undefined> {
   const { tenant, batchId, batch, contacts, print } = step;
-  if (state.skipped || batch.status === 'Finalised') return undefined;
+  if (batch.status === 'Finalised') return undefined;
   if (!state.pause) {
     // A first call done: the campaign is under way, and most of its contacts still wait.
     if (batch.status !== 'InProgress' || !contacts.some(done)) return undefined;
@@ -99,6 +101,7 @@ export async function controlStep(state: ControlState, step: ControlStep): Promi
     return { ...state, pause: { pausedAt: paused.pausedAt ?? '', realAt: step.nowRealMs, pausedFrom: paused.pausedFrom, dialsAtPause } };
   }
   if (state.pause.resumedRealAt === undefined) {
+    if (!state.suppression && !state.skipped) return suppress(state, { ...step, contacts: await step.readContacts() });
     if (step.nowRealMs - state.pause.realAt < PAUSE_JOB_MS * step.timeScale) return undefined;
     // The dials counted before the resume is sent: any dial after the pause and before now would show here.
     const dialsAtResume = dials(await step.readContacts());
@@ -106,9 +109,15 @@ export async function controlStep(state: ControlState, step: ControlStep): Promi
     print(`demo: POST /v1/batches/${batchId}/resume → ${resumed.status}; dials while paused: ${dialsAtResume - state.pause.dialsAtPause}`);
     return { ...state, pause: { ...state.pause, resumedRealAt: step.nowRealMs, dialsAtResume, resumedTo: resumed.status } };
   }
-  if (!state.suppression) {
-    // A number the batch has not called yet, the last in upload order (the dialer reaches it last): else one
-    // waiting for another round.
+  if (!state.suppression && !state.skipped) return suppress(state, step);
+  return undefined;
+}
+
+/** Suppresses the number the dialer reaches last: one the batch has not called yet, else one waiting for another round. */
+async function suppress(state: ControlState, step: ControlStep): Promise<ControlState> {
+  const { tenant, batch, contacts, print } = step;
+  {
+    // Read while the batch is paused (the usual path), a contact still Queued with no dial cannot be dialled before the entry commits.
     const queued = contacts.filter((c) => c.status === 'Queued' && c.attempts === 0);
     const retrying = batch.round < batch.maxAttempts ? contacts.filter((c) => c.status === 'RetryEligible') : [];
     const chosen = queued.at(-1) ?? retrying.at(-1);
@@ -121,7 +130,6 @@ export async function controlStep(state: ControlState, step: ControlStep): Promi
     print(`demo: PUT /v1/suppressions/${chosen.contactNumber} (${chosen.externalId ?? 'no externalId'}) at ${entry.createdAt}: ${then.status} with ${then.attempts} dials; never dialled again`);
     return { ...state, suppression: { number: chosen.contactNumber, externalId: chosen.externalId, at: entry.createdAt, statusThen: then.status, dialsThen: then.attempts } };
   }
-  return undefined;
 }
 
 /** The control's figures at the end: dials while paused, and the suppressed contact's final state and dials since. */
