@@ -1,3 +1,4 @@
+import { tenantKeyPrefix } from '../platform/tenancy.ts';
 /**
  * The hold grid, pure: which cells a booking holds, and their keys. Time is cut into fixed cells of
  * {@link CELL_MS} (5 minutes, aligned on the epoch, so on every zone's wall clock: offsets are whole
@@ -54,7 +55,7 @@ export function collide(a: { start: number; end: number; bufferMs: number }, b: 
 }
 
 /** The partition of a calendar's hold cells: the tenant first, so a Query never leaves its tenant. */
-export const holdPartition = (tenantId: string, calendarId: string): string => `${tenantId}#calendar#${calendarId}#holds`;
+export const holdPartition = (tenantId: string, calendarId: string): string => `${tenantKeyPrefix(tenantId)}CAL#${calendarId}#HOLDS`;
 
 /** A cell's sort key: its UTC start to the minute, so keys sort in time order. */
 export const cellSortKey = (cellStart: number): string => {

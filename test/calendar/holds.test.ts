@@ -41,7 +41,7 @@ describe('the hold grid', () => {
   });
 
   it('KeysEveryCellUnderItsTenantsCalendarPartitionSortedByTime', () => {
-    expect(holdCellKey('t_acme', 'sales', at('15:05'))).toEqual({ pk: 't_acme#calendar#sales#holds', sk: 'cell#2026-03-02T15:05Z' });
+    expect(holdCellKey('t_acme', 'sales', at('15:05'))).toEqual({ pk: 'TENANT#t_acme#CAL#sales#HOLDS', sk: 'cell#2026-03-02T15:05Z' });
     const keys = holdCells(at('23:50'), at('00:10') + 86_400_000, 0).map((c) => cellSortKey(c));
     expect([...keys].sort()).toEqual(keys);
     expect(keys.map(cellStartOf)).toEqual(holdCells(at('23:50'), at('00:10') + 86_400_000, 0));
