@@ -95,6 +95,11 @@ export interface Route<P = unknown, Q = unknown, B = unknown, H = unknown> {
    * bad one is a 400 naming `headers.<name>`) and listed in the OpenAPI document. Others pass through unread.
    */
   headers?: z.ZodType<H>;
+  /**
+   * A body that is not JSON, which the handler reads itself from the raw event (the CSV of
+   * `POST /v1/batches/csv`): its media type and what it holds, for the OpenAPI document only.
+   */
+  rawBody?: { mediaType: string; description: string };
   /** Largest body accepted, checked before any parsing (default 256 KiB). */
   maxBodyBytes?: number;
   /**

@@ -61,7 +61,7 @@ export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocume
       ]),
     );
     if (r.body) responses['400'] ??= { description: 'Invalid request: `{error, message, issues: [{path, message}]}`' };
-    if (r.body) responses['413'] ??= { description: `Body over ${r.maxBodyBytes ?? 256 * 1024} bytes` };
+    if (r.body || r.rawBody) responses['413'] ??= { description: `Body over ${r.maxBodyBytes ?? 256 * 1024} bytes` };
     if (r.body) responses['415'] ??= { description: 'The body was not sent as `application/json`' };
     if (r.auth === 'tenant') {
       responses['401'] ??= { description: 'No API key, or one that is malformed, unknown or revoked (`WWW-Authenticate: Bearer`); nothing read or written' };
@@ -75,6 +75,7 @@ export function openApiDocument(routes: readonly ApiRoute[], info: OpenApiDocume
       security: r.auth === 'iam' ? [{ sigv4: [] }] : r.auth === 'tenant' ? [{ apiKey: [] }] : [],
       ...(parameters(r).length ? { parameters: parameters(r) } : {}),
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body, 'input') } } } } : {}),
+      ...(r.rawBody ? { requestBody: { required: true, description: r.rawBody.description, content: { [r.rawBody.mediaType]: { schema: { type: 'string' } } } } } : {}),
       responses,
     };
   }

@@ -50,6 +50,11 @@ export function importRoutes(calls: () => CallsDeps): ApiRoute[] {
     query: csvBatchQuery,
     headers: batchHeaders,
     maxBodyBytes: MAX_CSV_BODY_BYTES,
+    rawBody: {
+      mediaType: 'text/csv',
+      description:
+        'UTF-8 (a BOM is dropped), `,` or `;` as the header line has it, quoted fields may hold delimiters and newlines, CRLF or LF. Header names are case-insensitive: `number` (required), `external_id` and `timezone` (optional); every other column is a variable (at most 50). Cells are strings; an empty cell leaves the variable out.',
+    },
     responses: {
       201: { description: 'created, Pending: its first round starts at once (or when its calling window opens)', schema: csvBatchResponse },
       200: { description: 'a retry with the same Idempotency-Key, file and settings: the batch it created; nothing written', schema: csvBatchResponse.pick({ batchId: true }) },
