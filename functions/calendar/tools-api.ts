@@ -58,7 +58,8 @@ const RETRY = { 'retry-after': '1' };
 const calendarUnavailable = (why: string) => new HttpError(503, 'calendar_unavailable', 'the calendar did not answer in time; nothing is kept, try again', undefined, { headers: RETRY, cause: why });
 
 /** The answers every tool shares: the call, its batch, its calendar, the store. */
-function refusal(outcome: CallRefusal | CalendarUnavailable | StoreUnavailable | { type: 'not_live' }): HttpError {
+function refusal(outcome: CallRefusal | CalendarUnavailable | StoreUnavailable | { type: 'not_live' }, logger: BookingDeps['logger']): HttpError {
+  if (outcome.type === 'calendar_unavailable' || outcome.type === 'unavailable') logger.warn('calendar tool answered 503', { outcome: outcome.type, why: outcome.why });
   switch (outcome.type) {
     case 'not_live':
       return new HttpError(409, 'call_not_live', 'the call is not in progress: its result would no longer apply');
@@ -119,7 +120,7 @@ export function toolRoutes(deps: () => BookingDeps): ApiRoute[] {
         time,
       );
       if (outcome.type === 'slots') return { status: 200, body: { slots: outcome.slots } };
-      throw refusal(outcome);
+      throw refusal(outcome, d.logger);
     },
   });
 
@@ -154,7 +155,7 @@ export function toolRoutes(deps: () => BookingDeps): ApiRoute[] {
         case 'calendar_not_configured':
         case 'calendar_unavailable':
         case 'unavailable':
-          throw refusal(outcome);
+          throw refusal(outcome, d.logger);
         default:
           return outcome satisfies never;
       }
@@ -191,7 +192,7 @@ export function toolRoutes(deps: () => BookingDeps): ApiRoute[] {
           throw new HttpError(503, 'booking_in_progress', 'the appointment’s booking is still in progress', undefined, { headers: RETRY });
         case 'not_live':
         case 'unavailable':
-          throw refusal(outcome);
+          throw refusal(outcome, d.logger);
         default:
           return outcome satisfies never;
       }
