@@ -139,7 +139,7 @@ export async function bookingFixture(options: BookingFixtureOptions = {}) {
       return { settings: item, access: item.sealedCredentials ? { providerCalendarId: item.providerCalendarId, timeZone: item.timezone, credentials: CREDENTIALS } : undefined };
     },
     batchBooking: async (id, contactNumber) => {
-      const row = (await calls.getBatch(id)) as (BatchRow & { appointments?: AppointmentsSettings }) | undefined;
+      const row = (await calls.getBatch(id));
       if (!row || row.status === 'Deleted') return undefined;
       const parsed = batchIds.parse(id)!;
       const window = row.callingWindow;
