@@ -139,7 +139,8 @@ export async function bookingFixture(options: BookingFixtureOptions = {}) {
       return { settings: item, access: item.sealedCredentials ? { providerCalendarId: item.providerCalendarId, timeZone: item.timezone, credentials: CREDENTIALS } : undefined };
     },
     batchBooking: async (id, contactNumber) => {
-      const row = (await calls.getBatch(id));
+      // The batch's `appointments` field, as the batch's store will keep it (cal-a1's part): read off the row here.
+      const row: (BatchRow & { appointments?: AppointmentsSettings }) | undefined = await calls.getBatch(id);
       if (!row || row.status === 'Deleted') return undefined;
       const parsed = batchIds.parse(id)!;
       const window = row.callingWindow;
