@@ -184,3 +184,20 @@ describe('liveness', () => {
     expect(answer).toMatchObject({ status: 409, body: { error: 'call_not_live' } });
   });
 });
+
+describe('appointments of a batch (the join on read)', () => {
+  it('ListsEveryAppointmentOfTheBatchWithItsState_FromOneQueryOfItsPartition', async () => {
+    const fx = await fixture();
+    const a = await fx.bookAt(0, FIRST_SLOT);
+    const b = await fx.bookAt(1, FIRST_SLOT + 80 * MIN);
+    expect((await fx.cancelOf(1, b.body.appointmentId)).status).toBe(204);
+    const rows = await fx.store.appointmentsOfBatch(TENANT, fx.batchId.slice(-32));
+    expect(rows.map((r) => [r.appointmentId, r.contactNumber, r.state, r.start]).sort()).toEqual(
+      [
+        [a.body.appointmentId, fx.contacts[0], 'Booked', '2026-03-02T14:00:00Z'],
+        [b.body.appointmentId, fx.contacts[1], 'Cancelled', '2026-03-02T15:20:00Z'],
+      ].sort(),
+    );
+    expect(await fx.store.appointmentsOfBatch('other', fx.batchId.slice(-32))).toEqual([]);
+  });
+});
