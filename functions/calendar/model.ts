@@ -32,3 +32,13 @@ export const calendarIndexKey = (tenantId: string, calendarId: string) => ({ pk:
 
 /** The partition of a batch's appointments and its calls' pointers (`batchHex`: the batch id's own part). */
 export const appointmentsPartition = (tenantId: string, batchHex: string): string => `${tenantKeyPrefix(tenantId)}BATCH#${batchHex}#APPTS`;
+
+// ─── The booking's items (booking-store.ts) ─────────────────────────────────────────────────────────
+
+/** An appointment's item: `APPT#<appointmentId>` in its batch's appointments partition. */
+export const appointmentKey = (tenantId: string, batchHex: string, appointmentId: string) => ({ pk: appointmentsPartition(tenantId, batchHex), sk: `APPT#${appointmentId}` });
+
+/** A call's pointer to its appointment (one per call): `CALL#<callId>` in the same partition. */
+export const callPointerKey = (tenantId: string, batchHex: string, callId: string) => ({ pk: appointmentsPartition(tenantId, batchHex), sk: `CALL#${callId}` });
+
+export const APPOINTMENT_PREFIX = 'APPT#';

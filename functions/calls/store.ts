@@ -47,8 +47,8 @@ import type { Contact } from './contacts/contact.ts';
 import { dialledInRound as dialledThisRound } from './status.ts';
 import { SuppressionStore } from './compliance/suppression-store.ts';
 
-/** Condition fragments, named; every conditional write below is a list of these. */
-const is = {
+/** Condition fragments, named; every conditional write below is a list of these (calls/liveness.ts reads the completion's). */
+export const is = {
   exists: (e: Expression) => e.exists('pk'),
   absent: (e: Expression) => e.notExists('pk'),
   /**

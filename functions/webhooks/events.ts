@@ -20,6 +20,10 @@ export const EventType = {
   endpointDisabled: 'endpoint.disabled',
   /** One of the tenant's endpoints was enabled again: sent to its other endpoints (notices.ts). */
   endpointEnabled: 'endpoint.enabled',
+  /** The agent booked an appointment during a call: committed with Booked (calendar/booking.ts). */
+  appointmentBooked: 'appointment.booked',
+  /** The agent cancelled an appointment during the call: committed with the cancellation (calendar/booking.ts). */
+  appointmentCancelled: 'appointment.cancelled',
 } as const;
 
 export type EventType = (typeof EventType)[keyof typeof EventType];
