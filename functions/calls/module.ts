@@ -1,17 +1,12 @@
-import { withErrors } from '../platform/http.ts';
 import { defineModule } from '../jobs/index.ts';
 import { callsQueues } from './queues.ts';
 import type { JobHandler } from '../jobs/index.ts';
-import { callsHttpError, callsRoutes } from './api.ts';
-import { keyRoutes } from './keys-api.ts';
 import type { CallsDeps } from './deps.ts';
 import { callsQueueHandlers } from './calls-queue.ts';
 import { dialQueueHandlers } from './dial-queue.ts';
+import { callsContextRoutes } from './routes.ts';
 import { callsKinds } from './kinds.ts';
 import { callsTable } from './model.ts';
-import { importRoutes } from './imports/routes.ts';
-import { controlRoutes } from './control/routes.ts';
-import { suppressionRoutes } from './compliance/suppression-api.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -27,5 +22,5 @@ export const callsModule = defineModule({
   queues: callsQueues,
   kinds: callsKinds,
   handlers: (deps: CallsDeps): JobHandler<unknown>[] => [...dialQueueHandlers(deps), ...callsQueueHandlers(deps)],
-  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps), ...controlRoutes(deps), ...suppressionRoutes(deps)])],
+  routes: (deps: () => CallsDeps) => callsContextRoutes(deps),
 });
