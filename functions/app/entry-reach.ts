@@ -7,13 +7,15 @@
  *
  * Why each reaches what it does: the calls context completes calls and publishes their events (webhooks'
  * publisher) and tells the owner about finalised batches (mail's owner notice); the webhooks context tells
- * the owner about disabled endpoints (mail); the APIs, the public links and the rescuer hold every context.
+ * the owner about disabled endpoints (mail); the APIs hold every context's routes (never a job's code); the
+ * public links hold the mail context's links and serve docs/openapi.json; the rescuer holds every kind (the
+ * catalog) and the webhooks context, whose discard hooks it runs, and reports through ops.
  */
 export const entryReach = {
   'api.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail', 'ops'],
   'tenant-api.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail', 'ops'],
-  'links.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail', 'ops'],
-  'rescuer.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail', 'ops'],
+  'links.ts': ['platform', 'jobs', 'mail'],
+  'rescuer.ts': ['platform', 'jobs', 'webhooks', 'mail', 'ops'],
   'intake.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail'],
   'dial-worker.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail'],
   'calls-worker.ts': ['platform', 'jobs', 'calls', 'webhooks', 'mail'],

@@ -1,5 +1,12 @@
 import type { Rng } from '../platform/rng.ts';
 
+/**
+ * How long a calls job (the dialer, the watchdogs, the finaliser, the control jobs) waits when another
+ * transaction held the tenant or the batch. Here, not in dialer.ts, so that the calls worker's jobs do not
+ * import the dialer (and its recipient zones) for one number.
+ */
+export const CONTENTION_SNOOZE_MS = 1_000;
+
 /** A batch's delay between rounds, in seconds (docs/calls.md, "Rounds and the finaliser"). */
 export interface RoundRetry {
   baseSeconds: number;

@@ -23,12 +23,11 @@ import type { SlotRow } from './model.ts';
 import type { BatchRow, ContactDataRow, ListPage } from './model.ts';
 import { placeCall } from './placer.ts';
 import { nextWindowOpening } from './window.ts';
+import { CONTENTION_SNOOZE_MS } from './backoff.ts';
 
 /** A run stops starting dials after this much real time, so it ends well inside its job timeout. */
 export const DIAL_RUN_BUDGET_MS = 20_000;
 
-/** How long the dialer waits when another transaction held the tenant or the batch. */
-export const CONTENTION_SNOOZE_MS = 1_000;
 
 /**
  * The least real time between two looks for a free slot. A look costs real requests whatever the clock's

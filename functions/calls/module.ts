@@ -1,22 +1,12 @@
-import { withErrors } from '../platform/http.ts';
 import { defineModule } from '../jobs/index.ts';
 import { callsQueues } from './queues.ts';
 import type { JobHandler } from '../jobs/index.ts';
-import { callsHttpError, callsRoutes } from './api.ts';
-import { keyRoutes } from './keys-api.ts';
 import type { CallsDeps } from './deps.ts';
-import { dialHandler } from './dialer.ts';
-import { finaliseHandler } from './finaliser.ts';
+import { callsQueueHandlers } from './calls-queue.ts';
+import { dialQueueHandlers } from './dial-queue.ts';
+import { callsContextRoutes } from './routes.ts';
 import { callsKinds } from './kinds.ts';
 import { callsTable } from './model.ts';
-import { watchdogHandler } from './watchdog.ts';
-import { deferredWatchdogHandler } from './deferred-watchdog.ts';
-import { importHandler } from './imports/job.ts';
-import { importRoutes } from './imports/routes.ts';
-import { pauseExpiryHandler, startHandler } from './control/jobs.ts';
-import { controlRoutes } from './control/routes.ts';
-import { suppressionRoutes } from './compliance/suppression-api.ts';
-import { suppressionImportHandler } from './compliance/suppression-import.ts';
 
 export type { CallsDeps } from './deps.ts';
 export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
@@ -31,7 +21,6 @@ export const callsModule = defineModule({
   tables: { calls: callsTable },
   queues: callsQueues,
   kinds: callsKinds,
-  handlers: (deps: CallsDeps): JobHandler<unknown>[] =>
-    [dialHandler(deps), watchdogHandler(deps), deferredWatchdogHandler(deps), finaliseHandler(deps), importHandler(deps), startHandler(deps), pauseExpiryHandler(deps), suppressionImportHandler(deps)] as JobHandler<unknown>[],
-  routes: (deps: () => CallsDeps) => [...callsRoutes(deps), ...withErrors(callsHttpError, [...keyRoutes(deps), ...importRoutes(deps), ...controlRoutes(deps), ...suppressionRoutes(deps)])],
+  handlers: (deps: CallsDeps): JobHandler<unknown>[] => [...dialQueueHandlers(deps), ...callsQueueHandlers(deps)],
+  routes: (deps: () => CallsDeps) => callsContextRoutes(deps),
 });

@@ -5,7 +5,7 @@ import { CallCode } from './codes.ts';
 import { retriedIn } from './control/batch-control.ts';
 import { completeCall } from './completion.ts';
 import type { CallsDeps } from './deps.ts';
-import { CONTENTION_SNOOZE_MS } from './dialer.ts';
+import { CONTENTION_SNOOZE_MS } from './backoff.ts';
 import { runWatchdogArgs, watchdogKind } from './kinds.ts';
 import type { RunWatchdogArgs } from './kinds.ts';
 import { BatchStatus, callIdFor, callWithSlot, jobIds } from './model.ts';

@@ -7,9 +7,10 @@ import { callsConfigFromEnv } from '../../calls/config.ts';
 import { lambdaClientHost, withSecretKey } from '../aws.ts';
 import { withMailLinks } from '../mail-parts.ts';
 import { withUploads } from '../uploads-part.ts';
-import { routesServedBy, System } from '../system.ts';
+import { routesServedBy } from '../routes.ts';
+import { Contexts } from '../wiring.ts';
 
 const { host, tracing } = lambdaClientHost('redial-tenant-api', () => ({ calls: callsConfigFromEnv() }), withMailLinks, withSecretKey, withUploads);
-const system = new System(() => host);
+const contexts = new Contexts(() => host);
 
-export const handler = createApiHandler(routesServedBy(system, 'tenantApi'), host.logger, { keys: () => system.apiKeys }).use(tracing.handlerMiddleware());
+export const handler = createApiHandler(routesServedBy(contexts, 'tenantApi'), host.logger, { keys: () => contexts.apiKeys }).use(tracing.handlerMiddleware());

@@ -1,6 +1,6 @@
 import { handle, snooze } from '../../jobs/index.ts';
 import type { JobHandler } from '../../jobs/index.ts';
-import { CONTENTION_SNOOZE_MS } from '../dialer.ts';
+import { CONTENTION_SNOOZE_MS } from '../backoff.ts';
 import type { CallsDeps } from '../deps.ts';
 import { BatchStatus } from '../model.ts';
 import { decidePauseExpiry } from './batch-control.ts';

@@ -1,0 +1,69 @@
+import type { ApiKeyVerifier } from '../platform/tenancy.ts';
+import type { CallsDeps } from '../calls/deps.ts';
+import type { MailDeps } from '../mail/context.ts';
+import type { OpsDeps } from '../ops/jobs-api.ts';
+import type { Publisher } from '../webhooks/publish.ts';
+import type { WebhooksContext } from '../webhooks/context.ts';
+import { buildCalls } from './contexts/calls.ts';
+import { buildMail } from './contexts/mail.ts';
+import { buildOps } from './contexts/ops.ts';
+import { buildPublisher } from './contexts/publisher.ts';
+import { buildWebhooks } from './contexts/webhooks.ts';
+import type { SystemHost } from './host.ts';
+
+/**
+ * Redial's contexts wired over one host, each built the first time something asks for it, once: what the
+ * routes draw on. It imports no context's job handlers (their modules), so the API functions' bundles hold
+ * the routes and not the jobs' code (nodemailer, the dialer, the import jobs); {@link System} (./system.ts)
+ * adds the handlers.
+ */
+export class Contexts {
+  private readonly hostOf: () => SystemHost;
+  private built: SystemHost | undefined;
+  private callsDeps: CallsDeps | undefined;
+  private mailDeps: MailDeps | undefined;
+  private webhooksContext: WebhooksContext | undefined;
+  private eventPublisher: Publisher | undefined;
+  private opsDeps: OpsDeps | undefined;
+
+  /** `host` is called once, the first time anything needs it. */
+  constructor(host: () => SystemHost) {
+    this.hostOf = host;
+  }
+
+  get host(): SystemHost {
+    return (this.built ??= this.hostOf());
+  }
+
+  /** The calls context, its ports wired to webhooks (events) and mail (the owner's mail). */
+  get calls(): CallsDeps {
+    return (this.callsDeps ??= this.buildCalls());
+  }
+
+  get mail(): MailDeps {
+    return (this.mailDeps ??= buildMail(this.host));
+  }
+
+  get webhooks(): WebhooksContext {
+    return (this.webhooksContext ??= buildWebhooks(this.host));
+  }
+
+  /** How tenant routes check a presented API key (the calls context's keys, with their per-container cache). */
+  get apiKeys(): ApiKeyVerifier {
+    return this.calls.keys;
+  }
+
+  get ops(): OpsDeps {
+    return (this.opsDeps ??= buildOps(this.host));
+  }
+
+  /** Closes what the built contexts hold open (the webhooks HTTP client's pooled connections). */
+  async close(): Promise<void> {
+    await this.webhooksContext?.close();
+  }
+
+  private buildCalls(): CallsDeps {
+    // The webhooks context's publisher when this process built the context, else one over its store alone.
+    return buildCalls(this.host, () => this.webhooksContext?.publisher ?? (this.eventPublisher ??= buildPublisher(this.host)));
+  }
+}
