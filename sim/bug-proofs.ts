@@ -1,5 +1,5 @@
 import { mailPolicy } from '../functions/mail/kinds.ts';
-import { compliancePlan, drawPlan, lostAttemptsPlan, withFaults } from './plan.ts';
+import { compliancePlan, drawPlan, importPlan, lostAttemptsPlan, withFaults } from './plan.ts';
 import type { CompliancePlanName, Plan } from './plan.ts';
 
 /**
@@ -37,6 +37,9 @@ export const RESCUER_DISCARD_PLAN: ProofPlan = {
 /** Seed 97 shrunk to its one fault (a crash between an intake's lease take and its transaction). */
 export const STRANDED_LEASE_PLAN: ProofPlan = { label: 'seed 97, fault 9 only', plan: () => withFaults(drawPlan(97), [9]) };
 
+/** An import of 1,050 contacts (3 pages, one a run) whose job's first page transaction answer is lost (sim/plan.ts importPlan). */
+export const IMPORT_PLAN: ProofPlan = { label: 'the import plan (a lost answer of the first page transaction)', plan: () => importPlan() };
+
 /** A targeted plan for a control or compliance bug (sim/plan.ts compliancePlan): a campaign the rule decides, no faults. */
 const targeted = (name: CompliancePlanName): ProofPlan => ({ label: `the ${name} plan`, plan: () => compliancePlan(name) });
 
@@ -71,6 +74,8 @@ export const bugProofs: readonly BugProof[] = [
   { bug: 'cap-keyed-by-batch', caughtBy: ['compliance.cap-per-24h'], plans: [targeted('cap')] },
   { bug: 'window-ignores-contact-zone', caughtBy: ['compliance.local-window'], plans: [targeted('window')] },
   { bug: 'start-job-ignores-start-at', caughtBy: ['control.no-early-start'], plans: [targeted('start')] },
+  // Issue 26's import: the targeted plan (a lost answer of the import job's first page transaction).
+  { bug: 'import-cursor-before-page', caughtBy: ['imports.exact'], plans: [IMPORT_PLAN] },
 ];
 
 export function proofOf(bug: string): BugProof {

@@ -234,6 +234,33 @@ class StartIgnoresStartAt extends CallsStore {
   }
 }
 
+// ─── Imports (issue 26) ─────────────────────────────────────────────────────────────────────────────
+
+/**
+ * A calls store whose import page write is two writes: the import job's transaction commits the batch row
+ * moved on (its cursor past page p, its counts up) with whatever job it enqueues, and only then puts list
+ * page p on its own. A crash between the two, or the transaction's answer lost (the job fails and runs
+ * again from the cursor it moved), leaves the cursor past a page that was never written: its contacts are
+ * lost.
+ */
+class ImportCursorBeforePage extends CallsStore {
+  private readonly client: DynamoDBDocumentClient;
+
+  constructor(db: DynamoDBDocumentClient, tableName: string) {
+    super(db, tableName);
+    this.client = db;
+  }
+
+  override async transact(items: readonly TransactItem[]): Promise<TransactOutcome> {
+    const page = items.find((item) => item.name.startsWith('list page ') && item.Put !== undefined);
+    const moves = items.some((item) => item.name === 'batch' && Object.values(item.Update?.ExpressionAttributeNames ?? {}).includes('importPage'));
+    if (!page || !moves) return super.transact(items);
+    const outcome = await super.transact(items.filter((item) => item !== page));
+    if (outcome.committed) await this.client.send(new PutCommand(page.Put!));
+    return outcome;
+  }
+}
+
 /** A webhook client that sends a request again on its own after a 5xx, a timeout or a dropped connection. */
 const retryingHttp = (inner: WebhookHttp): WebhookHttp => ({
   vet: (hostname) => inner.vet(hostname),
@@ -351,6 +378,11 @@ export const bugs: readonly Bug[] = [
     name: 'start-job-ignores-start-at',
     description: "a scheduled batch's start job is written due at once, not at its startAt: the batch starts (and dials) early",
     alterations: { callsStore: (db, tables) => new StartIgnoresStartAt(db, tables) },
+  },
+  {
+    name: 'import-cursor-before-page',
+    description: "the import job moves the batch's cursor past a page in its transaction and writes the page after it, on its own: a crash or a lost answer between them loses the page's contacts",
+    alterations: { callsStore: (db, tables) => new ImportCursorBeforePage(db, tables.calls) },
   },
   {
     name: 'mail-transport-retries',

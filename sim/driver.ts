@@ -3,6 +3,8 @@ import { SIM_START } from './host.ts';
 import type { Campaign, EndpointAction, EndpointPlan } from './plan.ts';
 import type { ReceivedMail } from './world/smtp.ts';
 import type { Rotation } from './world/endpoints.ts';
+import { importFile } from './world/import-file.ts';
+import type { BatchPlan } from './plan.ts';
 
 /**
  * The campaign's customer: it drives redial through its public API on the simulation clock, as a
@@ -35,12 +37,31 @@ export interface StartedRecovery {
 
 const RESEND_DELAYS_MS = [2_000, 10_000, 60_000, 300_000, 900_000];
 
+/** An import the driver started (issue 26): what its answer said, and when the tenant saw it end. */
+export interface StartedImport {
+  key: string;
+  tenantId: string;
+  /** The import's answer: 202 with the file's account, or 200 (a re-sent request after a lost answer: the batch id only). */
+  status: number;
+  accepted?: number;
+  duplicatesDropped?: number;
+  refusedRows?: number;
+  /** When a poll of the batch first showed it no longer Importing. */
+  endSeenAt?: number;
+}
+
+/** How often the tenant looks at an importing batch's status, and for how long at most. */
+const IMPORT_POLL_MS = 30_000;
+const IMPORT_POLLS = 120;
+
 export class Driver {
   readonly calls: DriverCall[] = [];
   /** Batch ids by the batch's plan key. */
   readonly batches = new Map<string, { batchId: string; tenantId: string }>();
   /** Recoveries started (answered 202). */
   readonly recoveries: StartedRecovery[] = [];
+  /** Imports started (answered with a batch id), by batch id. */
+  readonly imports = new Map<string, StartedImport>();
   /** Tenants whose owner followed the confirmation link. */
   readonly confirmed = new Set<string>();
   /** Each tenant's API key (issued once its tenant exists), presented on every tenant route. */
@@ -60,6 +81,11 @@ export class Driver {
   batchPlanOf(batchId: string): Campaign['tenants'][number]['batches'][number] | undefined {
     const key = [...this.batches].find(([, b]) => b.batchId === batchId)?.[0];
     return key === undefined ? undefined : this.campaign.tenants.flatMap((t) => t.batches).find((b) => b.key === key);
+  }
+
+  /** The campaign's imported batches, with their tenants. */
+  importPlans(): { tenantId: string; batch: BatchPlan }[] {
+    return this.campaign.tenants.flatMap((t) => t.batches.filter((b) => b.import).map((batch) => ({ tenantId: t.id, batch })));
   }
 
   /** Whether the driver has nothing left to do (no action scheduled, no request waiting for an answer). */
@@ -88,7 +114,7 @@ export class Driver {
       this.open++;
       const ready = this.setUp(tenant).finally(() => this.open--);
       for (const batch of tenant.batches) {
-        this.at(SIM_START + batch.createAtMs, () => ready.then(() => this.createBatch(tenant.id, batch.key, batch)));
+        this.at(SIM_START + batch.createAtMs, () => ready.then(() => (batch.import ? this.importBatch(tenant.id, batch) : this.createBatch(tenant.id, batch.key, batch))));
         if (batch.deleteAtMs !== undefined) this.at(SIM_START + batch.deleteAtMs, () => ready.then(() => this.deleteBatch(batch.key)));
         if (batch.pause) {
           this.at(SIM_START + batch.pause.atMs, () => ready.then(() => this.control(batch.key, 'pause')));
@@ -142,6 +168,63 @@ export class Driver {
     );
     const batchId = (response.body as { batchId?: string } | undefined)?.batchId;
     if (batchId) this.batches.set(key, { batchId, tenantId });
+  }
+
+  // ─── Imports (issue 26) ─────────────────────────────────────────────────────────────────────────
+
+  /**
+   * A batch from a CSV file, as a tenant with a large file does it: an upload URL (`POST /v1/uploads`), the
+   * file PUT there, then `POST /v1/batches/imports` with an Idempotency-Key (re-sent after a 5xx or no
+   * answer, as every create). Then it looks at the batch every 30 s until it is no longer Importing, and
+   * deletes it when the plan says (a while after that, or a while after the import was accepted).
+   */
+  private async importBatch(tenantId: string, batch: BatchPlan): Promise<void> {
+    const plan = batch.import!;
+    const file = importFile(plan);
+    const upload = await this.request(`upload ${batch.key}`, 'POST', '/v1/uploads', undefined, this.as(tenantId));
+    const target = upload.body as { uploadId?: string; url?: string } | undefined;
+    if (upload.status !== 201 || !target?.uploadId || !target.url) return;
+    const put = await this.exchange(`upload file ${batch.key}`, 'PUT', target.url, file.csv, { 'content-type': 'text/csv' });
+    if (put.status !== 200) return;
+    const response = await this.request(
+      `import ${batch.key}`,
+      'POST',
+      '/v1/batches/imports',
+      {
+        uploadId: target.uploadId,
+        maxAttempts: batch.maxAttempts,
+        retry: batch.retry,
+        skipInvalid: true,
+        dedupe: true,
+        ...(plan.pagesPerRun !== undefined ? { pagesPerRun: plan.pagesPerRun } : {}),
+        ...(plan.pageDelayMs !== undefined ? { pageDelayMs: plan.pageDelayMs } : {}),
+      },
+      { 'idempotency-key': batch.key, ...this.as(tenantId) },
+    );
+    const answer = response.body as { batchId?: string; accepted?: number; duplicatesDropped?: number; refused?: { rows?: number } } | undefined;
+    if (!answer?.batchId) return;
+    const batchId = answer.batchId;
+    this.batches.set(batch.key, { batchId, tenantId });
+    this.imports.set(batchId, {
+      key: batch.key,
+      tenantId,
+      status: response.status,
+      ...(answer.accepted !== undefined ? { accepted: answer.accepted, duplicatesDropped: answer.duplicatesDropped ?? 0, refusedRows: answer.refused?.rows ?? 0 } : {}),
+    });
+    if (plan.deleteAfterStartMs !== undefined) this.at(this.host.clock.now() + plan.deleteAfterStartMs, () => this.deleteBatch(batch.key));
+    this.at(this.host.clock.now() + IMPORT_POLL_MS, () => this.pollImport(batchId, batch, 1));
+  }
+
+  private async pollImport(batchId: string, batch: BatchPlan, polls: number): Promise<void> {
+    const record = this.imports.get(batchId)!;
+    const response = await this.request(`status ${batch.key}`, 'GET', `/v1/batches/${batchId}`, undefined, this.as(record.tenantId));
+    const status = (response.body as { status?: string } | undefined)?.status;
+    if (status === 'Importing' || status === undefined) {
+      if (polls < IMPORT_POLLS) this.at(this.host.clock.now() + IMPORT_POLL_MS, () => this.pollImport(batchId, batch, polls + 1));
+      return;
+    }
+    record.endSeenAt = this.host.clock.now();
+    if (status !== 'Deleted' && batch.import?.deleteAfterEndMs !== undefined) this.at(this.host.clock.now() + batch.import.deleteAfterEndMs, () => this.deleteBatch(batch.key));
   }
 
   private async deleteBatch(key: string): Promise<void> {
@@ -272,9 +355,17 @@ export class Driver {
     }
   }
 
-  /** Sends a request, and sends it again after a 5xx or no answer, on the simulation clock. */
+  /** Sends a request to the API, and sends it again after a 5xx or no answer, on the simulation clock. */
   request(what: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
-    const call: DriverCall = { what, method, path, statuses: [] };
+    return this.exchange(what, method, `${this.host.url}${path}`, body === undefined ? undefined : JSON.stringify(body), {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    });
+  }
+
+  /** Sends a request to `url` (the API, or an upload URL), and sends it again after a 5xx or no answer, on the simulation clock. */
+  private exchange(what: string, method: string, url: string, body: string | undefined, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+    const call: DriverCall = { what, method, path: url.startsWith(this.host.url) ? url.slice(this.host.url.length) : new URL(url).pathname, statuses: [] };
     this.calls.push(call);
     this.open++;
     return new Promise<{ status: number; body: unknown }>((resolve) => {
@@ -283,10 +374,10 @@ export class Driver {
           let status: number;
           let parsed: unknown;
           try {
-            const response = await fetch(`${this.host.url}${path}`, {
+            const response = await fetch(url, {
               method,
-              headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-              ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+              headers,
+              ...(body === undefined ? {} : { body }),
               signal: AbortSignal.timeout(30_000),
             });
             status = response.status;

@@ -182,7 +182,7 @@ export class FaultInjector implements RequestInterceptor {
    * whether the clock jumps, and which request fault (if any) applies to it. Outside a run (the
    * simulator's own reads), nothing applies.
    */
-  private cross(scope: RunScope | undefined, boundary: Boundary): { dead: boolean; fault?: Extract<Fault, { kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal' | 'dynamo.lostResponse' }> } {
+  private cross(scope: RunScope | undefined, boundary: Boundary): { dead: boolean; fault?: Extract<Fault, { kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal' | 'dynamo.lostResponse' | 'dynamo.unprocessed' }> } {
     if (!scope) return { dead: false };
     if (scope.invocation.crashed) return { dead: true };
     scope.requests++;
@@ -219,8 +219,8 @@ export class FaultInjector implements RequestInterceptor {
 
     if (boundary.service !== 'DynamoDB') return { dead: false };
     const fault = this.take(
-      ['dynamo.conflict', 'dynamo.throughput', 'dynamo.throttling', 'dynamo.internal', 'dynamo.lostResponse'],
-      (f) => matchesTarget(f.target, scope) && classMatches(f.ops, boundary, scope.requests),
+      ['dynamo.conflict', 'dynamo.throughput', 'dynamo.throttling', 'dynamo.internal', 'dynamo.lostResponse', 'dynamo.unprocessed'],
+      (f) => matchesTarget(f.target, scope) && (f.kind === 'dynamo.unprocessed' ? boundary.operation === 'BatchWriteItem' : classMatches(f.ops, boundary, scope.requests)),
       what,
     );
     return fault ? { dead: false, fault } : { dead: false };
@@ -245,8 +245,9 @@ export class FaultInjector implements RequestInterceptor {
         const crossing = this.cross(scope, { service, operation, write: WRITE_OPS.has(operation), ownJob, discards, ...(items !== undefined ? { items } : {}) });
         if (crossing.dead) return never();
         const fault = crossing.fault;
-        if (fault && fault.kind !== 'dynamo.lostResponse') throw refusal(fault.kind, { service, operation, write: true, ...(items !== undefined ? { items } : {}) }, (n) => Math.floor(this.draw() * n));
+        if (fault && fault.kind !== 'dynamo.lostResponse' && fault.kind !== 'dynamo.unprocessed') throw refusal(fault.kind, { service, operation, write: true, ...(items !== undefined ? { items } : {}) }, (n) => Math.floor(this.draw() * n));
         this.sent.requests++;
+        if (fault?.kind === 'dynamo.unprocessed') return this.partly(next, args, fault.applied, scope);
         const output = await next(args);
         // Applied: the world learns of it even if the run died or the response is lost.
         for (const listener of this.appliedListeners) listener(service, operation, input);
@@ -257,6 +258,27 @@ export class FaultInjector implements RequestInterceptor {
       // The build step: after the document client has marshalled the input (as the recorder sees it).
       { step: 'build', name: 'simFaults' },
     );
+  }
+
+  /**
+   * A BatchWriteItem DynamoDB applies only in part (`dynamo.unprocessed`): the first `applied` requests of
+   * each table are sent, the rest come back as UnprocessedItems (as DynamoDB answers when a partition is
+   * over its capacity), exactly as they were asked.
+   */
+  private async partly<A extends { input: unknown }, Out>(next: (args: A) => Promise<Out>, args: A, applied: number, scope: RunScope | undefined): Promise<Out> {
+    const input = args.input as { RequestItems?: Record<string, unknown[]> };
+    const sent: Record<string, unknown[]> = {};
+    const left: Record<string, unknown[]> = {};
+    for (const [table, requests] of Object.entries(input.RequestItems ?? {})) {
+      if (requests.length > applied) left[table] = requests.slice(applied);
+      if (applied > 0) sent[table] = requests.slice(0, applied);
+    }
+    const answer = (output: Record<string, unknown>) => ({ output: { ...output, UnprocessedItems: left }, response: { statusCode: 200 } }) as Out;
+    if (Object.keys(sent).length === 0) return answer({ $metadata: metadata(200) });
+    const result = (await next({ ...args, input: { ...input, RequestItems: sent } })) as { output: Record<string, unknown> };
+    for (const listener of this.appliedListeners) listener('DynamoDB', 'BatchWriteItem', { ...input, RequestItems: sent });
+    if (!this.survived(scope)) return never();
+    return answer(result.output);
   }
 
   // ─── SQS and Scheduler (the dispatch transport) ──────────────────────────────────────────────────

@@ -1,7 +1,7 @@
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { baseCallId, batchIdOfPartition, batchPartition, callIdFor, ContactStatus, isDialled } from '../functions/calls/model.ts';
-import type { AttemptRow, BatchRow, ContactRow, ListPage, SlotRow, TenantRow } from '../functions/calls/model.ts';
+import { baseCallId, batchIdOfPartition, batchPartition, callIdFor, ContactStatus, isDialled, LIST_PAGE_SIZE } from '../functions/calls/model.ts';
+import type { AttemptRow, BatchRow, ContactDataRow, ContactRow, ExternalIdRow, ListPage, SlotRow, TenantRow } from '../functions/calls/model.ts';
 import { CallCode } from '../functions/calls/codes.ts';
 import { DISCARD_METRIC } from '../functions/jobs/discards.ts';
 import type { JobRow } from '../functions/jobs/row.ts';
@@ -25,6 +25,9 @@ import { SimReceivers } from './world/endpoints.ts';
 import type { ReceivedRequest } from './world/endpoints.ts';
 import { DeliveryDiscardReason } from '../functions/webhooks/kinds.ts';
 import type { RecoveryRow } from '../functions/webhooks/recover.ts';
+import { batchIdForKey } from '../functions/calls/idempotency.ts';
+import { importFile } from './world/import-file.ts';
+import type { ExpectedContact } from './world/import-file.ts';
 
 /**
  * The invariants: what must hold after any plan, each a named check with a message that says which
@@ -871,6 +874,110 @@ const noEarlyStart: Check = (o, host) => {
   return out;
 };
 
+// ─── imports (issue 26) ─────────────────────────────────────────────────────────────────────────────
+
+const sameData = (a: Record<string, unknown> | undefined, b: Record<string, unknown> | undefined) => JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b ?? {}).sort());
+
+/**
+ * A batch imported from a CSV file (sim/world/import-file.ts knows which of its rows were valid) holds
+ * exactly the file's valid rows, once each, in file order, whatever crashed or was lost while the import
+ * ran: its round-1 list pages are pages 0 … importPage − 1 (none missing, none beyond the cursor), page p
+ * holding valid contacts 500·p … 500·p + 499; every listed contact with an externalId or variables has its
+ * data item saying exactly those; every externalId its index entry naming its contact and position; no
+ * data item or index entry for a contact the list does not hold (but those of the page after the cursor,
+ * written ahead of its transaction, while the import has not ended); the row's counts (contactCount, and in
+ * round 1 listPages and roundSize) agree with its pages, its `duplicatesDropped` with the file, and the
+ * import's answer with the file's rows. At rest, an import whose batch was not deleted has ended: every page
+ * written and the batch no longer Importing. The batch then dials as any other (the calls.* checks).
+ */
+const importsExact: Check = (o, _host, driver) => {
+  const out: Violation[] = [];
+  const report = (message: string) => out.push({ invariant: 'imports.exact', message });
+  const plans = driver.importPlans();
+  const batches = new Map(batchesOf(o).map((b) => [b.batchId, b as BatchRow & { importPage?: number; importPages?: number }]));
+  for (const { tenantId, batch: batchPlan } of plans) {
+    const batchId = batchIdForKey(tenantId, batchPlan.key);
+    const b = batches.get(batchId);
+    const file = importFile(batchPlan.import!);
+    const expected = file.expected;
+    const answer = driver.imports.get(batchId);
+    if (!b) {
+      if (answer) report(`import ${batchPlan.key} was answered ${answer.status} with batch ${batchId}, which does not exist`);
+      continue;
+    }
+    if (answer?.accepted !== undefined) {
+      const said = { accepted: answer.accepted, duplicatesDropped: answer.duplicatesDropped, refusedRows: answer.refusedRows };
+      const truth = { accepted: expected.length, duplicatesDropped: batchPlan.import!.duplicates, refusedRows: batchPlan.import!.invalid };
+      if (!sameData(said, truth)) report(`import ${batchPlan.key} (${batchId}) answered ${JSON.stringify(said)}; its file has ${JSON.stringify(truth)}`);
+    }
+    const pagesWanted = Math.ceil(expected.length / LIST_PAGE_SIZE);
+    if (b.importPages !== pagesWanted) report(`batch ${batchId} imports ${b.importPages ?? 'no'} pages; its file's ${expected.length} valid contacts make ${pagesWanted}`);
+    const cursor = b.importPage ?? 0;
+    const ended = cursor === pagesWanted;
+    if (ended && b.status === 'Importing') report(`batch ${batchId} has every page written and is still Importing`);
+    if (!ended && b.status !== 'Importing' && b.status !== 'Deleted') report(`batch ${batchId} is ${b.status} with its import cursor at page ${cursor} of ${pagesWanted}`);
+    if (!ended && o.settled && b.status !== 'Deleted') report(`batch ${batchId}'s import never ended: at rest, its cursor is at page ${cursor} of ${pagesWanted}`);
+
+    // The list: pages 0 … cursor − 1, each its slice of the file's valid contacts.
+    const pages = listPagesOf(o, batchId).filter((p) => p.round === 1);
+    const listed: ExpectedContact[] = [];
+    for (let p = 0; p < Math.max(cursor, ...pages.map((x) => x.page + 1)); p++) {
+      const page = pages.find((x) => x.page === p);
+      const want = expected.slice(p * LIST_PAGE_SIZE, (p + 1) * LIST_PAGE_SIZE);
+      if (p >= cursor) {
+        if (page) report(`batch ${batchId} has list page ${p} of round 1 beyond its import cursor (${cursor}): ${page.numbers.length} contacts written without the cursor passing them`);
+        continue;
+      }
+      if (!page) {
+        report(`batch ${batchId}'s import cursor passed page ${p}, which was never written: its ${want.length} contacts (${want[0]?.number} …) are lost`);
+        continue;
+      }
+      listed.push(...want);
+      if (page.numbers.length !== want.length || page.numbers.some((n, i) => n !== want[i]!.number)) {
+        const at = page.numbers.findIndex((n, i) => n !== want[i]?.number);
+        report(`batch ${batchId}'s list page ${p} holds ${page.numbers.length} contacts, not its file's ${want.length}: position ${p * LIST_PAGE_SIZE + (at < 0 ? page.numbers.length : at)} is ${page.numbers[at] ?? 'missing'}, the file's ${want[at]?.number ?? 'nothing'}`);
+      }
+    }
+    const seen = new Map<string, number>();
+    for (const p of pages) for (const n of p.numbers) seen.set(n, (seen.get(n) ?? 0) + 1);
+    for (const [n, times] of seen) if (times > 1) report(`batch ${batchId} lists ${n} ${times} times in round 1`);
+
+    // The counts.
+    const inPages = pages.filter((p) => p.page < cursor).reduce((n, p) => n + p.numbers.length, 0);
+    if (b.contactCount !== inPages) report(`batch ${batchId}: contactCount is ${b.contactCount}, its round-1 pages hold ${inPages}`);
+    if (b.round === 1 && b.listPages !== cursor) report(`batch ${batchId}: listPages is ${b.listPages}, its import wrote ${cursor}`);
+    if (b.round === 1 && b.roundSize !== inPages) report(`batch ${batchId}: roundSize is ${b.roundSize}, its round-1 pages hold ${inPages}`);
+    const dropped = (b as { duplicatesDropped?: number }).duplicatesDropped ?? 0;
+    if (dropped !== batchPlan.import!.duplicates) report(`batch ${batchId}: duplicatesDropped is ${dropped}, its file repeats ${batchPlan.import!.duplicates} numbers`);
+
+    // The data items and the externalId index: exactly the listed contacts' (and, before the end, the next page's).
+    const ahead = ended ? [] : expected.slice(cursor * LIST_PAGE_SIZE, (cursor + 1) * LIST_PAGE_SIZE);
+    const positions = new Map(expected.map((c, i) => [c.number, i]));
+    const mayExist = new Set([...listed, ...ahead].map((c) => c.number));
+    const mine = o.calls.filter((i) => i['batchId'] === batchId && String(i['pk']).startsWith(`${batchPartition(batchId)}#C`));
+    const data = new Map((mine.filter((i) => String(i['sk']).startsWith('DATA#')) as unknown as ContactDataRow[]).map((d) => [d.contactNumber, d]));
+    const xids = new Map((mine.filter((i) => String(i['sk']).startsWith('XID#')) as unknown as (ExternalIdRow & { sk: string })[]).map((x) => [x.sk.slice('XID#'.length), x]));
+    for (const c of listed) {
+      const item = data.get(c.number);
+      if ((c.externalId !== undefined || c.variables !== undefined) && !item) report(`batch ${batchId}: contact ${c.number} (position ${positions.get(c.number)}) is listed without its data item`);
+      if (item && (item.externalId !== c.externalId || !sameData(item.variables, c.variables))) {
+        report(`batch ${batchId}: the data item of ${c.number} says ${JSON.stringify({ externalId: item.externalId, variables: item.variables })}; its row ${JSON.stringify({ externalId: c.externalId, variables: c.variables })}`);
+      }
+      if (c.externalId !== undefined) {
+        const entry = xids.get(c.externalId);
+        if (!entry) report(`batch ${batchId}: externalId ${c.externalId} of listed contact ${c.number} has no index entry`);
+        else if (entry.contactNumber !== c.number || entry.position !== positions.get(c.number)) report(`batch ${batchId}: the index entry of ${c.externalId} names ${entry.contactNumber} at position ${entry.position}; the file's contact is ${c.number} at ${positions.get(c.number)}`);
+      }
+    }
+    // Strays are counted, not listed one by one: a lost page leaves hundreds.
+    const strayData = [...data].filter(([number, item]) => !mayExist.has(number) && (item.externalId !== undefined || item.variables !== undefined)).map(([number]) => number);
+    if (strayData.length > 0) report(`batch ${batchId} has ${strayData.length} data items of contacts its list does not hold (${strayData.slice(0, 3).join(', ')}${strayData.length > 3 ? ' …' : ''}${strayData.some((n) => !positions.has(n)) ? '; some are no valid row of its file' : ''})`);
+    const strayIds = [...xids].filter(([, entry]) => !mayExist.has(entry.contactNumber)).map(([externalId]) => externalId);
+    if (strayIds.length > 0) report(`batch ${batchId} has ${strayIds.length} externalId index entries of contacts its list does not hold (${strayIds.slice(0, 3).join(', ')}${strayIds.length > 3 ? ' …' : ''})`);
+  }
+  return out;
+};
+
 // ─── the API ────────────────────────────────────────────────────────────────────────────────────────
 
 const expectedAnswers: Check = (_o, host, driver) => {
@@ -922,6 +1029,7 @@ export const invariants: Readonly<Record<string, Check>> = {
   'mail.every-finalised-batch-notified': everyFinalisedBatchNotified,
   'mail.drops-counted': dropsCounted,
   'api.expected-answers': expectedAnswers,
+  'imports.exact': importsExact,
 };
 
 /** Runs every check. */

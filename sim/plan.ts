@@ -56,6 +56,35 @@ export interface BatchPlan {
   startAtMs?: number;
   /** The tenant pauses it at `atMs` and resumes it at `resumeAtMs` (both ms after the start), through the API. */
   pause?: { atMs: number; resumeAtMs: number };
+  /**
+   * Created from a CSV file through the large-import path (an upload, then `POST /v1/batches/imports` and its
+   * `calls.import` job) instead of a JSON body; `contacts` is then empty (the file's rows: sim/world/import-file.ts).
+   */
+  import?: ImportPlan;
+}
+
+/**
+ * A CSV import (issue 26): the file is built from `fileSeed` (sim/world/import-file.ts), with `valid`
+ * distinct contacts (more than a list page's 500: several pages), `invalid` rows the import refuses
+ * (`skipInvalid`) and `duplicates` of earlier numbers written another way (`dedupe` drops them).
+ */
+export interface ImportPlan {
+  fileSeed: number;
+  valid: number;
+  invalid: number;
+  duplicates: number;
+  /** An `external_id` column (each valid row its own id; an invalid row may repeat one). */
+  externalIds: boolean;
+  /** Variable columns, by name (cells sometimes empty: the variable is absent). */
+  variables: string[];
+  delimiter: ',' | ';';
+  /** The import job's pacing (its body's `pagesPerRun`, `pageDelayMs`). */
+  pagesPerRun?: number;
+  pageDelayMs?: number;
+  /** The tenant deletes the batch this long after it saw the import end (it polls the batch's status); undefined: never. */
+  deleteAfterEndMs?: number;
+  /** The tenant deletes the batch this long after the import was accepted, whether it ended or not. */
+  deleteAfterStartMs?: number;
 }
 
 /** A number the tenant puts on its suppression list (PUT /v1/suppressions/{number}) at `atMs`. */
@@ -92,6 +121,8 @@ export const FaultKind = {
   dynamoThrottling: 'dynamo.throttling',
   dynamoInternal: 'dynamo.internal',
   dynamoLostResponse: 'dynamo.lostResponse',
+  /** A BatchWriteItem applies only part of its items and answers the rest as UnprocessedItems. */
+  dynamoUnprocessed: 'dynamo.unprocessed',
   // SQS and Scheduler, at the dispatch transport.
   sqsDuplicate: 'sqs.duplicate',
   sqsLate: 'sqs.late',
@@ -148,6 +179,8 @@ export interface RunTarget {
  */
 export type Fault =
   | { id: number; kind: 'dynamo.conflict' | 'dynamo.throughput' | 'dynamo.throttling' | 'dynamo.internal' | 'dynamo.lostResponse'; target: RunTarget; ops: RequestClass; nth: number }
+  /** The `nth` BatchWriteItem of the target's runs applies its first `applied` items only; the rest come back unprocessed. */
+  | { id: number; kind: 'dynamo.unprocessed'; target: RunTarget; nth: number; applied: number }
   | { id: number; kind: 'sqs.duplicate' | 'sqs.late' | 'sqs.reorder' | 'sqs.sendFails'; queue?: string; nth: number; delayMs: number }
   | { id: number; kind: 'scheduler.createFails' | 'scheduler.late'; nth: number; delayMs: number }
   | { id: number; kind: 'crash.afterClaim' | 'crash.afterSideEffect' | 'crash.betweenWrites'; target: RunTarget; nth: number }
@@ -206,6 +239,8 @@ const FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
   'dynamo.throttling': 2,
   'dynamo.internal': 2,
   'dynamo.lostResponse': 4,
+  // Drawn only for imports (drawImports), so the plans drawn before it existed are drawn as they were.
+  'dynamo.unprocessed': 0,
   'sqs.duplicate': 3,
   'sqs.late': 2,
   'sqs.reorder': 2,
@@ -293,6 +328,7 @@ function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined 
     case 'placer.outOfOrder':
       return { id, kind, nth: rng.int(1, 6) };
     case 'endpoint.slow':
+    case 'dynamo.unprocessed':
       return undefined;
     case 'endpoint.flap':
     case 'endpoint.stall':
@@ -384,7 +420,9 @@ export function drawPlan(seed: number): Plan {
   const slow = drawSlowSends(seed, campaign, faults.length + 1);
   drawEndpointActions(seed, campaign);
   drawCompliance(seed, campaign);
-  return slow ? { seed, campaign, faults: [...faults, slow], speed: SLOW_SEND_SPEED } : { seed, campaign, faults };
+  const all = slow ? [...faults, slow] : faults;
+  all.push(...drawImports(seed, campaign, all.length + 1));
+  return slow ? { seed, campaign, faults: all, speed: SLOW_SEND_SPEED } : { seed, campaign, faults: all };
 }
 
 /**
@@ -485,6 +523,106 @@ function zonedContacts(rng: Rng, batch: BatchPlan): void {
   batch.callingWindow = { timezone: 'America/New_York', start: `04:${String(rng.int(2, 20)).padStart(2, '0')}`, end: '22:00', weekdays: [1, 2, 3, 4, 5], perContact: true };
 }
 
+// ─── Imports (issue 26) ─────────────────────────────────────────────────────────────────────────────
+
+/** The share of plans that import a batch from a CSV file. */
+export const IMPORT_SHARE = 0.1;
+
+/** The runs an import's faults aim at: its job, and the request that stages the file. */
+export const IMPORT_JOB: RunTarget = { where: 'job', name: 'calls.import' };
+export const IMPORT_ROUTE: RunTarget = { where: 'api', name: 'POST /v1/batches/imports' };
+
+/**
+ * A fault aimed at an import: the job killed between its writes, at its nth request or after its claim; a
+ * page's transaction conflicted, its answer lost; a BatchWriteItem throttled or left partly unprocessed; the
+ * clock jumping mid-run; the import request dying between its staging and its transaction, or its answer
+ * lost. The job's lease then runs out and the rescuer (or SQS, for a worker that died) runs it again from
+ * its cursor.
+ */
+function drawImportFault(rng: Rng, id: number): Fault {
+  const nth = rng.int(1, 4);
+  switch (pick(rng, ['betweenWrites', 'betweenWrites', 'atRequest', 'afterClaim', 'lost', 'lost', 'conflict', 'throttled', 'unprocessed', 'unprocessed', 'jump', 'route'] as const)) {
+    case 'betweenWrites':
+      return { id, kind: 'crash.betweenWrites', target: IMPORT_JOB, nth: rng.int(1, 60) };
+    case 'atRequest':
+      return { id, kind: 'crash.atRequest', target: IMPORT_JOB, nth: rng.int(1, 2), request: rng.int(2, 80) };
+    case 'afterClaim':
+      return { id, kind: 'crash.afterClaim', target: IMPORT_JOB, nth: rng.int(1, 3) };
+    case 'lost':
+      return { id, kind: 'dynamo.lostResponse', target: IMPORT_JOB, ops: pick(rng, ['transaction', 'transaction', 'write', 'outcome'] as const), nth: rng.int(1, 3) };
+    case 'conflict':
+      return { id, kind: 'dynamo.conflict', target: IMPORT_JOB, ops: 'transaction', nth: rng.int(1, 3) };
+    case 'throttled':
+      return { id, kind: pick(rng, ['dynamo.throttling', 'dynamo.throughput', 'dynamo.internal'] as const), target: IMPORT_JOB, ops: pick(rng, ['write', 'read'] as const), nth: rng.int(1, 30) };
+    case 'unprocessed':
+      return { id, kind: 'dynamo.unprocessed', target: IMPORT_JOB, nth: rng.int(1, 30), applied: rng.int(0, 24) };
+    case 'jump':
+      return { id, kind: 'clock.jump', target: IMPORT_JOB, nth, jumpMs: rng.int(1, 60) * 1000 };
+    case 'route': {
+      const roll = rng.float();
+      if (roll < 0.4) return { id, kind: 'crash.betweenWrites', target: IMPORT_ROUTE, nth: 1 };
+      if (roll < 0.7) return { id, kind: 'dynamo.lostResponse', target: IMPORT_ROUTE, ops: pick(rng, ['write', 'transaction'] as const), nth: 1 };
+      return { id, kind: 'dynamo.unprocessed', target: IMPORT_ROUTE, nth: 1, applied: rng.int(0, 24) };
+    }
+  }
+}
+
+/**
+ * A batch imported from a CSV file, for {@link IMPORT_SHARE} of the plans, from a generator of its own
+ * (seeded `seed × 71 + 43`, as {@link drawCompliance}): every plan's campaign and faults are drawn as
+ * before, and the import is a batch added to one tenant, with up to three faults of its own (ids after the
+ * plan's). Of the offsets that draw about a tenth of seeds 1–500, 43 is one that leaves every seed `npm
+ * test` runs (1–4 and the planted bugs' seeds, sim/bug-proofs.ts) without an import: they run as before
+ * (44 of seeds 1–500 import). 501–1,100 valid rows (2 or 3 list pages), a few invalid rows and duplicates, externalIds and
+ * variables in most; paced a page or two a run in most, so the job runs several times. The tenant deletes
+ * it a few minutes after the import ends in most plans (a few hundred calls cost a seed minutes), or while
+ * it imports in some.
+ */
+function drawImports(seed: number, campaign: Campaign, firstId: number): Fault[] {
+  const rng = seededRng(seed * 71 + 43);
+  if (!chance(rng, IMPORT_SHARE)) return [];
+  const tenant = pick(rng, campaign.tenants);
+  const variables = ['first_name', 'plan', 'amount_due', 'notes'].slice(0, rng.int(0, 4));
+  const ending = rng.float();
+  const plan: ImportPlan = {
+    fileSeed: rng.int(1, 2 ** 30),
+    valid: rng.int(501, 1_100),
+    invalid: chance(rng, 0.7) ? rng.int(1, 8) : 0,
+    duplicates: chance(rng, 0.7) ? rng.int(1, 8) : 0,
+    externalIds: chance(rng, 0.75),
+    variables,
+    delimiter: chance(rng, 0.7) ? ',' : ';',
+    ...(chance(rng, 0.7) ? { pagesPerRun: rng.int(1, 2) } : {}),
+    ...(chance(rng, 0.4) ? { pageDelayMs: rng.int(1, 20) * 1000 } : {}),
+    ...(ending < 0.8 ? { deleteAfterEndMs: rng.int(10, 120) * 1000 } : { deleteAfterStartMs: rng.int(1, 60) * 1000 }),
+  };
+  tenant.batches.push({
+    key: `${tenant.id}-import`,
+    contacts: [],
+    maxAttempts: rng.int(1, 2),
+    retry: { baseSeconds: rng.int(1, 10), capSeconds: rng.int(30, 120) },
+    createAtMs: rng.int(0, 300) * 1000,
+    import: plan,
+  });
+  return Array.from({ length: rng.int(1, 3) }, (_, i) => drawImportFault(rng, firstId + i));
+}
+
+/**
+ * The targeted plan of the import bug (sim/bug-proofs.ts): one tenant importing 1,100 rows (3 pages, a
+ * page a run) with externalIds and a variable, the answer of the import job's first page transaction lost
+ * (its writes applied): the job runs again from the cursor that transaction moved. Deleted half a minute
+ * after the import ends.
+ */
+export function importPlan(): Plan {
+  const plan: ImportPlan = { fileSeed: 26, valid: 1_050, invalid: 3, duplicates: 2, externalIds: true, variables: ['first_name'], delimiter: ',', pagesPerRun: 1, deleteAfterEndMs: 30_000 };
+  const batch: BatchPlan = { key: 't1-import', contacts: [], maxAttempts: 1, retry: { baseSeconds: 5, capSeconds: 60 }, createAtMs: 0, import: plan };
+  return {
+    seed: 900_026,
+    campaign: { tenants: [{ id: 't1', concurrencyLimit: 3, accessRequests: 0, endpoints: [], batches: [batch] }] },
+    faults: [{ id: 1, kind: 'dynamo.lostResponse', target: IMPORT_JOB, ops: 'transaction', nth: 1 }],
+  };
+}
+
 /**
  * A targeted plan: `seed`'s campaign, and instead of its drawn faults a crash right after the claim of
  * each of the first `attempts` runs of job kind `kind` (the `nth` run for the nth fault). With `attempts`
@@ -553,6 +691,8 @@ export function describeFault(fault: Fault): string {
     case 'dynamo.internal':
     case 'dynamo.lostResponse':
       return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.ops === 'any' ? 'request' : fault.ops === 'write' || fault.ops === 'read' || fault.ops === 'transaction' ? fault.ops : `${fault.ops} write`}${target}`;
+    case 'dynamo.unprocessed':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} BatchWriteItem${target} applies ${fault.applied} item(s), the rest unprocessed`;
     case 'sqs.duplicate':
     case 'sqs.late':
     case 'sqs.reorder':
@@ -601,7 +741,7 @@ export function describeCampaign(campaign: Campaign): string {
       const batches = t.batches
         .map(
           (b) =>
-            `${b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start}${b.callingWindow.perContact ? ' per contact' : ''})` : ''}${b.startAtMs !== undefined ? ` (startAt ${b.startAtMs / 1000} s)` : ''}${b.pause ? ` (paused ${b.pause.atMs / 1000}–${b.pause.resumeAtMs / 1000} s)` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`,
+            `${b.import ? `import of ${b.import.valid}+${b.import.invalid} invalid+${b.import.duplicates} duplicate rows` : b.contacts.length}×${b.maxAttempts}${b.callingWindow ? ` (from ${b.callingWindow.start}${b.callingWindow.perContact ? ' per contact' : ''})` : ''}${b.startAtMs !== undefined ? ` (startAt ${b.startAtMs / 1000} s)` : ''}${b.pause ? ` (paused ${b.pause.atMs / 1000}–${b.pause.resumeAtMs / 1000} s)` : ''}${b.deleteAtMs !== undefined ? ' (deleted)' : ''}`,
         )
         .join(', ');
       const compliance = `${t.maxCallsPerNumberPer24h !== undefined ? `, cap ${t.maxCallsPerNumberPer24h}` : ''}${(t.suppressions ?? []).map((s) => `, suppresses ${s.number} at ${s.atMs / 1000} s`).join('')}`;
