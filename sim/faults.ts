@@ -263,20 +263,23 @@ export class FaultInjector implements RequestInterceptor {
   /**
    * A BatchWriteItem DynamoDB applies only in part (`dynamo.unprocessed`): the first `applied` requests of
    * each table are sent, the rest come back as UnprocessedItems (as DynamoDB answers when a partition is
-   * over its capacity), exactly as they were asked.
+   * over its capacity), exactly as they were asked. At the build step the request is already serialised,
+   * so its JSON body is what is cut (before it is signed).
    */
-  private async partly<A extends { input: unknown }, Out>(next: (args: A) => Promise<Out>, args: A, applied: number, scope: RunScope | undefined): Promise<Out> {
+  private async partly<A extends { input: unknown; request?: unknown }, Out>(next: (args: A) => Promise<Out>, args: A, applied: number, scope: RunScope | undefined): Promise<Out> {
     const input = args.input as { RequestItems?: Record<string, unknown[]> };
-    const sent: Record<string, unknown[]> = {};
-    const left: Record<string, unknown[]> = {};
-    for (const [table, requests] of Object.entries(input.RequestItems ?? {})) {
-      if (requests.length > applied) left[table] = requests.slice(applied);
-      if (applied > 0) sent[table] = requests.slice(0, applied);
-    }
+    const request = args.request as { body?: unknown; headers: Record<string, string> };
+    const body = JSON.parse(typeof request.body === 'string' ? request.body : new TextDecoder().decode(request.body as Uint8Array)) as { RequestItems: Record<string, unknown[]> };
+    const cut = <T>(items: Record<string, T[]>, from: number, to?: number) =>
+      Object.fromEntries(Object.entries(items).map(([table, requests]) => [table, requests.slice(from, to)] as const).filter(([, requests]) => requests.length > 0));
+    const left = cut(input.RequestItems ?? {}, applied);
     const answer = (output: Record<string, unknown>) => ({ output: { ...output, UnprocessedItems: left }, response: { statusCode: 200 } }) as Out;
+    const sent = cut(body.RequestItems, 0, applied);
     if (Object.keys(sent).length === 0) return answer({ $metadata: metadata(200) });
-    const result = (await next({ ...args, input: { ...input, RequestItems: sent } })) as { output: Record<string, unknown> };
-    for (const listener of this.appliedListeners) listener('DynamoDB', 'BatchWriteItem', { ...input, RequestItems: sent });
+    request.body = JSON.stringify({ ...body, RequestItems: sent });
+    request.headers['content-length'] = String(Buffer.byteLength(request.body as string));
+    const result = (await next(args)) as { output: Record<string, unknown> };
+    for (const listener of this.appliedListeners) listener('DynamoDB', 'BatchWriteItem', { ...input, RequestItems: cut(input.RequestItems ?? {}, 0, applied) });
     if (!this.survived(scope)) return never();
     return answer(result.output);
   }

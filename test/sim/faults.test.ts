@@ -55,6 +55,21 @@ describe('the fault injector', () => {
     expect((await f.plain.dynamo.send(get(f.table, 'a'))).Item).toBeDefined();
   });
 
+  // Issue 26's import ends a page on unprocessed items and writes it again from its cursor.
+  it('AppliesOnlyTheFirstItemsOfABatchWriteAndAnswersTheRestUnprocessed', async () => {
+    const f = await injected([{ id: 1, kind: 'dynamo.unprocessed', target: { where: 'job' }, nth: 2, applied: 2 }]);
+    const store = new CallsStore(f.clients.dynamo, f.table);
+    const items = (prefix: string) => Array.from({ length: 5 }, (_, i) => ({ pk: `${prefix}${i}`, sk: 'X' }));
+    const first = (await f.job(() => store.putItems(items('a')))) as { unprocessed: number };
+    const second = (await f.job(() => store.putItems(items('b')))) as { unprocessed: number };
+    expect([first.unprocessed, second.unprocessed]).toEqual([0, 3]);
+    for (let i = 0; i < 5; i++) {
+      expect((await f.plain.dynamo.send(get(f.table, `a${i}`))).Item).toBeDefined();
+      expect((await f.plain.dynamo.send(get(f.table, `b${i}`))).Item !== undefined).toBe(i < 2);
+    }
+    expect(f.injector.fired.map((i) => i.detail)).toEqual([expect.stringMatching(/BatchWriteItem/)]);
+  });
+
   it('CancelsATransactionWithAConflictOnOneItemThatTheStoresReadAsContention', async () => {
     const f = await injected([{ id: 1, kind: 'dynamo.conflict', target: {}, ops: 'write', nth: 1 }]);
     const store = new CallsStore(f.clients.dynamo, f.table);

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { createAwsClients, localCredentials } from '../../functions/platform/aws.ts';
 import type { InstrumentableClient, RequestInterceptor } from '../../functions/platform/aws.ts';
 import { SimClock } from '../../sim/clock.ts';
-import { compliancePlan, describeAction, describeCampaign, describeFault, drawPlan, faultKinds, withFaults } from '../../sim/plan.ts';
+import { compliancePlan, describeAction, describeCampaign, describeFault, drawPlan, faultKinds, IMPORT_JOB, IMPORT_ROUTE, importPlan, withFaults } from '../../sim/plan.ts';
+import { importFile } from '../../sim/world/import-file.ts';
+import { readCsv } from '../../functions/calls/imports/create.ts';
+import { CLEAN_SEEDS } from '../support/sim-seeds.ts';
+import { bugProofs } from '../../sim/bug-proofs.ts';
 
 describe('a seed plan', () => {
   it('TheSameSeedDrawsTheSamePlanAndNeighbouringSeedsDiffer', () => {
@@ -111,7 +115,51 @@ describe('a seed plan', () => {
     for (let seed = 1; seed <= 200; seed++) {
       const { campaign } = drawPlan(seed);
       expect(campaign.tenants.length).toBeGreaterThan(0);
-      expect(campaign.tenants.every((t) => t.batches.length > 0 && t.batches.every((b) => b.contacts.length > 0 && new Set(b.contacts).size === b.contacts.length))).toBe(true);
+      // An imported batch's contacts are its file's rows (sim/world/import-file.ts).
+      expect(campaign.tenants.every((t) => t.batches.length > 0 && t.batches.every((b) => (b.import ? b.import.valid > 500 : b.contacts.length > 0 && new Set(b.contacts).size === b.contacts.length)))).toBe(true);
+    }
+  });
+});
+
+describe('an import plan (issue 26)', () => {
+  // Drawn from a generator of its own (sim/plan.ts drawImports): an import is a batch added to a tenant, with
+  // faults of its own after the plan's; the seeds npm test runs draw none.
+  it('ImportsComeInATenthOfThePlans_AsABatchAddedLast_WithFaultsOfTheirOwnAimedAtTheImport_AndNoneInTheSuitesSeeds', () => {
+    const importing: number[] = [];
+    for (let seed = 1; seed <= 500; seed++) {
+      const plan = drawPlan(seed);
+      const imports = plan.campaign.tenants.flatMap((t) => t.batches.filter((b) => b.import).map((b) => ({ t, b })));
+      if (imports.length === 0) continue;
+      importing.push(seed);
+      expect(imports).toHaveLength(1);
+      const { t, b } = imports[0]!;
+      expect(t.batches.at(-1)).toBe(b);
+      expect(b.key).toBe(`${t.id}-import`);
+      expect(b.import!.deleteAfterEndMs !== undefined || b.import!.deleteAfterStartMs !== undefined).toBe(true);
+      expect(plan.faults.map((f) => f.id)).toEqual(plan.faults.map((_, i) => i + 1));
+      const aimed = plan.faults.filter((f) => 'target' in f && (f.target === IMPORT_JOB || f.target === IMPORT_ROUTE));
+      expect(aimed.length).toBeGreaterThanOrEqual(1);
+      expect(plan.faults.slice(-aimed.length)).toEqual(aimed);
+    }
+    expect(importing.length).toBeGreaterThan(30);
+    expect(importing.length).toBeLessThan(70);
+    const suiteSeeds = [...CLEAN_SEEDS, ...bugProofs.flatMap((p) => p.plans.flatMap((plan) => (plan.seed === undefined ? [] : [plan.seed])))];
+    expect(importing.filter((seed) => suiteSeeds.includes(seed))).toEqual([]);
+  });
+
+  // The simulator's account of its file, against redial's CSV reader: the valid rows, in order, with their data.
+  it('AFilesValidRowsAreTheContactsRedialsReaderTakes_ItsInvalidRowsRefusedAndItsDuplicatesDropped', async () => {
+    const plans = [importPlan(), ...[52, 82, 89, 100].map((seed) => drawPlan(seed))].map((p) => p.campaign.tenants.flatMap((t) => t.batches).find((b) => b.import)!.import!);
+    for (const plan of plans) {
+      const file = importFile(plan);
+      expect(file.rows).toBe(plan.valid + plan.invalid + plan.duplicates);
+      expect(new Set(file.expected.map((c) => c.number)).size).toBe(plan.valid);
+      const taken: { number: string; externalId?: string; variables?: Record<string, string | number | boolean> }[] = [];
+      const read = await readCsv(Buffer.from(file.csv, 'utf8'), { skipInvalid: true, dedupe: true }, (page) => {
+        taken.push(...page.map((c) => ({ number: c.number, ...(c.externalId !== undefined ? { externalId: c.externalId } : {}), ...(c.variables ? { variables: c.variables } : {}) })));
+      });
+      expect(taken).toEqual(file.expected);
+      expect(read.report).toMatchObject({ accepted: plan.valid, refusedRows: plan.invalid, duplicatesDropped: plan.duplicates });
     }
   });
 });
