@@ -884,8 +884,8 @@ const sameData = (a: Record<string, unknown> | undefined, b: Record<string, unkn
  * ran: its round-1 list pages are pages 0 … importPage − 1 (none missing, none beyond the cursor), page p
  * holding valid contacts 500·p … 500·p + 499; every listed contact with an externalId or variables has its
  * data item saying exactly those; every externalId its index entry naming its contact and position; no
- * data item or index entry for a contact the list does not hold (but those of the page after the cursor,
- * written ahead of its transaction, while the import has not ended); the row's counts (contactCount, and in
+ * data item or index entry for a contact the list does not hold (but those of the two pages from the
+ * cursor on, written ahead of their transactions, while the import has not ended); the row's counts (contactCount, and in
  * round 1 listPages and roundSize) agree with its pages, its `duplicatesDropped` with the file, and the
  * import's answer with the file's rows. At rest, an import whose batch was not deleted has ended: every page
  * written and the batch no longer Importing. The batch then dials as any other (the calls.* checks).
@@ -951,7 +951,9 @@ const importsExact: Check = (o, _host, driver) => {
     if (dropped !== batchPlan.import!.duplicates) report(`batch ${batchId}: duplicatesDropped is ${dropped}, its file repeats ${batchPlan.import!.duplicates} numbers`);
 
     // The data items and the externalId index: exactly the listed contacts' (and, before the end, the next page's).
-    const ahead = ended ? [] : expected.slice(cursor * LIST_PAGE_SIZE, (cursor + 1) * LIST_PAGE_SIZE);
+    // A run writes page p's data items, then p + 1's while p's transaction commits: a batch deleted (or a run
+    // that died) before p's transaction leaves both pages' items behind a cursor still at p.
+    const ahead = ended ? [] : expected.slice(cursor * LIST_PAGE_SIZE, (cursor + 2) * LIST_PAGE_SIZE);
     const positions = new Map(expected.map((c, i) => [c.number, i]));
     const mayExist = new Set([...listed, ...ahead].map((c) => c.number));
     const mine = o.calls.filter((i) => i['batchId'] === batchId && String(i['pk']).startsWith(`${batchPartition(batchId)}#C`));
