@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { GetCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { dayContactData } from './kinds.ts';
@@ -20,7 +20,31 @@ export interface TenantPlan {
   /** Each batch's share of all contacts. */
   batches: number[];
   endpoints: number;
+  /** How each endpoint behaves (by position; `normal` where none is given): see {@link EndpointProfile}. */
+  profiles?: EndpointProfile[];
 }
+
+/**
+ * How a customer's endpoint answers in the day. Answers come at once (no real delay is injected: a
+ * slow endpoint is slow in the duration model, bill.ts `ENDPOINT_LATENCY`); what a profile changes in
+ * the day itself is the status:
+ * - `normal`, `slow`: 200;
+ * - `down`: 503 without Retry-After for {@link DOWN_FOR_JOB_MINUTES} of job time from its first request (retryable: its
+ *   deliveries probe on their backoff and the rest wait in the endpoint's list), then 200;
+ * - `throttling`: 429 with `Retry-After: 30` to every third request (a snooze, no attempt spent), else 200.
+ */
+export type EndpointProfile = 'normal' | 'slow' | 'down' | 'throttling';
+
+/**
+ * How long the `down` endpoint is down, in job time. An hour, as the issue has it, would outlast the day's
+ * ~60 minutes of calling and its backoff (5 s, 5 min, 30 min, then 2 h) would keep the miniature running
+ * two more hours of job time for one probe; 20 minutes is a third of the day, as an hour is of a
+ * three-hour calling window, and recovers at the 30-minute probe.
+ */
+export const DOWN_FOR_JOB_MINUTES = 20;
+/** Every how many requests the `throttling` endpoint answers 429, and its Retry-After, seconds. */
+export const THROTTLE_EVERY = 3;
+export const THROTTLE_RETRY_AFTER_SECONDS = 30;
 
 /**
  * A representative day in miniature: eight tenants, the largest with 20 % of the contacts in two batches
@@ -32,14 +56,20 @@ export interface TenantPlan {
  */
 export const representativeDay: readonly TenantPlan[] = [
   { tenantId: 'acme', batches: [0.1, 0.1], endpoints: 1 },
-  { tenantId: 'globex', batches: [0.09, 0.07], endpoints: 1 },
+  { tenantId: 'globex', batches: [0.09, 0.07], endpoints: 1, profiles: ['slow'] },
   { tenantId: 'initech', batches: [0.08, 0.06], endpoints: 1 },
   { tenantId: 'tyrell', batches: [0.08, 0.06], endpoints: 1 },
-  { tenantId: 'umbrella', batches: [0.09], endpoints: 3 },
-  { tenantId: 'hooli', batches: [0.09], endpoints: 3 },
-  { tenantId: 'stark', batches: [0.09], endpoints: 3 },
+  { tenantId: 'umbrella', batches: [0.09], endpoints: 3, profiles: ['normal', 'normal', 'down'] },
+  { tenantId: 'hooli', batches: [0.09], endpoints: 3, profiles: ['normal', 'throttling', 'normal'] },
+  { tenantId: 'stark', batches: [0.09], endpoints: 3, profiles: ['slow', 'normal', 'normal'] },
   { tenantId: 'wayne', batches: [0.09], endpoints: 1 },
 ];
+
+/** The profile of a day's endpoint, by the path it was registered with (`/hooks/<tenant>/<n>`). */
+export function profileOf(path: string): EndpointProfile {
+  const [, , tenantId, n] = path.split('/');
+  return representativeDay.find((t) => t.tenantId === tenantId)?.profiles?.[Number(n)] ?? 'normal';
+}
 
 export const ROUNDS = 3;
 const RETRY = { baseSeconds: 60, capSeconds: 600 };
@@ -59,22 +89,51 @@ export interface DayOutcome {
   stored: Record<string, { bytes: number; items: number }>;
   /** Of that, each priced kind's (kinds.ts): its items and their index entries. */
   storedByKind: Record<string, { bytes: number; items: number }>;
-  /** The attempt log's rows the day left, by who sent the attempt, and how many delivered (each endpoint answers 200). */
+  /** The attempt log's rows the day left, by who sent the attempt, and how many delivered. */
   attemptRows: { job: number; waitList: number; delivered: number };
+  /** Requests the endpoints received, by profile and status, and the bytes they received (request lines, headers, bodies). */
+  endpointRequests: Record<EndpointProfile, { requests: number; byStatus: Record<string, number> }>;
+  /** Requests each endpoint received, by the path it was registered with. */
+  endpointRequestsByPath: Record<string, number>;
+  deliveryBytes: number;
+  /** Bytes the call placer received, and the calls it was asked to place. */
+  placerBytes: number;
+  /** This process's CPU time over the day (user and system), ms: every stretch of JavaScript here, the simulator's and receivers' too. */
+  processCpuMs: number;
   realSeconds: number;
   jobTimeSeconds: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Customer endpoints on 127.0.0.1: each answers 200 at once, and counts what it received. */
-async function startReceivers(): Promise<{ url: string; received: () => number; close: () => Promise<void> }> {
+/** Customer endpoints on 127.0.0.1: each answers at once as its profile says, and counts what it received. */
+async function startReceivers(jobMinutes: () => number): Promise<{ url: string; received: () => number; byProfile: DayOutcome['endpointRequests']; byPath: Record<string, number>; bytes: () => number; close: () => Promise<void> }> {
   let received = 0;
+  const byPath: Record<string, number> = {};
+  let bytes = 0;
+  // The outage starts with the endpoint's first request (its batch may be dialled late in the day).
+  let downSince: number | undefined;
+  const byProfile = Object.fromEntries((['normal', 'slow', 'down', 'throttling'] as const).map((p) => [p, { requests: 0, byStatus: {} }])) as DayOutcome['endpointRequests'];
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       received++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      byPath[req.url ?? ''] = (byPath[req.url ?? ''] ?? 0) + 1;
+      const profile = profileOf(req.url ?? '');
+      const entry = byProfile[profile];
+      entry.requests++;
+      if (profile === 'down') downSince ??= jobMinutes();
+      const status = profile === 'down' && jobMinutes() - downSince! < DOWN_FOR_JOB_MINUTES ? 503 : profile === 'throttling' && entry.requests % THROTTLE_EVERY === 1 ? 429 : 200;
+      entry.byStatus[status] = (entry.byStatus[status] ?? 0) + 1;
+      res.writeHead(status, { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': String(THROTTLE_RETRY_AFTER_SECONDS) } : {}) }).end(status === 200 ? '{"ok":true}' : '{"ok":false}');
+    });
+  });
+  const open = new Set<Socket>();
+  server.on('connection', (socket) => {
+    open.add(socket);
+    socket.on('close', () => {
+      bytes += socket.bytesRead;
+      open.delete(socket);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -82,6 +141,9 @@ async function startReceivers(): Promise<{ url: string; received: () => number; 
   return {
     url: `http://127.0.0.1:${port}`,
     received: () => received,
+    byProfile,
+    byPath,
+    bytes: () => bytes + [...open].reduce((n, socket) => n + socket.bytesRead, 0),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -97,7 +159,8 @@ async function startReceivers(): Promise<{ url: string; received: () => number; 
  */
 export async function runDay(host: CapacityHost, contacts: number, options: { timeoutMs: number; log: (line: string) => void }): Promise<DayOutcome> {
   const api = new DemoApi(host.url);
-  const receivers = await startReceivers();
+  let dayStartedAt: number | undefined;
+  const receivers = await startReceivers(() => (dayStartedAt === undefined ? Infinity : (host.clock.now() - dayStartedAt) / 60_000));
   // Each tenant's back end calls the tenant routes with an API key of its own (an operator issued it).
   const tenants = new Map<string, DemoApi>();
   try {
@@ -115,9 +178,12 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
     await Promise.all(host.localQueues.map((q) => q.idle()));
     const mailsBefore = host.smtpSink.messages().length;
     host.recorder.clear();
+    const cpuBefore = process.cpuUsage();
 
     const startedReal = Date.now();
     const startedJob = host.clock.now();
+    dayStartedAt = startedJob;
+    const placerBytesBefore = host.placerBytes();
     const created = await Promise.all(
       representativeDay.flatMap((tenant, t) =>
         tenant.batches.map(async (share, b) => {
@@ -181,8 +247,13 @@ export async function runDay(host: CapacityHost, contacts: number, options: { ti
       results: host.simulator.calls.length,
       mails: host.smtpSink.messages().length - mailsBefore,
       deliveries: receivers.received(),
+      endpointRequests: receivers.byProfile,
+      endpointRequestsByPath: receivers.byPath,
+      deliveryBytes: receivers.bytes(),
+      placerBytes: host.placerBytes() - placerBytesBefore,
       leftoverSchedules: leftover,
       ...(await storedBytes(host)),
+      processCpuMs: ((cpu) => (cpu.user + cpu.system) / 1000)(process.cpuUsage(cpuBefore)),
       realSeconds: (Date.now() - startedReal) / 1000,
       jobTimeSeconds: (host.clock.now() - startedJob) / 1000,
     };

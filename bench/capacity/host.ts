@@ -18,8 +18,10 @@ import { ensureTables, freePort } from '../../functions/platform/local/dynamodb-
 import type { LocalQueue } from '../../functions/platform/local/queues.ts';
 import { startSmtpSink } from '../../functions/platform/local/smtp-sink.ts';
 import type { SmtpSink } from '../../functions/platform/local/smtp-sink.ts';
-import { createLogger } from '../../functions/platform/logger.ts';
-import { MemoryMetrics } from '../../functions/platform/metrics.ts';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Server } from 'node:http';
+import { MemoryMetrics, powertoolsMetrics } from '../../functions/platform/metrics.ts';
+import type { MetricsSink } from '../../functions/platform/metrics.ts';
 import { RequestRecorder, SentRequestLog } from '../../functions/platform/recorder.ts';
 import { seededRng } from '../../functions/platform/rng.ts';
 import { LocalSecretKey } from '../../functions/platform/secret-key.ts';
@@ -57,6 +59,8 @@ export interface CapacityHost {
   sentRequests: SentRequestLog | undefined;
   /** Rescuer passes run so far. */
   rescuerPasses(): number;
+  /** Bytes the call placer received (request lines, headers and bodies) since the host started. */
+  placerBytes(): number;
   /** Fires every schedule still waiting, now (see LocalTransport.firePending); returns how many. */
   firePendingSchedules(): number;
   stop(): Promise<void>;
@@ -71,7 +75,8 @@ export interface CapacityHost {
  * simulator, the SMTP sink, the rescuer on its interval, the API on a free port.
  */
 export async function startCapacityHost(options: CapacityHostOptions): Promise<CapacityHost> {
-  const logger = createLogger('capacity');
+  // The level the deployed functions log at: the template sets no LOG_LEVEL, so createLogger's default.
+  const logger = new Logger({ serviceName: 'redial', logLevel: DEPLOYED_LOG_LEVEL });
   const stops: (() => Promise<void> | void)[] = [];
   const stop = async () => {
     for (const fn of stops.splice(0).reverse()) await fn();
@@ -84,6 +89,7 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       tables: Object.fromEntries(Object.entries(tables).map(([key, definition]) => [tableNames[key as keyof TableNames], definition])),
       complete: true,
     });
+    stops.push(captureLogs(recorder));
     const local = { region: 'local', endpoints: { dynamodb: options.dynamoEndpoint }, credentials: localCredentials };
     const mailDomain = 'capacity.redial.local';
     // Attributed through the recorder's scope: a worker's batch or record, the request's route, the rescuer.
@@ -109,6 +115,7 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
     const url = `http://127.0.0.1:${port}`;
     const simulator = await CallPlacerSimulator.start({ clock, signingClock: systemClock, rng: seededRng(options.seed + 1), secret: DEV_WEBHOOK_SECRET, summaryBytes: DAY_SUMMARY_BYTES });
     stops.push(() => simulator.close());
+    const placerBytes = countBytesReceived((simulator as unknown as { server: Server }).server);
     const mail = parseMailConfig({ MAIL_DOMAIN: mailDomain, PUBLIC_BASE_URL: url, MAIL_TRANSPORT: 'smtp', SMTP_URL: smtpSink.url });
     const mailTransport = transportFor(mail.transport, clients);
 
@@ -119,7 +126,7 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       speed: clock.speed,
       rng: seededRng(options.seed),
       logger,
-      metrics: new MemoryMetrics(),
+      metrics: bothMetrics(new MemoryMetrics(), powertoolsMetrics('redial')),
       recorder,
       contexts: {
         wallClock: systemClock,
@@ -146,6 +153,7 @@ export async function startCapacityHost(options: CapacityHostOptions): Promise<C
       observer: { clients: observer, tableNames },
       sentRequests: sent,
       rescuerPasses: () => host.rescuerPasses(),
+      placerBytes,
       firePendingSchedules: () => host.firePendingSchedules(),
       stop,
     };
@@ -168,4 +176,67 @@ function functionOfSource(source: string, functionOfRoute: (route: string) => st
   if (source.startsWith('worker:')) return `${source.slice('worker:'.length)}Worker`;
   if (source.startsWith('api:')) return functionOfRoute(source.slice('api:'.length)) ?? 'api';
   return source === 'rescuer' ? 'rescuer' : undefined;
+}
+
+/** The application log level the deployed functions run at: lib/ sets no LOG_LEVEL, so functions/platform/logger.ts's default. */
+export const DEPLOYED_LOG_LEVEL = 'INFO';
+
+/** Counts as the deployed functions do (EMF lines through Powertools, captured by {@link captureLogs}) and in memory. */
+const bothMetrics = (memory: MetricsSink, emf: MetricsSink): MetricsSink => ({
+  count(name, dimensions, value) {
+    memory.count(name, dimensions, value);
+    emf.count(name, dimensions, value);
+  },
+});
+
+/**
+ * What the functions write to stdout and stderr (Powertools' log lines at the deployed level, EMF metric
+ * lines), recorded as the CloudWatch Logs bytes it is on AWS and kept off the terminal: a line written
+ * inside a recorder scope (a job, an API request, a worker batch, the rescuer) is the function's; anything
+ * else (the bench's own progress lines) passes through. Returns the restore.
+ */
+function captureLogs(recorder: RequestRecorder): () => void {
+  const streams = [process.stdout, process.stderr] as const;
+  const originals = streams.map((stream) => stream.write.bind(stream));
+  streams.forEach((stream, i) => {
+    (stream as unknown as { write: unknown }).write = (chunk: string | Uint8Array, ...rest: unknown[]) => {
+      const source = recorder.source();
+      if (source === 'unscoped') return (originals[i] as (...a: unknown[]) => boolean)(chunk, ...rest);
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      for (const line of text.split('\n')) {
+        if (line.length === 0) continue;
+        const emf = emfMetric(line);
+        recorder.record({ service: 'CloudWatchLogs', operation: emf ? 'EMF' : 'Log', bytes: Buffer.byteLength(line) + 1, ...(emf ? { detail: emf } : {}) });
+      }
+      const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      callback?.();
+      return true;
+    };
+  });
+  return () => streams.forEach((stream, i) => ((stream as unknown as { write: unknown }).write = originals[i]));
+}
+
+/** An EMF line's metric identity (namespace, name, dimension names and values), or undefined for a plain log line. */
+function emfMetric(line: string): string | undefined {
+  if (!line.includes('"_aws"')) return undefined;
+  try {
+    const parsed = JSON.parse(line) as Record<string, unknown> & { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] } };
+    return parsed._aws.CloudWatchMetrics.flatMap((d) => d.Metrics.map((m) => `${d.Namespace}/${m.Name}{${(d.Dimensions[0] ?? []).map((k) => `${k}=${String(parsed[k])}`).join(',')}}`)).join(';');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Bytes a server's sockets received (request lines, headers, bodies), counted as each socket closes or when asked. */
+function countBytesReceived(server: Server): () => number {
+  let closed = 0;
+  const open = new Set<import('node:net').Socket>();
+  server.on('connection', (socket) => {
+    open.add(socket);
+    socket.on('close', () => {
+      closed += socket.bytesRead;
+      open.delete(socket);
+    });
+  });
+  return () => closed + [...open].reduce((n, s) => n + s.bytesRead, 0);
 }

@@ -1,12 +1,12 @@
 import { writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { retentionSeconds } from '../../functions/jobs/row.ts';
 import { mailKinds } from '../../functions/mail/kinds.ts';
 import { MAIL_RECORD_RETENTION_SECONDS } from '../../functions/mail/store.ts';
 import { EVENT_RETENTION_SECONDS } from '../../functions/webhooks/events.ts';
 import { CALLS_RETENTION_SECONDS } from '../../functions/calls/model.ts';
 import { allKinds } from '../../functions/app/system.ts';
-import type { Recorded, RunRecord, ScheduleFiredRecord, SqsRecord } from '../../functions/platform/recorder.ts';
+import type { InvocationRecord, Recorded, RunRecord, ScheduleFiredRecord, SqsRecord } from '../../functions/platform/recorder.ts';
 import { fmt } from '../support.ts';
 import { runDay, representativeDay, ROUNDS } from './day.ts';
 import type { DayOutcome } from './day.ts';
@@ -14,14 +14,16 @@ import { startCapacityHost } from './host.ts';
 import { KEY_CACHE_MS, LAST_USED_EVERY_MS } from '../../functions/calls/keys.ts';
 import { pricedItemKinds } from './kinds.ts';
 import { buildModel, fixedMonthlyUsd, keyCheckAtRate } from './model.ts';
+import { apiRoutes, billLines, durationScales, sourceDurations } from './bill.ts';
+import type { BillLine, SourceDurations } from './bill.ts';
+import { limitsOf } from './limits.ts';
+import type { Limit } from './limits.ts';
 import type { CapacityModel, Category, KeyCheckAtRate } from './model.ts';
 import { prices } from './prices.ts';
 import { deployedSettings } from './settings.ts';
 
 /** 10 million call results a day, on average, and the burst when large campaigns open their windows. */
 export const RATES = { average: 10_000_000 / 86_400, burst: 1_000 };
-/** Mail per call result the model prices (owner notices, access mails), per the issue's day. */
-export const MAILS_PER_RESULT = 0.1;
 /** The rescuer runs once a minute on AWS (lib/redial-stack.ts, RescuerSchedule). */
 const RESCUER_RUNS_PER_MONTH = 30 * 24 * 60;
 /** How long each table's rows stay (their TTL): most job rows finish completed; a batch's rows 90 days after their last write. */
@@ -105,6 +107,24 @@ export interface CapacityReport extends CapacityModel {
   apiKeysAtRate: { dayMix: KeyCheckAtRate & { usdPerMillionResults: number }; polling: KeyCheckAtRate[] };
   /** 10 M results a day for 30 days, priced: per-result costs, the fixed ones and storage (with point-in-time recovery). */
   monthlyUsdAt10MPerDay: { withoutSes: number; withSes: number };
+  /**
+   * The whole bill (issue 28): `usdPerMillionResults` above is every cost, Lambda duration production-shaped;
+   * this keeps the parts — the request model's figure with the durations measured on this machine
+   * (`usdPerMillionResultsMeasuredDurations`, what earlier runs reported), the lines §1 adds (bill.ts), the
+   * API Gateway requests per route, and the durations per source.
+   */
+  bill: {
+    usdPerMillionResultsMeasuredDurations: number;
+    lines: BillLine[];
+    apiRoutes: Record<string, { requestsPerResult: number; usdPerMillionResults: number }>;
+    durations: SourceDurations[];
+    processCpuMs: number;
+    lambdaGbSecondsPerResult: { measured: number; productionShaped: number; ideal: number };
+  };
+  /** The same day with an instant network: every wait 0, CPU only (§2). */
+  ideal: { usdPerMillionResults: number; lambdaDurationUsdPerMillionResults: number; monthlyUsdAt10MPerDayWithoutSes: number };
+  /** The limits that bind (§3), each against its demand. */
+  limits: Limit[];
 }
 
 const mailKindNames = new Set<string>(mailKinds.map((k) => k.kind));
@@ -131,8 +151,15 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   let day: DayOutcome;
   let records: Recorded[];
   let passes: number;
+  let cpuBySource: Record<string, number>;
   try {
-    day = await runDay(host, contacts, { timeoutMs: 420_000, log });
+    const stopCpu = host.recorder.trackCpu();
+    try {
+      day = await runDay(host, contacts, { timeoutMs: 900_000, log });
+    } finally {
+      stopCpu();
+    }
+    cpuBySource = host.recorder.cpuBySource();
     records = [...host.recorder.records];
     passes = host.rescuerPasses();
     if (options.sentRequests && host.sentRequests) writeFileSync(options.sentRequests, JSON.stringify(host.sentRequests.toJSON()));
@@ -140,7 +167,9 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     await host.stop();
   }
 
-  const model = buildModel({ records, results: day.results, mails: day.mails, mailsPerResult: MAILS_PER_RESULT, categorize, settings, prices, rates: RATES, itemKinds: pricedItemKinds });
+  // Mail at the rate the day's scenario produces (owner notices at finalising), not a flat guess.
+  const mailsPerResult = day.mails / day.results;
+  const model = buildModel({ records, results: day.results, mails: day.mails, mailsPerResult, categorize, settings, prices, rates: RATES, itemKinds: pricedItemKinds });
   const runs = (kind: string) => records.filter((r) => r.service === 'Lambda' && r.operation === 'Record' && (r as RunRecord).kind === kind).length;
   const fixedUsdPerMonth = fixedMonthlyUsd(
     records,
@@ -188,6 +217,51 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     });
   const dayMix = keyRate((keys.tenantApiRequests * RATES.average) / representativeDay.length);
   const apiKeysAtRate = { dayMix: { ...dayMix, usdPerMillionResults: dayMix.usdPerMillionRequests * keys.tenantApiRequests }, polling: [1, 10].map(keyRate) };
+  // §2: each source's CPU measured, its waits priced; §1: the lines the request model leaves out.
+  const queueOf = new Map(allKinds.map((k) => [k.kind, k.queue]));
+  const routeFunction = new Map(records.filter((r): r is InvocationRecord => r.service === 'Lambda' && r.operation === 'Invoke' && r.source.startsWith('api:')).map((r) => [r.source, r.function]));
+  const functionOf = (source: string) => (source.startsWith('job:') ? `worker:${queueOf.get(source.slice(4)) ?? '?'}` : (routeFunction.get(source) ?? source));
+  const down = day.endpointRequests.down;
+  const durations = sourceDurations({
+    records,
+    processCpuMs: day.processCpuMs,
+    cpuBySource,
+    endpointRequests: { normal: day.endpointRequests.normal.requests + day.endpointRequests.throttling.requests, slow: day.endpointRequests.slow.requests, down: down.requests, downFailed: down.byStatus['503'] ?? 0 },
+    placerCalls: day.results,
+  });
+  const scales = durationScales(durations, functionOf);
+  const scaled = (which: 'production' | 'ideal') => model.lambda.reduce((n, l) => n + l.gbSecondsPerResult * (scales[l.function]?.[which] ?? 1), 0);
+  const gbs = { measured: model.perResult.lambdaGbSeconds, productionShaped: scaled('production'), ideal: scaled('ideal') };
+  const concurrency = Object.fromEntries(model.lambda.map((l) => [l.function, { average: l.concurrencyAtAverage * (scales[l.function]?.production ?? 1), burst: l.concurrencyAtBurst * (scales[l.function]?.production ?? 1) }]));
+  const weight = (record: Recorded) => {
+    const category = categorize(record);
+    return category === 'result' ? 1 / day.results : category === 'mail' && day.mails > 0 ? mailsPerResult / day.mails : 0;
+  };
+  const lines_ = billLines(
+    {
+      records,
+      weight,
+      results: day.results,
+      lambda: model.lambda,
+      settings,
+      prices,
+      rates: RATES,
+      endpointRequestsPerResult: Object.values(day.endpointRequestsByPath).map((n) => n / day.results),
+      deliveryBytesPerResult: day.deliveryBytes / day.results,
+      placerBytesPerResult: day.placerBytes / day.results,
+      outboundRequestsPerResult: (day.deliveries + day.results) / day.results,
+      concurrency,
+    },
+    functionOf,
+  );
+  const durationUsd = (gbSeconds: number) => gbSeconds * prices.lambda.gbSecondArm64 * 1e6;
+  const measuredDuration = model.usdPerMillionResultsByService['lambdaDuration'] ?? 0;
+  const linesUsd = lines_.reduce((n, l) => n + l.usdPerMillionResults, 0);
+  const allIn = (gbSeconds: number) => model.usdPerMillionResults - measuredDuration + durationUsd(gbSeconds) + linesUsd;
+  const usdPerMillionResults = allIn(gbs.productionShaped);
+  const sesPerMillion = model.usdPerMillionResultsByService['ses'] ?? 0;
+  const monthly = (perMillion: number) => (perMillion * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth;
+  const limits = limitsOf({ model, settings, rates: RATES, concurrency, day: { resultsByTenant: day.resultsByTenant, results: day.results, endpointRequestsByPath: day.endpointRequestsByPath }, durations, records, weight });
   const [largestTenant, tenantResults] = Object.entries(day.resultsByTenant).sort((a, b) => b[1] - a[1])[0]!;
   const [largestBatch, batchResults] = Object.entries(day.resultsByBatch).sort((a, b) => b[1] - a[1])[0]!;
   const report: CapacityReport = {
@@ -213,15 +287,25 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
       admission: options.unlimited ? 'unlimited' : { apiConcurrency: API_CONCURRENCY, queueConcurrency: QUEUE_CONCURRENCY },
     },
     ...model,
+    usdPerMillionResults,
+    usdPerMillionResultsWithSes: usdPerMillionResults + sesPerMillion,
+    usdPerMillionResultsByService: { ...model.usdPerMillionResultsByService, lambdaDuration: durationUsd(gbs.productionShaped), ...Object.fromEntries(lines_.map((l) => [l.name, l.usdPerMillionResults])) },
     fixedUsdPerMonth,
     storage,
     storageUsdPerMonth,
     storageByItemKind,
     apiKeysAtRate,
-    monthlyUsdAt10MPerDay: {
-      withoutSes: (model.usdPerMillionResults * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
-      withSes: (model.usdPerMillionResultsWithSes * resultsPerMonth) / 1e6 + fixed + storageUsdPerMonth,
+    monthlyUsdAt10MPerDay: { withoutSes: monthly(usdPerMillionResults), withSes: monthly(usdPerMillionResults + sesPerMillion) },
+    bill: {
+      usdPerMillionResultsMeasuredDurations: model.usdPerMillionResults,
+      lines: lines_,
+      apiRoutes: apiRoutes(records, weight, prices),
+      durations,
+      processCpuMs: day.processCpuMs,
+      lambdaGbSecondsPerResult: gbs,
     },
+    ideal: { usdPerMillionResults: allIn(gbs.ideal), lambdaDurationUsdPerMillionResults: durationUsd(gbs.ideal), monthlyUsdAt10MPerDayWithoutSes: monthly(allIn(gbs.ideal)) },
+    limits,
   };
   if (options.json) writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
   if (options.records) writeFileSync(options.records, JSON.stringify(records));
@@ -230,9 +314,16 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
   lines.push(
     `the day             ${fmt(d.results)} call results (${fmt(d.contacts)} contacts, ${d.batches} batches, ${d.tenants} tenants, up to ${d.rounds} rounds) in ${fmt(d.realSeconds, 1)} s real, ${fmt(d.jobTimeSeconds / 60, 1)} min job time`,
     `                    ${d.admission === 'unlimited' ? 'every request and record served at once (--unlimited)' : `served ${d.admission.apiConcurrency} API requests and ${d.admission.queueConcurrency} batch per queue at once (durations: docs/capacity.md)`}`,
-    `                    largest tenant ${fmt(100 * d.largestTenantShare.share, 1)} % of results, largest batch ${fmt(100 * d.largestBatchShare.share, 1)} %; ${fmt(d.deliveriesPerResult, 2)} deliveries and ${fmt(d.measuredMailsPerResult, 3)} mails per result (priced at ${MAILS_PER_RESULT})`,
-    `cost                ${usd(report.usdPerMillionResults)} per million results without SES, ${usd(report.usdPerMillionResultsWithSes)} with it (${prices.region} list prices of ${prices.checkedOn})`,
+    `                    largest tenant ${fmt(100 * d.largestTenantShare.share, 1)} % of results, largest batch ${fmt(100 * d.largestBatchShare.share, 1)} %; ${fmt(d.deliveriesPerResult, 2)} deliveries and ${fmt(d.measuredMailsPerResult, 4)} mails per result (priced at that rate)`,
+    `                    endpoints: ${Object.entries(day.endpointRequests).map(([p, e]) => `${p} ${e.requests} requests (${Object.entries(e.byStatus).map(([st, n]) => `${st}: ${n}`).join(', ')})`).join('; ')}`,
+    `cost                ${usd(report.usdPerMillionResults)} per million results without SES, all in, durations production-shaped; ${usd(report.usdPerMillionResultsWithSes)} with SES (${prices.region} list prices of ${prices.checkedOn})`,
+    `                    ideal day (instant network, CPU only): ${usd(report.ideal.usdPerMillionResults)}; the request model with this machine's durations (earlier runs' figure): ${usd(report.bill.usdPerMillionResultsMeasuredDurations)}`,
     `                    ${Object.entries(report.usdPerMillionResultsByService).map(([k, v]) => `${k} ${usd(v)}`).join(', ')}`,
+    `lambda GB-ms/result measured ${fmt(gbs.measured * 1000, 1)} (load ${loadAverage()}), production-shaped ${fmt(gbs.productionShaped * 1000, 1)}, ideal ${fmt(gbs.ideal * 1000, 1)}; process CPU ${fmt(day.processCpuMs / 1000, 1)} s over the day`,
+    ...durations.slice(0, 8).map((x) => `  ${x.source.padEnd(30)}${fmt(x.runs)} runs: measured ${fmt(x.measuredMs, 1)} ms (store ${fmt(x.storeMs, 1)}), CPU ${fmt(x.cpuMs, 1)} + waits ${fmt(x.waitMs, 1)} = ${fmt(x.productionMs, 1)} ms`),
+    ...lines_.map((l) => `${l.name.padEnd(20)}${usd(l.usdPerMillionResults)} per million results, ${usd(l.usdPerMonthAt10M)}/month at 10 M a day: ${l.basis}`),
+    `api routes          ${Object.entries(report.bill.apiRoutes).map(([route, r]) => `${route} ${fmt(r.requestsPerResult, 4)}/result (${usd(r.usdPerMillionResults)})`).join('; ')}`,
+    ...limits.map((l) => `limit ${l.ok ? 'ok ' : 'NOT'} ${l.name.padEnd(44)}demand ${fmt(l.demand, 1)} vs ${fmt(l.limit, 1)}${l.action ? `: ${l.action}` : ''}`),
     `write units         ${fmt(report.writeUnitsPerResult, 1)} per result: ${top(report.perResult.writeUnitsByTable, 6)}`,
     `                    by source: ${top(report.perResult.writeUnitsBySource, 8)}`,
     `read units          ${fmt(report.readUnitsPerResult, 2)} per result: ${top(report.perResult.readUnitsByTable, 4)}`,
@@ -294,6 +385,7 @@ function itemKindLines(report: CapacityReport): string[] {
   return lines;
 }
 
+const loadAverage = () => loadavg().map((n) => n.toFixed(1)).join(' ');
 const usd = (n: number) => `$${fmt(n, n < 0.1 ? 4 : n < 100 ? 2 : 0)}`;
 const top = (values: Record<string, number>, n: number) =>
   Object.entries(values)

@@ -41,6 +41,37 @@ export const prices = {
     httpRequest: 1.0 / 1e6,
     chunkBytes: 512 * 1024,
   },
+  kms: {
+    // Symmetric-key requests (Encrypt, Decrypt): $0.03 per 10,000; each customer-managed key $1.00 a month.
+    // https://aws.amazon.com/kms/pricing/ (the same figures in AWS's own KMS pricing example).
+    request: 0.03 / 10_000,
+    keyMonth: 1.0,
+  },
+  secretsManager: {
+    // $0.40 per secret a month, $0.05 per 10,000 API calls. https://aws.amazon.com/secrets-manager/pricing/
+    secretMonth: 0.4,
+    request: 0.05 / 10_000,
+  },
+  xray: {
+    // $5.00 per million traces recorded, $0.50 per million traces retrieved or scanned.
+    // https://aws.amazon.com/xray/pricing/
+    traceRecorded: 5.0 / 1e6,
+    traceScanned: 0.5 / 1e6,
+  },
+  cloudwatch: {
+    // Logs: $0.50 per GB ingested (Lambda's logs are vended logs, $0.50 a GB for the first 10 TB), $0.03 per
+    // GB-month stored. Metrics: $0.30 per custom metric a month (first 10,000), $0.10 per standard-resolution
+    // alarm metric a month, $3.00 per dashboard a month. https://aws.amazon.com/cloudwatch/pricing/
+    logIngestedGb: 0.5,
+    logStoredGbMonth: 0.03,
+    customMetricMonth: 0.3,
+    alarmMetricMonth: 0.1,
+    dashboardMonth: 3.0,
+  },
+  dataTransfer: {
+    // Out to the internet from us-east-1: $0.09 per GB (first 10 TB a month). https://aws.amazon.com/ec2/pricing/on-demand/ (Data Transfer)
+    outGb: 0.09,
+  },
   ses: {
     // Outbound email: $0.10 per 1,000 messages (attachments and dedicated IPs extra, unused here).
     // https://aws.amazon.com/ses/pricing/

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { queueNames } from '../../functions/app/system.ts';
@@ -18,6 +19,23 @@ export interface DeployedSettings {
   queues: Record<QueueName, { batchSize: number; maxConcurrency: number; timeoutSeconds: number }>;
   /** API Gateway's request limit per HTTP function's routes, per second (steady rate and burst). */
   throttling?: Record<HttpFunction, { rateLimit: number; burstLimit: number }>;
+  /** What the synthesized template holds that is billed by the month or by the byte it keeps (bill.ts). */
+  template?: TemplateFacts;
+}
+
+/** Counted off the synthesized template: the resources CloudWatch, KMS and Secrets Manager bill by the month. */
+export interface TemplateFacts {
+  /** Every log group's retention, days (null: never expires). */
+  logGroups: { id: string; retentionDays: number | null }[];
+  /** CloudWatch alarms, and the metrics they evaluate (a metric-math alarm is billed per metric in its expression). */
+  alarms: number;
+  alarmMetrics: number;
+  dashboards: number;
+  /** Customer-managed KMS keys (each billed monthly) and Secrets Manager secrets. */
+  kmsKeys: number;
+  secrets: number;
+  /** Lambda functions in the template (CDK's own custom-resource helpers included). */
+  functions: number;
 }
 
 const root = join(import.meta.dirname, '..', '..');
@@ -33,7 +51,7 @@ const PLACEHOLDERS: Record<string, string> = { callPlacerUrl: 'https://placer.ex
  */
 export function deployedSettings(): DeployedSettings {
   const { context } = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
-  const app = new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: false });
   const props = stackPropsFromContext((key) => context[key] ?? PLACEHOLDERS[key]);
   const stack = new RedialStack(app, 'CapacityModel', props);
   const cfn = (fn: NodejsFunction) => fn.node.defaultChild as lambda.CfnFunction;
@@ -72,5 +90,30 @@ export function deployedSettings(): DeployedSettings {
     }
     queues[name] = { batchSize: esm.batchSize, maxConcurrency: scaling.maximumConcurrency, timeoutSeconds: timeout };
   }
-  return { memoryMb, reservedConcurrency, queues, throttling: { ...DEFAULT_THROTTLING, ...props.throttling } };
+  return { memoryMb, reservedConcurrency, queues, throttling: { ...DEFAULT_THROTTLING, ...props.throttling }, template: templateFacts(Template.fromStack(stack).toJSON() as CfnTemplate) };
+}
+
+interface CfnTemplate {
+  Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+}
+
+/** The billed-by-the-month resources of a synthesized template. */
+export function templateFacts(template: CfnTemplate): TemplateFacts {
+  const resources = Object.entries(template.Resources);
+  const ofType = (type: string) => resources.filter(([, r]) => r.Type === type);
+  const alarms = ofType('AWS::CloudWatch::Alarm');
+  // A metric-math alarm lists its metrics (and expressions) under Metrics; only the entries with a MetricStat are metrics.
+  const metricsOf = (p: Record<string, unknown> | undefined) => {
+    const list = p?.['Metrics'] as { MetricStat?: unknown }[] | undefined;
+    return list ? list.filter((m) => m.MetricStat !== undefined).length : 1;
+  };
+  return {
+    logGroups: ofType('AWS::Logs::LogGroup').map(([id, r]) => ({ id, retentionDays: typeof r.Properties?.['RetentionInDays'] === 'number' ? (r.Properties['RetentionInDays']) : null })),
+    alarms: alarms.length,
+    alarmMetrics: alarms.reduce((n, [, r]) => n + metricsOf(r.Properties), 0),
+    dashboards: ofType('AWS::CloudWatch::Dashboard').length,
+    kmsKeys: ofType('AWS::KMS::Key').length,
+    secrets: ofType('AWS::SecretsManager::Secret').length,
+    functions: ofType('AWS::Lambda::Function').length,
+  };
 }

@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { BatchGetItemCommand, GetItemCommand, QueryCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { indexChanges, itemSize, keyText, tableKeyAttributes } from './item-size.ts';
@@ -67,6 +67,8 @@ export interface DynamoRecord {
   transaction: boolean;
   writes: ItemWrite[];
   reads: ItemRead[];
+  /** How long the request itself took, ms (its round trip to the store, without the recorder's own reads and waits). */
+  ms?: number;
 }
 
 /** A message sent to a queue (by the code, or by Scheduler when a schedule fires). */
@@ -139,6 +141,8 @@ export interface OtherRecord {
   source: string;
   at: number;
   bytes?: number;
+  /** What the request was about, where the bill needs it (a CloudWatch metric's name and dimensions). */
+  detail?: string;
 }
 
 export type Recorded = DynamoRecord | SqsRecord | ScheduleRecord | ScheduleFiredRecord | InvocationRecord | RunRecord | OtherRecord;
@@ -224,6 +228,43 @@ export class RequestRecorder {
   /** Forgets what was recorded so far (the shadow of stored items stays: it describes the tables). */
   clear(): void {
     this.records.length = 0;
+    this.cpu.clear();
+  }
+
+  private readonly cpu = new Map<string, number>();
+
+  /**
+   * Times every synchronous stretch of JavaScript (each callback, promise reaction and timer: async_hooks'
+   * `before` to `after`) and adds it to the source of the scope it ran in, until the returned function is
+   * called: the CPU a source used in this process, where its wall time also holds its waits. Nested
+   * stretches are the inner one's alone. On a loaded machine a stretch also holds the time the OS ran
+   * something else, so the sum is an upper bound: compare it with the process's CPU time.
+   */
+  trackCpu(): () => void {
+    const stack: { source: string; since: number }[] = [];
+    const add = (source: string, ms: number) => this.cpu.set(source, (this.cpu.get(source) ?? 0) + ms);
+    const hook = createHook({
+      before: () => {
+        const now = performance.now();
+        const outer = stack[stack.length - 1];
+        if (outer) add(outer.source, now - outer.since);
+        stack.push({ source: this.scopes.getStore()?.source ?? 'unscoped', since: now });
+      },
+      after: () => {
+        const now = performance.now();
+        const inner = stack.pop();
+        if (inner) add(inner.source, now - inner.since);
+        const outer = stack[stack.length - 1];
+        if (outer) outer.since = now;
+      },
+    });
+    hook.enable();
+    return () => hook.disable();
+  }
+
+  /** CPU ms per source since tracking began (or the last {@link clear}), as {@link trackCpu} timed it. */
+  cpuBySource(): Record<string, number> {
+    return Object.fromEntries(this.cpu);
   }
 
   /** Records a fact the host observed (an invocation, a message, a mail). */
@@ -288,9 +329,11 @@ export class RequestRecorder {
     if (targets) return this.write(operation, targets, send);
     const started = Date.now();
     const source = this.source();
+    const sentAt = performance.now();
     const result = await send();
+    const ms = performance.now() - sentAt;
     const reads = await this.own(() => this.readsOf(operation, input));
-    this.records.push({ service: 'DynamoDB', operation, source, at: started, outcome: 'ok', transaction: operation === 'TransactGetItems', writes: [], reads });
+    this.records.push({ service: 'DynamoDB', operation, source, at: started, outcome: 'ok', transaction: operation === 'TransactGetItems', writes: [], reads, ms });
     return result;
   }
 
@@ -327,6 +370,7 @@ export class RequestRecorder {
     try {
       const before = await this.own(() => Promise.all(targets.map((t) => this.image(t.tableName, t.key))));
       // The request's own promise is what the caller gets, its error included; the recorder only looks.
+      const sentAt = performance.now();
       const sent = send();
       let result: { output: unknown } | undefined;
       let failure: unknown;
@@ -334,6 +378,7 @@ export class RequestRecorder {
         (output) => (result = output),
         (error: unknown) => (failure = error ?? new Error('rejected without a reason')),
       );
+      const ms = performance.now() - sentAt;
       const outcome: DynamoRecord['outcome'] = failure === undefined ? 'ok' : isConditionFailure(failure) ? 'conditionFailed' : isCancelled(failure) ? 'cancelled' : 'error';
       const unprocessed = operation === 'BatchWriteItem' && result ? this.unprocessed(result.output) : new Set<string>();
       const applied = targets.map((t) => outcome === 'ok' && !unprocessed.has(this.shadowKey(t.tableName, t.key)));
@@ -352,7 +397,7 @@ export class RequestRecorder {
           indexes: applied[i] && definition ? indexChanges(definition, before[i], after[i]) : [],
         };
       });
-      this.records.push({ service: 'DynamoDB', operation, source, at, outcome, transaction: operation === 'TransactWriteItems', writes, reads: [] });
+      this.records.push({ service: 'DynamoDB', operation, source, at, outcome, transaction: operation === 'TransactWriteItems', writes, reads: [], ms });
       return await sent;
     } finally {
       release();
