@@ -323,7 +323,7 @@ export async function benchCapacity(dynamoEndpoint: string, options: CapacityOpt
     ...durations.slice(0, 8).map((x) => `  ${x.source.padEnd(30)}${fmt(x.runs)} runs: measured ${fmt(x.measuredMs, 1)} ms (store ${fmt(x.storeMs, 1)}), CPU ${fmt(x.cpuMs, 1)} + waits ${fmt(x.waitMs, 1)} = ${fmt(x.productionMs, 1)} ms`),
     ...lines_.map((l) => `${l.name.padEnd(20)}${usd(l.usdPerMillionResults)} per million results, ${usd(l.usdPerMonthAt10M)}/month at 10 M a day: ${l.basis}`),
     `api routes          ${Object.entries(report.bill.apiRoutes).map(([route, r]) => `${route} ${fmt(r.requestsPerResult, 4)}/result (${usd(r.usdPerMillionResults)})`).join('; ')}`,
-    ...limits.map((l) => `limit ${l.ok ? 'ok ' : 'NOT'} ${l.name.padEnd(44)}demand ${fmt(l.demand, 1)} vs ${fmt(l.limit, 1)}${l.action ? `: ${l.action}` : ''}`),
+    ...limits.map((l) => `limit ${l.ok ? 'ok ' : 'NOT'} ${l.name.padEnd(44)}demand ${fmt(l.demand, l.limit < 1 ? 3 : 1)} vs ${fmt(l.limit, l.limit < 1 ? 3 : 1)}${l.action ? `: ${l.action}` : ''}`),
     `write units         ${fmt(report.writeUnitsPerResult, 1)} per result: ${top(report.perResult.writeUnitsByTable, 6)}`,
     `                    by source: ${top(report.perResult.writeUnitsBySource, 8)}`,
     `read units          ${fmt(report.readUnitsPerResult, 2)} per result: ${top(report.perResult.readUnitsByTable, 4)}`,
