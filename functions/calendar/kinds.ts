@@ -7,9 +7,7 @@ import { defineKind, policy, schedule } from '../jobs/index.ts';
  * durable supplier.invoke job"). Its one operation today is `calendar.settle` (settle.ts): written in the
  * hold's transaction, due at the route's deadline plus {@link SETTLE_GRACE_MS}, it leaves a kept booking
  * alone and deletes whatever else the route inserted.
- *
- * Not wired yet: the context's module (functions/calendar/module.ts, its `calendar` queue and table) is
- * left for the routes and stores; until then `ops policies` does not print this row.
+ * The context's module (module.ts) declares it with the `calendar` queue, so `ops policies` prints its row.
  */
 
 /**
@@ -31,8 +29,8 @@ export type SupplierDiscardReason = (typeof SupplierDiscardReason)[keyof typeof 
 
 /**
  * The handler's discards that must alert, as the exhausted ones do: each leaves an event redial inserted
- * in a customer's calendar. The job layer alerts only on exhausted attempts today (jobs/decide.ts: a
- * handler's discard never alerts); wiring this list in is left with the module (docs/appointments.md).
+ * in a customer's calendar. The kind declares them as its `alertingReasons` (jobs/kinds.ts), so the job
+ * layer's decision (jobs/decide.ts) counts `JobDiscardedAlert` for them.
  */
 export const ALERTING_DISCARD_REASONS: readonly SupplierDiscardReason[] = [SupplierDiscardReason.http_4xx, SupplierDiscardReason.credentials_refused];
 
@@ -69,5 +67,6 @@ export const supplierInvokeKind = defineKind({
   timeoutSeconds: 40,
   args: z.discriminatedUnion('op', [settleArgs]),
   discardReasons: Object.values(SupplierDiscardReason),
+  alertingReasons: ALERTING_DISCARD_REASONS,
   description: 'Settles an appointment insert: keeps a booking the route committed, deletes any other insert from the calendar',
 });

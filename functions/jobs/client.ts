@@ -114,7 +114,7 @@ export class JobClient {
   async enqueueAttempted<A>(kind: JobKind<A>, args: A, options: { id: string } & EarlierAttempt): Promise<JobRow | undefined> {
     const prepared = this.prepare(kind, args, { id: options.id });
     const now = this.clock.now();
-    const decision = decide(options.outcome, { attempt: options.attempt ? 1 : 0, maxAttempts: kind.policy.maxAttempts }, kind.policy, now, this.rng);
+    const decision = decide(options.outcome, { attempt: options.attempt ? 1 : 0, maxAttempts: kind.policy.maxAttempts }, kind.policy, now, this.rng, kind.alertingReasons);
     try {
       return await this.changes.apply({
         type: 'attempted',

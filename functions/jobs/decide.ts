@@ -15,16 +15,24 @@ export type Decision =
 /**
  * Turns a classified run into the next state under the kind's policy. Pure: the clock's now and the
  * RNG are passed in. A retryable failure on the last attempt becomes a discard with reason `exhausted`,
- * kept apart from a discard the handler chose.
+ * kept apart from a discard the handler chose. A handler's discard alerts only when its reason is one of
+ * the kind's `alertingReasons` (kinds.ts); an exhausted one, when the policy says `discard_alert`.
  */
-export function decide(outcome: RunOutcome, job: { attempt: number; maxAttempts: number }, policy: Policy, now: number, rng: Rng): Decision {
+export function decide(
+  outcome: RunOutcome,
+  job: { attempt: number; maxAttempts: number },
+  policy: Policy,
+  now: number,
+  rng: Rng,
+  alertingReasons: readonly DiscardReason[] = [],
+): Decision {
   switch (outcome.type) {
     case 'completed':
       return { type: 'complete' };
     case 'snoozed':
       return { type: 'snooze', until: Math.max(now, outcome.until ?? now + (outcome.delayMs ?? 0)), reason: outcome.reason, ...(outcome.dormant ? { dormant: true } : {}) };
     case 'discarded':
-      return { type: 'discard', reason: outcome.reason, error: outcome.error, alert: false };
+      return { type: 'discard', reason: outcome.reason, error: outcome.error, alert: alertingReasons.includes(outcome.reason) };
     case 'retryable':
       if (job.attempt >= job.maxAttempts || policy.backoff.type === 'none') {
         return { type: 'discard', reason: JobDiscardReason.exhausted, error: outcome.error, alert: policy.onExhausted === 'discard_alert' };

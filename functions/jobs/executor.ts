@@ -132,7 +132,7 @@ export class Executor {
       const outcome: RunOutcome = parsed.success
         ? classifyRun(await this.run(handler, parsed.data, job, runNext))
         : { type: 'discarded', reason: JobDiscardReason.invalid_args, error: `invalid args: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
-      decision = decide(outcome, job, handler.kind.policy, clock.now(), this.deps.rng);
+      decision = decide(outcome, job, handler.kind.policy, clock.now(), this.deps.rng, handler.kind.alertingReasons);
     }
     const durationMs = performance.now() - runStarted;
 

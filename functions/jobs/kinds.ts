@@ -19,6 +19,12 @@ export interface JobKind<A = unknown> {
   readonly args: z.ZodType<A>;
   /** The reasons its handler discards with (beside the job layer's own: exhausted, invalid_args, unknown_kind); ops filter on them. */
   readonly discardReasons: readonly DiscardReason[];
+  /**
+   * Which of `discardReasons` alert when the handler discards with them (`JobDiscardedAlert`), as an
+   * exhausted discard does under a `discard_alert` policy: a discard that leaves something for a person to
+   * repair (a phantom appointment in a customer's calendar). The others are counted, without an alert.
+   */
+  readonly alertingReasons: readonly DiscardReason[];
   /** Set for periodic kinds: one job per period, enqueued by the rescuer's tick. */
   readonly periodic?: { readonly everySeconds: number };
   readonly description: string;
@@ -29,7 +35,7 @@ const REASON_NAME = /^[a-z][a-z0-9_]*$/;
 
 /**
  * Declares a job kind. Refuses, at load time, a name that is not dotted lower case, a reason that is not
- * snake case, and a reason the job layer gives itself.
+ * snake case, a reason the job layer gives itself, and an alerting reason that is not one of its reasons.
  *
  * @example
  * export const renderKind = defineKind({
@@ -44,6 +50,7 @@ export function defineKind<A>(spec: {
   timeoutSeconds?: number;
   args: z.ZodType<A>;
   discardReasons?: readonly DiscardReason[];
+  alertingReasons?: readonly DiscardReason[];
   periodic?: { everySeconds: number };
   description: string;
 }): JobKind<A> {
@@ -53,7 +60,10 @@ export function defineKind<A>(spec: {
     if (!REASON_NAME.test(reason)) throw new Error(`job kind ${spec.kind}: discard reason "${reason}" is not snake_case`);
     if (reason in JobDiscardReason) throw new Error(`job kind ${spec.kind}: "${reason}" is the job layer's own reason; do not declare it`);
   }
-  return { timeoutSeconds: 30, discardReasons: [], ...spec };
+  for (const reason of spec.alertingReasons ?? []) {
+    if (!(spec.discardReasons ?? []).includes(reason)) throw new Error(`job kind ${spec.kind}: alerting reason "${reason}" is not one of its discard reasons`);
+  }
+  return { timeoutSeconds: 30, discardReasons: [], alertingReasons: [], ...spec };
 }
 
 /** What a handler can see of the job it runs. */
