@@ -62,6 +62,11 @@ export interface FunctionAccess {
   /** Uses the key that encrypts webhook endpoint secrets at rest. */
   readonly webhookSecretsKey?: readonly ('encrypt' | 'decrypt')[];
   /**
+   * Uses the same key for calendars' credentials (functions/calendar/credentials.ts): only under a
+   * calendar's encryption context (exactly `calendarId` and `tenantId`), never an endpoint's.
+   */
+  readonly calendarCredentialsKey?: readonly ('encrypt' | 'decrypt')[];
+  /**
    * The contacts uploads' bucket (functions/calls/imports): `put` signs upload URLs (a presigned PUT acts with
    * the signer's rights), `get` reads an uploaded file for its import. Objects only, never the bucket itself.
    */
@@ -69,7 +74,7 @@ export interface FunctionAccess {
 }
 
 /** The functions that serve HTTP, the rescuer, and one worker per job queue. */
-export type ServingFunction = 'intake' | 'publicLinks' | 'tenantApi' | 'api' | 'rescuer';
+export type ServingFunction = 'intake' | 'calendarTools' | 'publicLinks' | 'tenantApi' | 'api' | 'rescuer';
 
 /**
  * What a worker's kinds make the job layer do with schedules (functions/jobs/dispatch.ts, apply.ts):
@@ -140,6 +145,28 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
     callWebhookSecret: true,
   },
   /**
+   * The agent's calendar tools during a call (functions/calendar: the calendar context's `auth: 'none'`
+   * routes, signed with the intake's secret, so it reads that secret once per cold start): a batch's
+   * settings read and its call's liveness checked by ConditionChecks in the hold's transaction (GetItem and
+   * ConditionCheckItem on the tenant's items of the calls table, nothing written there); the calendar's
+   * settings, its hold cells, appointments and call pointers (GetItem, Query of the held cells, PutItem,
+   * UpdateItem, DeleteItem on the tenant's items of the calendar table); the settle job written in the
+   * hold's transaction (PutItem in the jobs table) and woken on the calendar queue; appointment events
+   * published with Booked and Cancelled (functions/webhooks/publish.ts), woken on the deliveries and
+   * webhooks queues; calendars' credentials opened (decrypt, under a calendar's context only).
+   */
+  calendarTools: {
+    tables: {
+      calls: { actions: ['GetItem', 'ConditionCheckItem'], partitionKeyPrefixes: ['TENANT#'] },
+      calendar: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#'] },
+      jobs: { actions: ['PutItem'] },
+      webhooks: publishing,
+    },
+    sendTo: ['calendar', 'deliveries', 'webhooks'],
+    callWebhookSecret: true,
+    calendarCredentialsKey: ['decrypt'],
+  },
+  /**
    * The mail links (functions/mail/routes.ts, the `auth: 'none'` routes) and `GET /healthz`: confirming an
    * owner address (`MailStore.confirmEmail`) and deciding an access request (`resolveAccessRequest`), each
    * one conditional UpdateItem of a tenant's row; the GET previews and the health check touch nothing.
@@ -177,7 +204,13 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    *   (UpdateItem of the entry, PutItem of its audit record, in a transaction), a removal (DeleteItem of the
    *   entry, only if it exists, and PutItem of its audit record), the listing (Query of each shard), an
    *   import (BatchWriteItem of its staged chunks; PutItem of its row and of its job, woken on the calls
-   *   queue) and its progress (Query).
+   *   queue) and its progress (Query);
+   * - calendars (functions/calendar/settings-api.ts, settings-store.ts): a put (UpdateItem of the calendar
+   *   and of its listing entry in a transaction; the credentials encrypted under the calendar's context),
+   *   show (GetItem), the listing (Query of the tenant's listing, BatchGetItem of the items), delete (GetItem,
+   *   BatchGetItem of the batches that name it in the calls table, DeleteItem of the calendar and its entry
+   *   in a transaction, or UpdateItem pruning finished batches); a batch naming a calendar reads it and
+   *   records itself on it in the batch's transaction (GetItem, UpdateItem).
    * Every item of the calls and webhooks tables it touches is a tenant's (`TENANT#…`), or an entry in the
    * operators' indexes it writes beside a new batch or endpoint (`BATCHES`, `ENDPOINTS`).
    */
@@ -186,12 +219,14 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       calls: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem', 'BatchWriteItem'], partitionKeyPrefixes: ['TENANT#', 'BATCHES'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#', 'ENDPOINTS'] },
+      calendar: { actions: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem', 'DeleteItem'], partitionKeyPrefixes: ['TENANT#'] },
     },
     sendTo: ['dial', 'calls', 'deliveries', 'webhooks'],
     // create: a batch's start job at a `startAt` (up to 30 days ahead) and a pause's expiry job (30 days on)
     // are due beyond 15 minutes, so they wait on a schedule (functions/calls/control/).
     schedules: { create: true, delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
+    calendarCredentialsKey: ['encrypt'],
     uploads: ['put', 'get'],
   },
   /**
@@ -212,7 +247,9 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    * - the suppression lists' removals (DeleteItem of an entry, in the operator copies of the tenant routes);
    * - wake-ups: a retried job runs now, on its own queue (any of them). The operator copies of the batch
    *   control routes enqueue a start job at a `startAt` and a pause's expiry job 30 days on: beyond 15
-   *   minutes, so they create schedules; it deletes one when ops cancel or retry a job that waits on one.
+   *   minutes, so they create schedules; it deletes one when ops cancel or retry a job that waits on one;
+   * - calendars, in the operator copies of the tenant routes: as `tenantApi`'s (the calendar table; the
+   *   credentials encrypted under a calendar's context).
    */
   api: {
     tables: {
@@ -220,10 +257,12 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
       mail: { actions: ['GetItem', 'Query', 'PutItem', 'UpdateItem'] },
       jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck', 'byDeadLetter'] },
       webhooks: { actions: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'] },
+      calendar: { actions: ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem', 'DeleteItem'] },
     },
-    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
+    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail', 'calendar'],
     schedules: { create: true, delete: true },
     webhookSecretsKey: ['encrypt', 'decrypt'],
+    calendarCredentialsKey: ['encrypt'],
     uploads: ['put', 'get'],
   },
   /**
@@ -237,7 +276,7 @@ export const FUNCTION_ACCESS: Readonly<Record<ServingFunction, FunctionAccess>> 
    */
   rescuer: {
     tables: { jobs: { actions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'], indexes: ['byCheck'] }, webhooks: { actions: ['PutItem'], partitionKeyPrefixes: ['TENANT#*#ENDPOINT#'] } },
-    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'],
+    sendTo: ['ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail', 'calendar'],
     schedules: { create: true },
   },
 };
@@ -366,6 +405,27 @@ export const WORKER_ACCESS: Readonly<Record<QueueName, FunctionAccess>> = {
     },
     'mail',
     // A message over a cap snoozes until the cap's hour ends (functions/mail/handlers.ts).
+    { create: true },
+  ),
+  /**
+   * supplier.invoke (functions/calendar/settle-job.ts, `calendar.settle`): reads the hold and its
+   * appointment (GetItem), abandons a hold the route never committed and commits a cancellation (UpdateItem,
+   * in a transaction with the appointment.cancelled event: publishing, woken on the deliveries and webhooks
+   * queues), all on the tenant's items of the calendar table; opens the calendar's credentials (decrypt,
+   * under a calendar's context only) to read and delete the event in the calendar.
+   */
+  calendar: worker(
+    {
+      tables: {
+        calendar: { actions: ['GetItem', 'UpdateItem'], partitionKeyPrefixes: ['TENANT#'] },
+        webhooks: publishing,
+        jobs: { actions: ['PutItem'] },
+      },
+      sendTo: ['deliveries', 'webhooks'],
+      calendarCredentialsKey: ['decrypt'],
+    },
+    'calendar',
+    // Its backoff reaches 2 hours, and a settle waits (snoozes) up to 10 minutes for a late insert.
     { create: true },
   ),
 };

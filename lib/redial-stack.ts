@@ -22,6 +22,7 @@ import { callsEnv, DEFAULT_CALL_TIMEOUT_SECONDS } from '../functions/calls/confi
 
 import { mailEnv } from '../functions/mail/config.ts';
 import { SECRET_CONTEXT_KEYS } from '../functions/webhooks/secrets.ts';
+import { CALENDAR_CONTEXT_KEYS } from '../functions/calendar/credentials.ts';
 import { UPLOAD_RETENTION_DAYS } from '../functions/calls/imports/uploads.ts';
 import { linkPaths } from '../functions/mail/links.ts';
 import { tableEnvName } from '../functions/app/aws.ts';
@@ -125,6 +126,7 @@ export const PUBLIC_ROUTES: readonly PublicRoute[] = [
 /** The entry file of each HTTP function and the rescuer, relative to the repository root. */
 export const FUNCTION_ENTRIES: Readonly<Record<HttpFunction | 'rescuer', string>> = {
   intake: 'functions/app/lambda/intake.ts',
+  calendarTools: 'functions/app/lambda/calendar-tools.ts',
   publicLinks: 'functions/app/lambda/links.ts',
   tenantApi: 'functions/app/lambda/tenant-api.ts',
   api: 'functions/app/lambda/api.ts',
@@ -174,6 +176,7 @@ export type ApiThrottling = Readonly<Record<HttpFunction, Throttle>>;
  * Default request limits (API Gateway answers 429 above them, before any Lambda runs):
  * - `intake`: the design carries bursts of 1,000 results a second; the steady rate allows them, the
  *   bucket holds two seconds' worth.
+ * - `calendarTools`: the agent's calendar tools, a few requests per call that books (each route its own bucket).
  * - `publicLinks`: people clicking links in mails (and an uptime probe on /healthz).
  * - `tenantApi`: each tenant route, for tenants' back ends (and what an unauthenticated flood may cost:
  *   each refused request is one invocation, and a well-formed key one GetItem).
@@ -181,6 +184,7 @@ export type ApiThrottling = Readonly<Record<HttpFunction, Throttle>>;
  */
 export const DEFAULT_THROTTLING: ApiThrottling = {
   intake: { rateLimit: 1000, burstLimit: 2000 },
+  calendarTools: { rateLimit: 200, burstLimit: 400 },
   publicLinks: { rateLimit: 10, burstLimit: 20 },
   tenantApi: { rateLimit: 100, burstLimit: 200 },
   api: { rateLimit: 100, burstLimit: 200 },
@@ -222,6 +226,8 @@ export const DEFAULT_QUEUE_SETTINGS: Readonly<Record<QueueName, QueueSettings>> 
   deliveries: { batchSize: 10, maxConcurrency: 1000 },
   webhooks: { batchSize: 10, maxConcurrency: 1000 },
   mail: { batchSize: 10, maxConcurrency: 200 },
+  // supplier.invoke: one settle per booking attempt, each a token exchange and two calendar requests.
+  calendar: { batchSize: 10, maxConcurrency: 20 },
 };
 
 /** Properties of the {@link RedialStack}. */
@@ -278,6 +284,8 @@ export class RedialStack extends Stack {
   readonly apiFunction: NodejsFunction;
   readonly tenantApiFunction: NodejsFunction;
   readonly intakeFunction: NodejsFunction;
+  /** The agent's calendar tools (functions/app/lambda/calendar-tools.ts). */
+  readonly calendarToolsFunction: NodejsFunction;
   readonly publicLinksFunction: NodejsFunction;
   readonly rescuerFunction: NodejsFunction;
   readonly api: apigw.HttpApi;
@@ -366,6 +374,7 @@ export class RedialStack extends Stack {
       Duration.seconds(10),
       props.intakeReservedConcurrency ?? DEFAULT_INTAKE_RESERVED_CONCURRENCY,
     ).function;
+    this.calendarToolsFunction = httpFunction('calendarTools', 'redial calendar tools: the agent checks and books appointments during a call (signed, public)', Duration.seconds(10)).function;
     this.publicLinksFunction = httpFunction('publicLinks', 'redial mail links and /healthz (public, token-authenticated)', Duration.seconds(10)).function;
     this.apiFunction = httpFunction('api', 'redial operator API: every IAM route', Duration.seconds(15)).function;
     this.tenantApiFunction = httpFunction('tenantApi', 'redial tenant API: the tenant routes, each request acting for its API key’s tenant', Duration.seconds(15)).function;
@@ -381,6 +390,7 @@ export class RedialStack extends Stack {
 
     this.functions = {
       intake: this.intakeFunction,
+      calendarTools: this.calendarToolsFunction,
       publicLinks: this.publicLinksFunction,
       tenantApi: this.tenantApiFunction,
       api: this.apiFunction,
@@ -529,6 +539,19 @@ export class RedialStack extends Stack {
       );
       fn.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', this.webhookSecretsKey.keyArn);
     }
+    if (access.calendarCredentialsKey?.length) {
+      // Only for a calendar's credentials: the encryption context must name a calendar and its tenant, and
+      // nothing else (functions/calendar/credentials.ts), so the grant opens no endpoint's secret.
+      allow(
+        access.calendarCredentialsKey.map((use) => (use === 'encrypt' ? 'kms:Encrypt' : 'kms:Decrypt')),
+        [this.webhookSecretsKey.keyArn],
+        {
+          'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': [...CALENDAR_CONTEXT_KEYS] },
+          StringLike: { 'kms:EncryptionContext:calendarId': '*', 'kms:EncryptionContext:tenantId': '*' },
+        },
+      );
+      fn.addEnvironment('WEBHOOK_SECRETS_KEY_ARN', this.webhookSecretsKey.keyArn);
+    }
     if (access.uploads?.length) {
       allow(access.uploads.map((use) => (use === 'put' ? 's3:PutObject' : 's3:GetObject')), [this.uploadsBucket.arnForObjects('*')]);
       fn.addEnvironment('UPLOADS_BUCKET', this.uploadsBucket.bucketName);
@@ -588,6 +611,7 @@ export class RedialStack extends Stack {
       api: new HttpLambdaIntegration('ApiIntegration', this.apiFunction),
       tenantApi: new HttpLambdaIntegration('TenantApiIntegration', this.tenantApiFunction),
       intake: new HttpLambdaIntegration('IntakeIntegration', this.intakeFunction),
+      calendarTools: new HttpLambdaIntegration('CalendarToolsIntegration', this.calendarToolsFunction),
       publicLinks: new HttpLambdaIntegration('PublicLinksIntegration', this.publicLinksFunction),
     };
     api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration: integrations.api, authorizer: new HttpIamAuthorizer() });

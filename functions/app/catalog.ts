@@ -3,6 +3,9 @@ import { parseConfig } from '../platform/config.ts';
 import type { TableDefinition } from '../platform/tables.ts';
 import type { JobKind, QueueSpec } from '../jobs/index.ts';
 import { jobsTable } from '../jobs/row.ts';
+import { supplierInvokeKind } from '../calendar/kinds.ts';
+import { calendarTable } from '../calendar/model.ts';
+import { calendarQueues } from '../calendar/queues.ts';
 import { callsKinds } from '../calls/kinds.ts';
 import { callsTable } from '../calls/model.ts';
 import { callsQueues } from '../calls/queues.ts';
@@ -28,6 +31,7 @@ export const tables = {
   mail: mailTable,
   webhooks: webhooksTable,
   calls: callsTable,
+  calendar: calendarTable,
 } as const satisfies Record<string, TableDefinition>;
 export type TableKey = keyof typeof tables;
 export type TableNames = Record<TableKey, string>;
@@ -38,12 +42,13 @@ export const queues = {
   ...webhooksQueues,
   ...callsQueues,
   ...opsQueues,
+  ...calendarQueues,
 } as const satisfies Record<string, QueueSpec>;
 export type QueueName = keyof typeof queues;
 export const queueNames = Object.keys(queues) as QueueName[];
 
 /** Every job kind (data only), in the order of the policy table: the rescuer, the ops routes and the panel read it. */
-export const allKinds: readonly JobKind<unknown>[] = [...mailKinds, ...webhookKinds, ...callsKinds, probeKind] as readonly JobKind<unknown>[];
+export const allKinds: readonly JobKind<unknown>[] = [...mailKinds, ...webhookKinds, ...callsKinds, probeKind, supplierInvokeKind] as readonly JobKind<unknown>[];
 
 /**
  * The environment variable that carries a table's physical name on AWS: `jobs` → `JOBS_TABLE`,

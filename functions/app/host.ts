@@ -5,6 +5,7 @@ import type { MetricsSink } from '../platform/metrics.ts';
 import type { Rng } from '../platform/rng.ts';
 import type { SecretKey } from '../platform/secret-key.ts';
 import type { JobClientRuntime } from '../jobs/client-runtime.ts';
+import type { CalendarConfig } from '../calendar/deps.ts';
 import type { CallsConfig } from '../calls/config.ts';
 import type { CallsStore } from '../calls/store.ts';
 import type { UploadStore } from '../calls/imports/uploads.ts';
@@ -27,6 +28,8 @@ export interface SystemHost {
   metrics: MetricsSink;
   /** The calls context's configuration (placer, intake secret, call timeout); a host that runs no calls code may leave it out. */
   calls?: CallsConfig;
+  /** The calendar context's provider URLs (the local runtime: its simulator) and the tools' signing secret; default: Google, no tools. */
+  calendar?: CalendarConfig;
   /** The mail context's configuration and transport (SES on AWS, SMTP locally); a host that sends no mail may leave it out. */
   mail?: MailServices;
   /** Webhook delivery settings; the local host lets loopback receivers through. */

@@ -1,6 +1,7 @@
 import { withOperatorCopies } from '../platform/http.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import { openApiDocument } from '../platform/openapi.ts';
+import { calendarContextRoutes } from '../calendar/routes.ts';
 import { callsContextRoutes } from '../calls/routes.ts';
 import { mailRoutes } from '../mail/routes.ts';
 import { jobRoutes } from '../ops/jobs-api.ts';
@@ -25,6 +26,7 @@ export function apiRoutes(contexts: Contexts): ApiRoute[] {
     ...callsContextRoutes(() => contexts.calls),
     ...mailRoutes(() => contexts.mail),
     ...webhookRoutes(() => contexts.webhooks),
+    ...calendarContextRoutes(() => contexts.calendar),
   ]);
   const all: ApiRoute[] = [];
   // The document lists every route, this one included.
@@ -34,19 +36,22 @@ export function apiRoutes(contexts: Contexts): ApiRoute[] {
 
 /**
  * The deployed functions that serve HTTP on AWS, each with only the grants its routes need (lib/access.ts):
- * `intake` serves the calls context's public route (the signed call-result intake), `publicLinks` the other
+ * `intake` serves the calls context's public route (the signed call-result intake), `calendarTools` the calendar
+ * context's public routes (the agent's tools during a call, signed as the intake is), `publicLinks` the other
  * public routes (the links sent by mail, /healthz and the OpenAPI document), `tenantApi` the tenant routes
  * (an API key, checked in the function), `api` every route behind IAM (the operators', the operator copies of
  * the tenant routes among them).
  */
-export type HttpFunction = 'intake' | 'publicLinks' | 'tenantApi' | 'api';
+export type HttpFunction = 'intake' | 'calendarTools' | 'publicLinks' | 'tenantApi' | 'api';
 
 const routeKey = (r: Pick<ApiRoute, 'method' | 'path'>) => `${r.method} ${r.path}`;
 
 /** Which deployed function serves each route of the API, by `METHOD /path`. Builds nothing. */
 export function httpFunctionsByRoute(contexts: Contexts): Record<string, HttpFunction> {
   const intake = new Set(callsContextRoutes(() => contexts.calls).filter((r) => r.auth === 'none').map(routeKey));
-  const served = (r: ApiRoute): HttpFunction => (r.auth === 'iam' ? 'api' : r.auth === 'tenant' ? 'tenantApi' : intake.has(routeKey(r)) ? 'intake' : 'publicLinks');
+  const calendarTools = new Set(calendarContextRoutes(() => contexts.calendar).filter((r) => r.auth === 'none').map(routeKey));
+  const served = (r: ApiRoute): HttpFunction =>
+    r.auth === 'iam' ? 'api' : r.auth === 'tenant' ? 'tenantApi' : intake.has(routeKey(r)) ? 'intake' : calendarTools.has(routeKey(r)) ? 'calendarTools' : 'publicLinks';
   return Object.fromEntries(apiRoutes(contexts).map((r) => [routeKey(r), served(r)]));
 }
 

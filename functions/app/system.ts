@@ -1,6 +1,7 @@
 import { assertNever } from '../platform/assert.ts';
 import type { ApiRoute } from '../platform/http.ts';
 import type { JobHandler } from '../jobs/index.ts';
+import { calendarModule } from '../calendar/module.ts';
 import { callsModule } from '../calls/module.ts';
 import { mailModule } from '../mail/module.ts';
 import { opsModule } from '../ops/module.ts';
@@ -19,7 +20,7 @@ import { Contexts } from './wiring.ts';
  */
 
 /** Every context, in the order the policy table lists them. */
-export const modules = [mailModule, webhooksModule, callsModule, opsModule] as const;
+export const modules = [mailModule, webhooksModule, callsModule, opsModule, calendarModule] as const;
 
 export { allKinds, queueNames, queues, tableEnvName, tableNamesFromEnv, tables } from './catalog.ts';
 export type { QueueName, TableKey, TableNames } from './catalog.ts';
@@ -63,6 +64,8 @@ export class System extends Contexts {
         return webhooksModule.handlers(this.webhooks);
       case 'ops':
         return opsModule.handlers(this.ops);
+      case 'calendar':
+        return calendarModule.handlers(this.calendar);
     }
   }
 }

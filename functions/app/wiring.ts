@@ -1,9 +1,12 @@
 import type { ApiKeyVerifier } from '../platform/tenancy.ts';
+import type { CalendarDeps } from '../calendar/deps.ts';
 import type { CallsDeps } from '../calls/deps.ts';
 import type { MailDeps } from '../mail/context.ts';
 import type { OpsDeps } from '../ops/jobs-api.ts';
 import type { Publisher } from '../webhooks/publish.ts';
 import type { WebhooksContext } from '../webhooks/context.ts';
+import { calendarBatches, calendarPort } from './contexts/calendar-links.ts';
+import { buildCalendar, calendarEvents } from './contexts/calendar.ts';
 import { buildCalls } from './contexts/calls.ts';
 import { buildMail } from './contexts/mail.ts';
 import { buildOps } from './contexts/ops.ts';
@@ -25,6 +28,7 @@ export class Contexts {
   private webhooksContext: WebhooksContext | undefined;
   private eventPublisher: Publisher | undefined;
   private opsDeps: OpsDeps | undefined;
+  private calendarDeps: CalendarDeps | undefined;
 
   /** `host` is called once, the first time anything needs it. */
   constructor(host: () => SystemHost) {
@@ -35,7 +39,7 @@ export class Contexts {
     return (this.built ??= this.hostOf());
   }
 
-  /** The calls context, its ports wired to webhooks (events) and mail (the owner's mail). */
+  /** The calls context, its ports wired to webhooks (events), mail (the owner's mail) and calendar (a batch's calendar). */
   get calls(): CallsDeps {
     return (this.callsDeps ??= this.buildCalls());
   }
@@ -57,13 +61,22 @@ export class Contexts {
     return (this.opsDeps ??= buildOps(this.host));
   }
 
+  /** The calendar context, its ports wired to calls (the batches that name a calendar) and webhooks (appointment events). */
+  get calendar(): CalendarDeps {
+    return (this.calendarDeps ??= buildCalendar(this.host, { batches: calendarBatches(this.host), events: calendarEvents(() => this.publisher()) }));
+  }
+
   /** Closes what the built contexts hold open (the webhooks HTTP client's pooled connections). */
   async close(): Promise<void> {
     await this.webhooksContext?.close();
   }
 
   private buildCalls(): CallsDeps {
-    // The webhooks context's publisher when this process built the context, else one over its store alone.
-    return buildCalls(this.host, () => this.webhooksContext?.publisher ?? (this.eventPublisher ??= buildPublisher(this.host)));
+    return buildCalls(this.host, () => this.publisher(), calendarPort(this.host));
+  }
+
+  /** The webhooks context's publisher when this process built the context, else one over its store alone. */
+  private publisher(): Publisher {
+    return this.webhooksContext?.publisher ?? (this.eventPublisher ??= buildPublisher(this.host));
   }
 }

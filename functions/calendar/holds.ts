@@ -1,3 +1,4 @@
+import { APPOINTMENT_GRID_MINUTES } from '../platform/appointments.ts';
 import { tenantKeyPrefix } from '../platform/tenancy.ts';
 /**
  * The hold grid, pure: which cells a booking holds, and their keys. Time is cut into fixed cells of
@@ -27,7 +28,7 @@ import { tenantKeyPrefix } from '../platform/tenancy.ts';
  */
 
 /** One cell of the hold grid. */
-export const CELL_MINUTES = 5;
+export const CELL_MINUTES = APPOINTMENT_GRID_MINUTES;
 export const CELL_MS = CELL_MINUTES * 60_000;
 
 /**

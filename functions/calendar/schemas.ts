@@ -1,20 +1,22 @@
 import { IANAZone } from 'luxon';
 import * as z from 'zod';
+import { calendarIdSchema, GRID_MESSAGE } from '../platform/appointments.ts';
 import { CELL_MINUTES } from './holds.ts';
 import { WEEKDAYS } from './slots.ts';
 
+export { appointmentsSchema, calendarIdSchema, MAX_BUFFER_MINUTES, MAX_DURATION_MINUTES } from '../platform/appointments.ts';
+export type { AppointmentsSettings } from '../platform/appointments.ts';
+
 /**
  * The calendar context's request and response schemas, validated at the edge (a 400 names the field and
- * nothing is written). Routes are not declared yet: `PUT/GET/DELETE /v1/calendars/{calendarId}` will use
- * {@link calendarBody} and {@link calendarResponse}, and a batch's `appointments` {@link appointmentsSchema}.
+ * nothing is written): `PUT/GET/DELETE /v1/calendars/{calendarId}` (settings-api.ts) use {@link calendarBody}
+ * and {@link calendarResponse}. A batch's `appointments` is shared with the calls context, so its schema
+ * lives in functions/platform/appointments.ts (re-exported here).
  */
-
-/** Ids tenants choose: short, URL- and key-safe (as the calls context's). */
-export const calendarIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1–64 of A–Z, a–z, 0–9, _ and -');
 
 export const calendarParams = z.object({ calendarId: calendarIdSchema });
 
-const MINUTES = 'minutes must be a multiple of 5 (the hold grid: functions/calendar/holds.ts)';
+const MINUTES = GRID_MESSAGE;
 const TIME = /^([01]\d|2[0-3]):([0-5]\d)$/;
 const minutesOf = (hhmm: string): number => (hhmm === '24:00' ? 1440 : Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5)));
 
@@ -105,19 +107,3 @@ export function calendarView(stored: StoredCalendar): CalendarResponse {
     updatedAt: stored.updatedAt,
   };
 }
-
-/** The longest appointment and buffer: with both buffers, 360 minutes, 72 cells, within holds.ts' `MAX_CELLS_PER_HOLD` (80). */
-export const MAX_DURATION_MINUTES = 240;
-export const MAX_BUFFER_MINUTES = 60;
-
-/**
- * A batch's `appointments`: which calendar its agent books into, and how. Durations and buffers are on the
- * 5-minute hold grid, and short enough that a booking with both buffers fits one transaction.
- */
-export const appointmentsSchema = z.strictObject({
-  calendarId: calendarIdSchema,
-  durationMinutes: z.number().int().min(CELL_MINUTES).max(MAX_DURATION_MINUTES).multipleOf(CELL_MINUTES, MINUTES),
-  bufferMinutes: z.number().int().min(0).max(MAX_BUFFER_MINUTES).multipleOf(CELL_MINUTES, MINUTES).default(0),
-  maxDaysAhead: z.number().int().min(1).max(90).default(14),
-});
-export type AppointmentsSettings = z.infer<typeof appointmentsSchema>;

@@ -46,6 +46,10 @@ import { DEFAULT_RETRY_ON } from './control/batch-control.ts';
 
 const tenantView = (row: TenantRow) => ({ tenantId: row.tenantId, concurrencyLimit: row.concurrencyLimit, ownerEmail: row.ownerEmail ?? null, activeCalls: row.active, maxCallsPerNumberPer24h: row.maxCallsPerNumberPer24h ?? DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H });
 
+/** A batch's `appointments` naming a calendar its tenant does not have: 400, nothing written. */
+const noSuchCalendar = (calendarId: string) =>
+  new HttpError(400, 'invalid_request', 'invalid body', { issues: [{ path: 'body.appointments.calendarId', message: `no calendar ${calendarId} of yours (PUT /v1/calendars/${calendarId} first)` }] });
+
 /** GET /v1/batches/{id}'s body (docs/openapi.json). */
 export function batchView(row: BatchRow) {
   return {
@@ -77,6 +81,7 @@ export function batchView(row: BatchRow) {
     variableNames: row.variableNames ?? [],
     invalidNumbers: row.invalidNumbers ?? 0,
     duplicatesDropped: row.duplicatesDropped ?? 0,
+    appointments: row.appointments ?? null,
   };
 }
 
@@ -248,7 +253,7 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
     responses: {
       201: { description: 'created', schema: batchResponse.pick({ batchId: true }) },
       200: { description: 'a retry with the same Idempotency-Key and body: the batch it created; nothing written', schema: batchResponse.pick({ batchId: true }) },
-      400: { description: 'invalid body or Idempotency-Key; nothing written' },
+      400: { description: 'invalid body or Idempotency-Key, or `appointments.calendarId` not one of your calendars; nothing written' },
       404: { description: 'no such tenant (the operator copy only: a key’s tenant exists); nothing written' },
       422: { description: 'the Idempotency-Key was used before with a different body: `{error: "idempotency_key_reused", message}`; nothing written' },
     },
@@ -261,6 +266,10 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       const hash = key === undefined ? undefined : requestHash(body);
       const batchId = key === undefined ? batchIds.make(scope.tenantId, randomUUID().replaceAll('-', '')) : batchIdForKey(scope.tenantId, key);
       await checkNewBatchControl(calls(), scope.tenantId, body, now, 'body');
+      // The calendar its agent books into must be one of the tenant's: checked before anything is written,
+      // and again by the batch's transaction (the calendar records the batch, so it is not deleted under it).
+      const calendar = body.appointments ? await calls().ports.calendars.useForBatch({ tenantId: scope.tenantId, calendarId: body.appointments.calendarId, batchId }) : undefined;
+      if (body.appointments && !calendar) throw noSuchCalendar(body.appointments.calendarId);
       const numbers = body.contacts.map((c) => c.number);
       const pages = listPagesFor(batchId, numbers, now);
       // A contact's data (externalId, variables, zone, an invalid number's flag) lives in items of its own,
@@ -289,13 +298,15 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       });
       // The round-1 dialer is enqueued with the batch (it checks the window itself), or its start job when it starts later.
       const dial = firstJob(calls(), batch);
-      const result = await store.transact([...store.createBatchItems(batch, pages), dial.item]);
+      const result = await store.transact([...store.createBatchItems(batch, pages), ...(calendar?.items ?? []), dial.item]);
       if (!result.committed) {
         // A batch with this id exists: with a key, that is this key's batch (ids without one are random),
         // and the cancellation carries its row (ALL_OLD), so deciding costs no read.
         if (hash !== undefined && result.refused.batch?.code === 'ConditionalCheckFailed') {
           return keyedRetry(result.refused.batch.item as BatchRow | undefined, body.tenantId, hash);
         }
+        // The calendar was deleted between the check and the commit.
+        if (body.appointments && result.refused['calendar']?.code === 'ConditionalCheckFailed') throw noSuchCalendar(body.appointments.calendarId);
         if (result.contention) throw unavailable();
         // Only an operator's copy can name a tenant that does not exist (a key's tenant does).
         if (result.refused.tenant?.code === 'ConditionalCheckFailed') throw notFound(`tenant ${scope.tenantId}`);

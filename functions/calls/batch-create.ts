@@ -1,3 +1,4 @@
+import type { AppointmentsSettings } from '../platform/appointments.ts';
 import { DEFAULT_ROUND_RETRY } from './backoff.ts';
 import type { RoundRetry } from './backoff.ts';
 import type { CountryCode } from './contacts/numbers.ts';
@@ -21,6 +22,8 @@ export interface BatchSettings extends ControlSettings {
   minConversationDurationSeconds: number;
   defaultCountry?: CountryCode | undefined;
   strictNumbers?: boolean | undefined;
+  /** The calendar its agent books into (the route has checked the tenant has it). */
+  appointments?: AppointmentsSettings | undefined;
 }
 
 /** What the batch's contacts came to. */
@@ -95,6 +98,7 @@ export function newBatchRow(input: {
     ...(contacts.duplicatesDropped > 0 ? { duplicatesDropped: contacts.duplicatesDropped } : {}),
     ...(settings.defaultCountry ? { defaultCountry: settings.defaultCountry } : {}),
     ...(settings.strictNumbers ? { strictNumbers: true } : {}),
+    ...(settings.appointments ? { appointments: settings.appointments } : {}),
     ...control,
     ...(status === BatchStatus.Scheduled ? { starts: 1 } : {}),
     ...(input.idempotency ? { idempotencyKey: input.idempotency.key, requestHash: input.idempotency.requestHash } : {}),

@@ -1,3 +1,4 @@
+import type { AppointmentsSettings } from '../platform/appointments.ts';
 import { createHash } from 'node:crypto';
 import type { TableDefinition } from '../platform/tables.ts';
 import { ownedIds, tenantKeyPrefix } from '../platform/tenancy.ts';
@@ -196,6 +197,8 @@ export interface BatchRow {
   retryOn?: string[];
   /** The batch this one re-runs the contacts of (`POST /v1/batches/{id}/rerun`). */
   parentBatchId?: string;
+  /** The calendar its agent books appointments into, and how (`appointments` of its body; functions/platform/appointments.ts). */
+  appointments?: AppointmentsSettings;
   /** When it was cancelled (ISO): paused 30 days. */
   cancelledAt?: string;
 }

@@ -9,7 +9,7 @@ import { callsKinds } from './kinds.ts';
 import { callsTable } from './model.ts';
 
 export type { CallsDeps } from './deps.ts';
-export type { CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
+export type { AppointmentCalendars, CallsPorts, CallsEventType, Contribution, EventPublisher, OwnerMail } from './ports.ts';
 
 /**
  * The calls context: tenants, their API keys and batches, the signed call-result intake with its classification, the

@@ -9,6 +9,8 @@ import type { PreparedJob, TransactItem } from '../jobs/index.ts';
 export interface CallsPorts {
   events: EventPublisher;
   ownerMail: OwnerMail;
+  /** The tenant's calendars, which a batch's `appointments` names (the calendar context). */
+  calendars: AppointmentCalendars;
 }
 
 /** The events the calls context announces to tenants' endpoints. */
@@ -49,4 +51,15 @@ export interface OwnerMail {
    * to confirm itself (a confirmation mail); the address already confirmed writes nothing.
    */
   ownerEmailChanged(input: { tenantId: string; ownerEmail: string; now: number }): Promise<Contribution>;
+}
+
+/** The calendars a batch books appointments into (`appointments.calendarId`). */
+export interface AppointmentCalendars {
+  /**
+   * What a new batch's transaction carries when its `appointments` name `calendarId`: the calendar records
+   * the batch, so it cannot be deleted while the batch is live. One item, named `calendar`, refused
+   * (`ConditionalCheckFailed`) if the calendar is deleted before the batch commits. Undefined: the tenant
+   * has no such calendar.
+   */
+  useForBatch(input: { tenantId: string; calendarId: string; batchId: string }): Promise<Contribution | undefined>;
 }

@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_CALLS_PER_NUMBER_PER_24H, MAX_CALLS_PER_NUMBER_PER_24H } from './compliance/cap.ts';
 import { idempotencyKeyHeaders } from '../platform/idempotency.ts';
+import { appointmentsSchema } from '../platform/appointments.ts';
 import { tenantIdSchema } from '../platform/tenancy.ts';
 import * as z from 'zod';
 import { batchIds } from './model.ts';
@@ -79,6 +80,8 @@ export const batchSettingsFields = {
 export const batchBody = z
   .strictObject({
     ...batchSettingsFields,
+    /** JSON batches only (a CSV import's settings are query parameters, which do not nest). */
+    appointments: appointmentsSchema.optional().describe('the calendar the agent books appointments into during calls, and how (docs/appointments.md); one of your calendars'),
     contacts: z.array(contactInputSchema).min(1).max(MAX_CONTACTS_PER_BATCH),
   })
   .transform((body, ctx) => {
@@ -142,6 +145,10 @@ export const batchResponse = z.object({
   variableNames: z.array(z.string()).describe('the variable names the contacts use, in import order (the export’s columns)'),
   invalidNumbers: z.number().describe('contacts whose number is possible but not valid (accepted, flagged)'),
   duplicatesDropped: z.number().describe('contacts dropped as duplicates (`dedupe`)'),
+  appointments: z
+    .object({ calendarId: z.string(), durationMinutes: z.number(), bufferMinutes: z.number(), maxDaysAhead: z.number() })
+    .nullable()
+    .describe('the calendar its agent books appointments into, and how (null: it books none)'),
 });
 
 /** `GET /v1/batches`: the newest batches first. */

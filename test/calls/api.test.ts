@@ -278,7 +278,7 @@ describe('tenant PUT: the owner-mail port adds to the same transaction', () => {
     const deps = callsDeps({
       store: new CallsStore(fx.clients.dynamo, fx.tableNames.calls),
       jobs: fx.jobs.client,
-      ports: { events: wired.ports.events, ownerMail: { ...wired.ports.ownerMail, ownerEmailChanged } },
+      ports: { ...wired.ports, ownerMail: { ...wired.ports.ownerMail, ownerEmailChanged } },
       clock: fx.clock,
       rng: fx.rng,
       logger: createLogger('test'),

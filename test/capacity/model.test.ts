@@ -39,8 +39,9 @@ const settings: DeployedSettings = {
     deliveries: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     webhooks: { batchSize: 10, maxConcurrency: 5, timeoutSeconds: 60 },
     mail: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
+    calendar: { batchSize: 10, maxConcurrency: 2, timeoutSeconds: 60 },
   },
-  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, tenantApi: { rateLimit: 100, burstLimit: 200 }, api: { rateLimit: 100, burstLimit: 200 } },
+  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, calendarTools: { rateLimit: 100, burstLimit: 200 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, tenantApi: { rateLimit: 100, burstLimit: 200 }, api: { rateLimit: 100, burstLimit: 200 } },
 };
 
 describe('DynamoDB units', () => {

@@ -22,6 +22,10 @@ const createsSchedules = ['scheduler:CreateSchedule scheduler:schedule/jobSchedu
 const deletesSchedules = ['scheduler:DeleteSchedule scheduler:schedule/jobSchedules/*'];
 /** The endpoint-secrets key, only with an endpoint's encryption context: exactly the keys endpointId (an ep_ id) and tenantId. */
 const endpointContext = ' if kms:EncryptionContextKeys=endpointId|tenantId if kms:EncryptionContext:endpointId=ep_* if kms:EncryptionContext:tenantId=*';
+/** The same key for a calendar's credentials, only with a calendar's encryption context: exactly the keys calendarId and tenantId. */
+const calendarContext = ' if kms:EncryptionContextKeys=calendarId|tenantId if kms:EncryptionContext:calendarId=* if kms:EncryptionContext:tenantId=*';
+/** The calendar settings routes (functions/calendar/settings-api.ts) and a batch naming a calendar: the tenant's calendar items. */
+const calendarSettings = (prefix: string) => ['GetItem', 'BatchGetItem', 'Query', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:calendar${prefix}`);
 
 /**
  * Publishing an event (functions/webhooks/publish.ts): the tenant's endpoints read for their routing
@@ -46,6 +50,15 @@ const EXPECTED: Record<string, string[]> = {
     ...sendsTo('calls', 'deliveries', 'webhooks'),
     'secretsmanager:GetSecretValue secret:callWebhook',
   ],
+  calendarTools: [
+    ...['GetItem', 'ConditionCheckItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*`),
+    ...['GetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:calendar if dynamodb:LeadingKeys=TENANT#*`),
+    'dynamodb:PutItem table:jobs',
+    ...publishes,
+    ...sendsTo('calendar', 'deliveries', 'webhooks'),
+    'secretsmanager:GetSecretValue secret:callWebhook',
+    `kms:Decrypt key:webhookSecrets${calendarContext}`,
+  ],
   publicLinks: ['dynamodb:UpdateItem table:mail if dynamodb:LeadingKeys=TENANT#*'],
   tenantApi: [
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem', 'BatchWriteItem'].map((a) => `dynamodb:${a} table:calls if dynamodb:LeadingKeys=TENANT#*|BATCHES*`),
@@ -53,11 +66,13 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:Query table:jobs/index/byDeadLetter',
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks if dynamodb:LeadingKeys=TENANT#*|ENDPOINTS*`),
+    ...calendarSettings(' if dynamodb:LeadingKeys=TENANT#*'),
     ...sendsTo('dial', 'calls', 'deliveries', 'webhooks'),
     ...createsSchedules,
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
+    `kms:Encrypt key:webhookSecrets${calendarContext}`,
     ...uploads,
   ],
   api: [
@@ -67,11 +82,13 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:Query table:jobs/index/byDeadLetter',
     ...['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem'].map((a) => `dynamodb:${a} table:webhooks`),
-    ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
+    ...calendarSettings(''),
+    ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail', 'calendar'),
     ...createsSchedules,
     ...deletesSchedules,
     `kms:Encrypt key:webhookSecrets${endpointContext}`,
     `kms:Decrypt key:webhookSecrets${endpointContext}`,
+    `kms:Encrypt key:webhookSecrets${calendarContext}`,
     ...uploads,
   ],
   rescuer: [
@@ -81,7 +98,7 @@ const EXPECTED: Record<string, string[]> = {
     'dynamodb:UpdateItem table:jobs',
     'dynamodb:Query table:jobs/index/byCheck',
     'dynamodb:PutItem table:webhooks if dynamodb:LeadingKeys=TENANT#*#ENDPOINT#*',
-    ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail'),
+    ...sendsTo('ops', 'dial', 'calls', 'deliveries', 'webhooks', 'mail', 'calendar'),
     ...createsSchedules,
   ],
   opsWorker: [...consumes('ops'), 'dynamodb:GetItem table:jobs', 'dynamodb:UpdateItem table:jobs', ...sendsTo('ops')],
@@ -136,6 +153,17 @@ const EXPECTED: Record<string, string[]> = {
     ...sendsTo('mail'),
     ...createsSchedules,
     'ses:SendEmail ses:identity/mail.example.org',
+  ],
+  calendarWorker: [
+    ...consumes('calendar'),
+    ...['GetItem', 'UpdateItem'].map((a) => `dynamodb:${a} table:calendar if dynamodb:LeadingKeys=TENANT#*`),
+    'dynamodb:GetItem table:jobs',
+    'dynamodb:PutItem table:jobs',
+    'dynamodb:UpdateItem table:jobs',
+    ...publishes,
+    ...sendsTo('calendar', 'deliveries', 'webhooks'),
+    ...createsSchedules,
+    `kms:Decrypt key:webhookSecrets${calendarContext}`,
   ],
 };
 
@@ -304,22 +332,22 @@ describe('the intake', () => {
     expect(custom.resources[custom.idOf(custom.stack.intakeFunction)]?.Properties['ReservedConcurrentExecutions']).toBe(25);
   });
 
-  it('reads its signing secret from Secrets Manager by ARN; no function has the secret itself in its environment', () => {
-    expect(s.envOf(functionIds['intake']!)['CALL_WEBHOOK_SECRET_ARN']).toEqual({ Ref: s.idOf(s.stack.callWebhookSecret) });
+  it('reads its signing secret from Secrets Manager by ARN (as the calendar tools do, signed with it); no function has the secret itself in its environment', () => {
+    for (const name of ['intake', 'calendarTools']) expect(s.envOf(functionIds[name]!)['CALL_WEBHOOK_SECRET_ARN'], name).toEqual({ Ref: s.idOf(s.stack.callWebhookSecret) });
     for (const [name, id] of Object.entries(functionIds)) {
       const env = s.envOf(id);
       expect(Object.keys(env), name).not.toContain('CALL_WEBHOOK_SECRET');
-      if (name !== 'intake') expect(Object.keys(env), name).not.toContain('CALL_WEBHOOK_SECRET_ARN');
+      if (name !== 'intake' && name !== 'calendarTools') expect(Object.keys(env), name).not.toContain('CALL_WEBHOOK_SECRET_ARN');
     }
   });
 });
 
 describe('webhook endpoint secrets key', () => {
-  it('is handed (by ARN) only to the functions that may use it: the APIs (register an endpoint) and the deliveries worker (it signs)', () => {
+  it('is handed (by ARN) only to the functions that may use it: the APIs (register an endpoint, seal a calendar), the deliveries worker (it signs), the calendar tools and worker (they open a calendar)', () => {
     const holders = Object.entries(functionIds)
       .filter(([, id]) => s.envOf(id)['WEBHOOK_SECRETS_KEY_ARN'] !== undefined)
       .map(([name]) => name);
-    expect(holders.sort()).toEqual(['api', 'deliveriesWorker', 'tenantApi']);
+    expect(holders.sort()).toEqual(['api', 'calendarTools', 'calendarWorker', 'deliveriesWorker', 'tenantApi']);
     const key = s.resources[s.idOf(s.stack.webhookSecretsKey)] as Resource;
     expect(key.Properties['EnableKeyRotation']).toBe(true);
     // It protects secrets in tables that outlive the stack, so it outlives the stack too.
@@ -331,19 +359,34 @@ describe('webhook endpoint secrets key', () => {
     const uses = Object.fromEntries(
       Object.entries(functionIds).map(([name, id]) => [name, s.roleStatements(s.roleOf(s.resources[id]!)).filter((st) => JSON.stringify(resourcesOf(st)).includes(`"${keyId}"`))]),
     );
-    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'deliveriesWorker', 'tenantApi']);
+    expect(Object.entries(uses).filter(([, statements]) => statements.length > 0).map(([name]) => name).sort()).toEqual(['api', 'calendarTools', 'calendarWorker', 'deliveriesWorker', 'tenantApi']);
     // The intake and the rescuer write to the webhooks table, yet neither may use the key at all.
     for (const name of ['intake', 'rescuer', 'publicLinks', 'callsWorker', 'dialWorker', 'webhooksWorker', 'mailWorker', 'opsWorker']) {
       expect(JSON.stringify(s.roleStatements(s.roleOf(s.resources[functionIds[name]!]!))), name).not.toMatch(/"kms:/);
     }
-    for (const statement of [...uses['api']!, ...uses['tenantApi']!, ...uses['deliveriesWorker']!]) {
-      expect(statement.Condition).toEqual({
-        'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'] },
-        StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
-      });
+    const endpoint = {
+      'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'] },
+      StringLike: { 'kms:EncryptionContext:endpointId': 'ep_*', 'kms:EncryptionContext:tenantId': '*' },
+    };
+    const calendar = {
+      'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['calendarId', 'tenantId'] },
+      StringLike: { 'kms:EncryptionContext:calendarId': '*', 'kms:EncryptionContext:tenantId': '*' },
+    };
+    // Every statement on the key names one context, an endpoint's or a calendar's; never both, never neither.
+    const byContext = (name: string, condition: unknown) => uses[name]!.filter((st) => JSON.stringify(st.Condition) === JSON.stringify(condition)).flatMap(actionsOf).sort();
+    for (const name of ['api', 'tenantApi', 'deliveriesWorker', 'calendarTools', 'calendarWorker']) {
+      for (const statement of uses[name]!) expect([endpoint, calendar].map((c) => JSON.stringify(c)), name).toContain(JSON.stringify(statement.Condition));
     }
-    expect(uses['api']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
-    expect(uses['tenantApi']!.flatMap(actionsOf).sort()).toEqual(['kms:Decrypt', 'kms:Encrypt']);
-    expect(uses['deliveriesWorker']!.flatMap(actionsOf)).toEqual(['kms:Decrypt']);
+    expect(byContext('api', endpoint)).toEqual(['kms:Decrypt', 'kms:Encrypt']);
+    expect(byContext('tenantApi', endpoint)).toEqual(['kms:Decrypt', 'kms:Encrypt']);
+    expect(byContext('deliveriesWorker', endpoint)).toEqual(['kms:Decrypt']);
+    // Calendars' credentials: the APIs seal them (a PUT), the tools and the settle worker open them.
+    expect(byContext('api', calendar)).toEqual(['kms:Encrypt']);
+    expect(byContext('tenantApi', calendar)).toEqual(['kms:Encrypt']);
+    expect(byContext('calendarTools', calendar)).toEqual(['kms:Decrypt']);
+    expect(byContext('calendarWorker', calendar)).toEqual(['kms:Decrypt']);
+    expect(byContext('deliveriesWorker', calendar)).toEqual([]);
+    expect(byContext('calendarTools', endpoint)).toEqual([]);
+    expect(byContext('calendarWorker', endpoint)).toEqual([]);
   });
 });

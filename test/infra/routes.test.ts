@@ -32,7 +32,7 @@ function listingHost(): SystemHost {
   const clock = new ManualClock();
   const logger = createLogger('routes-test');
   const metrics = new MemoryMetrics();
-  const tableNames: TableNames = { jobs: 'jobs', mail: 'mail', webhooks: 'webhooks', calls: 'calls' };
+  const tableNames: TableNames = { jobs: 'jobs', mail: 'mail', webhooks: 'webhooks', calls: 'calls', calendar: 'calendar' };
   const jobs = createJobRuntime({ db: clients.dynamo, jobsTable: tableNames.jobs, queues, transport: new RecordingTransport(), clock, rng: seededRng(1), logger, metrics });
   const mailConfig = parseMailConfig({ MAIL_DOMAIN: 'test.redial', PUBLIC_BASE_URL: 'http://127.0.0.1:9', MAIL_TRANSPORT: 'smtp', SMTP_URL: 'smtp://127.0.0.1:9' });
   return {

@@ -29,7 +29,7 @@ clients.dynamo.middlewareStack.add(
 const host = await createLocalHost({
   db: clients.dynamo,
   // Only the jobs table is touched here.
-  tableNames: { jobs: table, mail: 'unused', calls: 'unused', webhooks: 'unused' },
+  tableNames: { jobs: table, mail: 'unused', calls: 'unused', webhooks: 'unused', calendar: 'unused' },
   clock: systemClock,
   rng: seededRng(1),
   logger: createLogger('bulk-crash-worker'),

@@ -19,7 +19,7 @@ const hang = handle(kind, async () => {
 const host = await createLocalHost({
   db: clients.dynamo,
   // Only the jobs table is touched here.
-  tableNames: { jobs: table, mail: 'unused', calls: 'unused', webhooks: 'unused' },
+  tableNames: { jobs: table, mail: 'unused', calls: 'unused', webhooks: 'unused', calendar: 'unused' },
   clock: systemClock,
   rng: seededRng(1),
   logger: createLogger('crash-worker'),

@@ -26,7 +26,7 @@ const crashesAfterSend: MailTransport = {
 const host = await createLocalHost({
   db: clients.dynamo,
   // Only the jobs and mail tables are touched here.
-  tableNames: { jobs: jobsTable, mail: mailTable, calls: 'unused', webhooks: 'unused' },
+  tableNames: { jobs: jobsTable, mail: mailTable, calls: 'unused', webhooks: 'unused', calendar: 'unused' },
   clock: systemClock,
   rng: seededRng(1),
   logger,

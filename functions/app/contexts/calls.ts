@@ -1,5 +1,5 @@
 import { callsDeps } from '../../calls/deps.ts';
-import type { CallsDeps, CallsPorts } from '../../calls/module.ts';
+import type { AppointmentCalendars, CallsDeps, CallsPorts } from '../../calls/module.ts';
 import { CallsStore } from '../../calls/store.ts';
 import { prepareBatchFinalisedNotice, prepareOwnerEmailChange } from '../../mail/owner.ts';
 import { MailStore } from '../../mail/store.ts';
@@ -9,9 +9,10 @@ import type { SystemHost } from '../host.ts';
 /**
  * The calls context over a host, its ports wired: events through the webhooks context's publisher
  * (`publisher`, asked for on the first event), the owner's mail through the mail context's owner functions
- * over its store (no transport: calls only prepares mail jobs).
+ * over its store (no transport: calls only prepares mail jobs), a batch's calendar through `calendars`
+ * (functions/app/contexts/calendar-links.ts; a function that creates no batch leaves it out).
  */
-export function buildCalls(host: SystemHost, publisher: () => Publisher): CallsDeps {
+export function buildCalls(host: SystemHost, publisher: () => Publisher, calendars: AppointmentCalendars = noCalendars): CallsDeps {
   if (!host.calls) throw new Error('this host has no calls configuration');
   let mailStore: MailStore | undefined;
   const ports: CallsPorts = {
@@ -32,6 +33,7 @@ export function buildCalls(host: SystemHost, publisher: () => Publisher): CallsD
         return { items, jobs };
       },
     },
+    calendars,
   };
   return callsDeps({
     store: host.callsStore ?? new CallsStore(host.db, host.tableNames.calls),
@@ -45,3 +47,8 @@ export function buildCalls(host: SystemHost, publisher: () => Publisher): CallsD
     ...(host.uploads ? { uploads: host.uploads } : {}),
   });
 }
+
+/** The calendars port of a function that creates no batch (the intake, the calls workers): asking is a wiring error. */
+const noCalendars: AppointmentCalendars = {
+  useForBatch: () => Promise.reject(new Error('this function creates no batch: it has no calendars port (functions/app/contexts/calendar-links.ts)')),
+};

@@ -15,22 +15,27 @@ const tables: Readonly<Record<TableKey, TableDefinition>> = declared;
 
 /** The tables of the other contexts, per function: a function may not touch them at all. */
 const FOREIGN_TABLES: Readonly<Record<string, readonly TableKey[]>> = {
-  intake: ['mail'],
-  publicLinks: ['calls', 'jobs', 'webhooks'],
-  rescuer: ['calls', 'mail'],
-  opsWorker: ['calls', 'mail', 'webhooks'],
-  dialWorker: ['mail'],
-  callsWorker: ['mail'],
-  deliveriesWorker: ['calls', 'mail'],
-  webhooksWorker: ['calls', 'mail'],
-  mailWorker: ['calls', 'webhooks'],
+  intake: ['mail', 'calendar'],
+  calendarTools: ['mail'],
+  publicLinks: ['calls', 'jobs', 'webhooks', 'calendar'],
+  rescuer: ['calls', 'mail', 'calendar'],
+  opsWorker: ['calls', 'mail', 'webhooks', 'calendar'],
+  dialWorker: ['mail', 'calendar'],
+  callsWorker: ['mail', 'calendar'],
+  deliveriesWorker: ['calls', 'mail', 'calendar'],
+  webhooksWorker: ['calls', 'mail', 'calendar'],
+  mailWorker: ['calls', 'webhooks', 'calendar'],
+  calendarWorker: ['calls', 'mail'],
 };
 
 /** A key of each table's own shape, for the probes' `dynamodb:LeadingKeys`. */
-const SAMPLE_KEY: Readonly<Record<TableKey, string>> = { jobs: 'calls.dial:b_1', calls: 'TENANT#t1', mail: 'TENANT#t1', webhooks: 'ENDPOINT#ep_1' };
+const SAMPLE_KEY: Readonly<Record<TableKey, string>> = { jobs: 'calls.dial:b_1', calls: 'TENANT#t1', mail: 'TENANT#t1', webhooks: 'ENDPOINT#ep_1', calendar: 'TENANT#t1#CAL#c1' };
 
 /** The endpoint-secrets key's context, as functions/webhooks/secrets.ts builds it. */
 const endpointContext = { 'kms:EncryptionContextKeys': ['endpointId', 'tenantId'], 'kms:EncryptionContext:endpointId': 'ep_1', 'kms:EncryptionContext:tenantId': 't1' };
+
+/** A calendar's credentials' context, as functions/calendar/credentials.ts builds it. */
+const calendarContext = { 'kms:EncryptionContextKeys': ['calendarId', 'tenantId'], 'kms:EncryptionContext:calendarId': 'c1', 'kms:EncryptionContext:tenantId': 't1' };
 
 export function deniedProbes(deployment: Deployment): IamRequest[] {
   const probes: IamRequest[] = [];
@@ -101,7 +106,7 @@ export function deniedProbes(deployment: Deployment): IamRequest[] {
   for (const queue of queueNames) probe('publicLinks', 'sqs:SendMessage', `queue:${queue}`, {}, `the mail links send to the ${queue} queue`);
 
   // Secrets: the intake's signing secret is the intake's alone; the endpoint-secrets key the APIs' (tenant and operator) and the signer's.
-  for (const fn of functions.filter((f) => f !== 'intake')) probe(fn, 'secretsmanager:GetSecretValue', 'secret:callWebhook', {}, `${fn} reads the intake's signing secret`);
+  for (const fn of functions.filter((f) => f !== 'intake' && f !== 'calendarTools')) probe(fn, 'secretsmanager:GetSecretValue', 'secret:callWebhook', {}, `${fn} reads the intake's signing secret`);
   for (const fn of functions.filter((f) => f !== 'api' && f !== 'tenantApi' && f !== 'deliveriesWorker')) {
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', endpointContext, `${fn} decrypts an endpoint's secret`);
     probe(fn, 'kms:Encrypt', 'key:webhookSecrets', endpointContext, `${fn} encrypts with the endpoint-secrets key`);
@@ -113,6 +118,21 @@ export function deniedProbes(deployment: Deployment): IamRequest[] {
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', { ...endpointContext, 'kms:EncryptionContextKeys': ['endpointId', 'tenantId', 'extra'], 'kms:EncryptionContext:extra': 'x' }, `${fn} decrypts under a context with a key besides an endpoint's`);
     probe(fn, 'kms:Decrypt', 'key:webhookSecrets', { ...endpointContext, 'kms:EncryptionContext:endpointId': 'job_1' }, `${fn} decrypts under a context naming no endpoint id`);
     probe(fn, 'kms:CreateGrant', 'key:webhookSecrets', {}, `${fn} hands the key on`);
+  }
+
+  // Calendars' credentials: encrypted by the APIs (a PUT), opened by the tools and the settle worker; each
+  // only under a calendar's context, so none of them opens an endpoint's secret with it.
+  const calendarUsers = ['api', 'tenantApi', 'calendarTools', 'calendarWorker'];
+  for (const fn of functions.filter((f) => !calendarUsers.includes(f))) {
+    probe(fn, 'kms:Decrypt', 'key:webhookSecrets', calendarContext, `${fn} decrypts a calendar's credentials`);
+    probe(fn, 'kms:Encrypt', 'key:webhookSecrets', calendarContext, `${fn} encrypts a calendar's credentials`);
+  }
+  for (const fn of ['api', 'tenantApi']) probe(fn, 'kms:Decrypt', 'key:webhookSecrets', calendarContext, `${fn} decrypts a calendar's credentials (a PUT only encrypts)`);
+  for (const fn of ['calendarTools', 'calendarWorker']) {
+    probe(fn, 'kms:Encrypt', 'key:webhookSecrets', calendarContext, `${fn} encrypts a calendar's credentials (it only opens them)`);
+    probe(fn, 'kms:Decrypt', 'key:webhookSecrets', { ...calendarContext, 'kms:EncryptionContextKeys': ['calendarId', 'tenantId', 'endpointId'], 'kms:EncryptionContext:endpointId': 'ep_1' }, `${fn} decrypts under a context with an endpoint besides a calendar`);
+    probe(fn, 'kms:Decrypt', 'key:webhookSecrets', {}, `${fn} decrypts without an encryption context`);
+    probe(fn, 'dynamodb:PutItem', 'table:calls', item('calls'), `${fn} writes the calls table (it only checks and reads)`);
   }
 
   // Schedules: created only by those whose jobs may wait longer than 15 minutes (the APIs: a batch's start
