@@ -26,6 +26,8 @@ export const CONTEXT_KEYS = {
   discardedRetentionDays: `optional: days a discarded job stays listable and retryable before TTL removes it (default ${DEFAULT_DISCARDED_RETENTION_DAYS})`,
   intakeRateLimit: `optional: POST /v1/calls/webhook requests per second (default ${DEFAULT_THROTTLING.intake.rateLimit})`,
   intakeBurstLimit: `optional: its burst (default ${DEFAULT_THROTTLING.intake.burstLimit})`,
+  toolsRateLimit: `optional: each calendar tool route (the agent's, during a call), per second (default ${DEFAULT_THROTTLING.calendarTools.rateLimit})`,
+  toolsBurstLimit: `optional: their burst (default ${DEFAULT_THROTTLING.calendarTools.burstLimit})`,
   linksRateLimit: `optional: each mail-link route and /healthz, per second (default ${DEFAULT_THROTTLING.publicLinks.rateLimit})`,
   linksBurstLimit: `optional: their burst (default ${DEFAULT_THROTTLING.publicLinks.burstLimit})`,
   tenantRateLimit: `optional: each tenant route (API key), per second (default ${DEFAULT_THROTTLING.tenantApi.rateLimit})`,
@@ -103,6 +105,7 @@ export function stackPropsFromContext(read: ContextReader): Omit<RedialStackProp
   const deletionProtection = flag('deletionProtection');
   const throttling = {
     intake: throttle('intakeRateLimit', 'intakeBurstLimit', DEFAULT_THROTTLING.intake),
+    calendarTools: throttle('toolsRateLimit', 'toolsBurstLimit', DEFAULT_THROTTLING.calendarTools),
     publicLinks: throttle('linksRateLimit', 'linksBurstLimit', DEFAULT_THROTTLING.publicLinks),
     tenantApi: throttle('tenantRateLimit', 'tenantBurstLimit', DEFAULT_THROTTLING.tenantApi),
     api: throttle('apiRateLimit', 'apiBurstLimit', DEFAULT_THROTTLING.api),
