@@ -50,6 +50,9 @@ export function settingsRoutes(calendar: () => CalendarDeps): ApiRoute[] {
         }
         if (!deps.credentials) throw unavailable('calendar credentials cannot be encrypted by this function; nothing was written');
         sealed = await deps.credentials.seal(scope.tenantId, params.calendarId, body.credentials);
+      } else if ((await deps.settings.getIn(scope, params.calendarId))?.sealedCredentials === undefined) {
+        // Refused before any write is sent; the write's own condition covers a delete in between.
+        throw invalidBody('body.credentials', 'required: there is no such calendar with credentials yet');
       }
       const settings = { provider: body.provider, providerCalendarId: body.providerCalendarId, timezone: body.timezone, bookableHours: body.bookableHours };
       const outcome = await deps.settings.put(scope, params.calendarId, settings, sealed, deps.clock.now());

@@ -17,7 +17,10 @@ import type { CallsFixture } from '../support/calls.ts';
 let fx: CallsFixture;
 let receiver: { url: string; close: () => Promise<void> };
 /** What tenant A has, as A's own key saw it. */
-const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', exportCursor: '', recoveryId: '', suppressionsCursor: '', suppressionImport: '' };
+const a = { batches: [] as string[], endpoints: [] as string[], batchesCursor: '', endpointsCursor: '', contactsCursor: '', exportCursor: '', recoveryId: '', suppressionsCursor: '', suppressionImport: '', calendarsCursor: '' };
+/** A's calendars (ids each tenant chooses: B may have one of the same name, it is another calendar). */
+const A_CALENDARS = ['sales', 'support'];
+const calendarBody = { provider: 'google', timezone: 'Europe/Berlin', bookableHours: { mon: [['09:00', '17:00']] }, credentials: { clientId: 'a-client', clientSecret: 'a-secret', refreshToken: 'a-refresh' } };
 /** Numbers on A's suppression list. */
 const A_SUPPRESSED = ['+14155550901', '+14155550902'];
 /** B's own batch (to present A's contacts cursor on). */
@@ -52,6 +55,14 @@ const PROBES: Record<string, () => Probe[]> = {
   ],
   'POST /v1/batches': () => [
     { method: 'POST', path: '/v1/batches', body: { tenantId: 'tenant-a', contacts: [{ number: '+14155550999' }], maxAttempts: 1 }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') },
+    // A batch of B's booking into A's calendar: B has no such calendar.
+    ...A_CALENDARS.map((calendarId) => ({
+      method: 'POST',
+      path: '/v1/batches',
+      body: { contacts: [{ number: '+14155550999' }], maxAttempts: 1, appointments: { calendarId, durationMinutes: 30 } },
+      status: 400,
+      check: (body: any) => expect(body.issues[0].path).toBe('body.appointments.calendarId'),
+    })),
   ],
   'GET /v1/batches/{id}': () => a.batches.map((id) => ({ method: 'GET', path: `/v1/batches/${id}`, status: 404, check: notFound('batch', id) })),
   'DELETE /v1/batches/{id}': () => a.batches.map((id) => ({ method: 'DELETE', path: `/v1/batches/${id}`, status: 404, check: notFound('batch', id) })),
@@ -94,6 +105,15 @@ const PROBES: Record<string, () => Probe[]> = {
   'GET /v1/suppressions/imports/{id}': () => [{ method: 'GET', path: `/v1/suppressions/imports/${a.suppressionImport}`, status: 404 }],
   'POST /v1/suppressions/csv': () => [{ method: 'POST', path: '/v1/suppressions/csv?tenantId=tenant-a', body: 'number\n+14155550903\n', status: 403, check: (body) => expect(body.issues[0].path).toBe('query.tenantId') }],
   'POST /v1/suppressions/imports': () => [{ method: 'POST', path: '/v1/suppressions/imports', body: { uploadId: A_UPLOAD }, status: 404 }],
+  // A's calendars: not found for B, A's listing cursor not B's, and B's PUT without credentials creates nothing (B has no such calendar).
+  'GET /v1/calendars': () => [
+    { method: 'GET', path: '/v1/calendars', status: 200, check: (body) => expect(body.calendars).toEqual([]) },
+    { method: 'GET', path: `/v1/calendars?limit=1&cursor=${a.calendarsCursor}`, status: 400, check: (body) => expect(body.issues[0].path).toBe('query.cursor') },
+  ],
+  'GET /v1/calendars/{calendarId}': () => A_CALENDARS.map((id) => ({ method: 'GET', path: `/v1/calendars/${id}`, status: 404, check: notFound('calendar', id) })),
+  'DELETE /v1/calendars/{calendarId}': () => A_CALENDARS.map((id) => ({ method: 'DELETE', path: `/v1/calendars/${id}`, status: 404, check: notFound('calendar', id) })),
+  'PUT /v1/calendars/{calendarId}': () =>
+    A_CALENDARS.map((id) => ({ method: 'PUT', path: `/v1/calendars/${id}`, body: { ...calendarBody, credentials: undefined, timezone: 'UTC' }, status: 400, check: (body: any) => expect(body.issues[0].path).toBe('body.credentials') })),
   'POST /v1/endpoints': () => [{ method: 'POST', path: '/v1/endpoints', body: { tenantId: 'tenant-a', url: receiver.url }, status: 403, check: (body) => expect(body.issues[0].path).toBe('body.tenantId') }],
   'GET /v1/endpoints': () => [
     { method: 'GET', path: '/v1/endpoints', status: 200, check: (body) => expect(body.endpoints).toEqual([]) },
@@ -188,6 +208,13 @@ beforeAll(async () => {
   const imported = await fetch(`${fx.url}/v1/suppressions/csv`, { method: 'POST', headers: { ...asA, 'content-type': 'text/csv' }, body: 'number\n+14155550904\n' });
   expect(imported.status).toBe(202);
   a.suppressionImport = ((await imported.json()) as { importId: string }).importId;
+  // A's calendars, one of them booked into by a batch of A's; a listing cursor after the first.
+  for (const id of A_CALENDARS) expect((await fx.api('PUT', `/v1/calendars/${id}`, calendarBody, asA)).status).toBe(200);
+  const booking = await fx.api('POST', '/v1/batches', { contacts: [{ number: '+14155550905' }], maxAttempts: 1, appointments: { calendarId: 'sales', durationMinutes: 30 } }, asA);
+  expect(booking.status).toBe(201);
+  a.batches.push(booking.body.batchId);
+  a.calendarsCursor = (await fx.api('GET', '/v1/calendars?limit=1', undefined, asA)).body.cursor;
+  expect(a.calendarsCursor).toEqual(expect.any(String));
   // B: one batch of its own, no endpoint.
   bBatch = (await fx.api('POST', '/v1/batches', { contacts: numbers(2, '+1415557').map((number) => ({ number })), maxAttempts: 1 }, asB)).body.batchId;
 });
@@ -229,6 +256,7 @@ describe("tenant B's key against tenant A's things", () => {
   it('LeavesAsThingsAsAsKeySeesThem', async () => {
     for (const id of a.batches) expect((await fx.api('GET', `/v1/batches/${id}`, undefined, asA)).body).toMatchObject({ batchId: id, tenantId: 'tenant-a', status: 'Pending' });
     for (const id of a.endpoints) expect((await fx.api('GET', `/v1/endpoints/${id}`, undefined, asA)).body).toMatchObject({ endpointId: id, tenantId: 'tenant-a', disabled: false });
+    for (const id of A_CALENDARS) expect((await fx.api('GET', `/v1/calendars/${id}`, undefined, asA)).body).toMatchObject({ calendarId: id, timezone: 'Europe/Berlin', credentialsStored: true });
     expect((await fx.api('GET', `/v1/endpoints/${a.endpoints[0]}/recoveries/${a.recoveryId}`, undefined, asA)).body).toMatchObject({ recoveryId: a.recoveryId, status: 'running', requeued: 0 });
     // B's own listing and its own batch are B's, and A's key finds B's batch no more than B's found A's.
     expect((await fx.api('GET', `/v1/batches/${bBatch}`, undefined, asA)).status).toBe(404);
