@@ -55,6 +55,15 @@ describe('policies: the policy table of docs/job-layer.md, exactly', () => {
     expect(policy.onExhausted).toBe('discard');
   });
 
+  it('supplier.invoke waits 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then 2 h: 11 waits, ≈ 11.7 h, discarded with an alert', () => {
+    const policy = policyOf('supplier.invoke');
+    const rows = retrySchedule(policy);
+    expect(policy.maxAttempts).toBe(12);
+    expect(rows.map((r) => r.delayMs / s)).toEqual([5, 30, 120, 600, 1800, 3600, 7200, 7200, 7200, 7200, 7200]);
+    expect(totalScheduleMs(policy) / h).toBeCloseTo(11.71, 2);
+    expect(policy.onExhausted).toBe('discard_alert');
+  });
+
   it('printed schedules show the ±10 % jitter range and the cumulative time', () => {
     const [first, second] = retrySchedule(policyOf('owner.notify'));
     expect(first).toEqual({ afterAttempt: 1, delayMs: 20 * s, minMs: 18 * s, maxMs: 22 * s, cumulativeMs: 20 * s });
@@ -67,7 +76,7 @@ describe('policies: the table is assembled from the contexts', () => {
     expect(allKinds.map((k) => k.kind).sort()).toEqual(
       [
         'access_request.approval_mail', 'calls.deferred_watchdog', 'calls.dial', 'calls.finalise', 'calls.import', 'calls.pause_expiry', 'calls.start', 'calls.suppressions.import', 'calls.watchdog', 'ops.probe', 'owner.email_confirmation',
-        'owner.notify', 'webhook.deliver', 'webhook.fanout', 'webhook.notice', 'webhook.purge', 'webhook.recover', 'webhook.restart', 'webhook.sweep', 'webhook.wake',
+        'owner.notify', 'supplier.invoke', 'webhook.deliver', 'webhook.fanout', 'webhook.notice', 'webhook.purge', 'webhook.recover', 'webhook.restart', 'webhook.sweep', 'webhook.wake',
       ],
     );
     expect(policyOf('webhook.sweep')).toMatchObject({ maxAttempts: 1, backoff: { type: 'none' }, onExhausted: 'next_period' });
