@@ -326,6 +326,18 @@ const suppressionImportSchema = z.object({
   finishedAt: z.string().nullable(),
 });
 export type SuppressionImportView = z.infer<typeof suppressionImportSchema>;
+const calendarSchema = z.object({
+  calendarId: z.string(),
+  provider: z.string(),
+  providerCalendarId: z.string(),
+  timezone: z.string(),
+  bookableHours: z.record(z.string(), z.array(z.tuple([z.string(), z.string()]))),
+  credentialsStored: z.boolean(),
+  updatedAt: z.string(),
+});
+export type CalendarView = z.infer<typeof calendarSchema>;
+const calendarPageSchema = z.object({ calendars: z.array(calendarSchema), cursor: z.string().optional() });
+export type CalendarPage = z.infer<typeof calendarPageSchema>;
 
 export class OpsApiClient {
   readonly baseUrl: string;
@@ -654,6 +666,33 @@ export class OpsApiClient {
   /** `GET /v1/suppressions/imports/{id}`: an import's progress. */
   suppressionImport(tenantId: string | undefined, importId: string): Promise<SuppressionImportView> {
     return this.request('GET', this.suppressionsPath(tenantId, `/imports/${encodePathSegment(importId)}`), suppressionImportSchema);
+  }
+
+  /** A tenant's calendar routes: the key's tenant's, or as an operator the copy for `tenantId` (which an operator must name). */
+  private calendarsPath(tenantId: string | undefined, rest = ''): string {
+    if (this.apiKey) return `/v1/calendars${rest}`;
+    if (tenantId === undefined) throw new OpsClientError('as an operator, name the tenant (--tenant)');
+    return `/v1/ops/tenants/${encodePathSegment(tenantId)}/calendars${rest}`;
+  }
+
+  /** `PUT /v1/calendars/{calendarId}`: creates or updates a calendar (`body` as the route takes it; credentials optional on an update). */
+  putCalendar(tenantId: string | undefined, calendarId: string, body: unknown): Promise<CalendarView> {
+    return this.request('PUT', this.calendarsPath(tenantId, `/${encodePathSegment(calendarId)}`), calendarSchema, { body });
+  }
+
+  /** `GET /v1/calendars/{calendarId}`: a calendar (never its credentials). */
+  calendar(tenantId: string | undefined, calendarId: string): Promise<CalendarView> {
+    return this.request('GET', this.calendarsPath(tenantId, `/${encodePathSegment(calendarId)}`), calendarSchema);
+  }
+
+  /** `GET /v1/calendars`: a page of the tenant's calendars. */
+  listCalendars(tenantId: string | undefined, query: { limit?: number; cursor?: string } = {}): Promise<CalendarPage> {
+    return this.request('GET', this.calendarsPath(tenantId), calendarPageSchema, { query: { limit: query.limit?.toString(), cursor: query.cursor } });
+  }
+
+  /** `DELETE /v1/calendars/{calendarId}`: deletes a calendar no live batch books into. */
+  deleteCalendar(tenantId: string | undefined, calendarId: string): Promise<CalendarView> {
+    return this.request('DELETE', this.calendarsPath(tenantId, `/${encodePathSegment(calendarId)}`), calendarSchema);
   }
 
   /** `GET /v1/ops/policies`: the deployed policy table. */

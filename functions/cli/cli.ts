@@ -9,7 +9,7 @@ import { allKinds } from '../app/system.ts';
 import { policyTable as kindsPolicyTable } from '../ops/jobs-api.ts';
 import type { Policy, ScheduleRow } from '../jobs/index.ts';
 import { needsSigning, OpsApiClient, OpsApiError, OpsClientError, OpsExportStoppedError, regionFromHost, sigV4Signer } from './api-client.ts';
-import type { BulkJobRequest, JobListQuery, PolicyTable, Send } from './api-client.ts';
+import type { BulkJobRequest, CalendarView, JobListQuery, PolicyTable, Send } from './api-client.ts';
 import type { JobDetail, JobSummary } from '../ops/views.ts';
 
 /**
@@ -326,6 +326,69 @@ export function createProgram(io: CliIo, deps: CliDeps): Command {
       const { api } = tenantClientOf(command);
       // Each page is written as it arrives: an export of any size holds one page in memory.
       for await (const text of api.exportPages(id, { format: flags.format, ...(flags.cursor ? { cursor: flags.cursor } : {}) })) io.stdout.write(text);
+    });
+
+  const calendars = program.command('calendars').description("a tenant's calendars, which batches book appointments into (--api-key: the key's tenant; else as an operator, with --tenant)");
+  const calendarLine = (c: CalendarView) =>
+    `${c.calendarId}: ${c.provider} ${c.providerCalendarId}, ${c.timezone}, ${Object.entries(c.bookableHours)
+      .map(([day, ranges]) => `${day} ${ranges.map(([from, to]) => `${from}–${to}`).join(' ')}`)
+      .join('; ')}; credentials ${c.credentialsStored ? 'stored' : 'missing'}; updated ${c.updatedAt}`;
+  calendars
+    .command('put')
+    .description('create or update a calendar from a JSON file `{provider, providerCalendarId?, credentials?, timezone, bookableHours}` (credentials: required when creating it; kept when left out)')
+    .argument('<calendarId>', 'the calendar id you choose (1–64 of A–Z, a–z, 0–9, _ and -)')
+    .argument('<file>', 'the JSON file (its credentials are sent once, stored encrypted, never shown again)')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (calendarId: string, file: string, flags: { tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      let body: unknown;
+      try {
+        body = JSON.parse(await readFile(file, 'utf8'));
+      } catch (error) {
+        throw new CliUsageError(`cannot read ${file} as JSON: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const calendar = await api.putCalendar(flags.tenant, calendarId, body);
+      if (options.json) return json(calendar);
+      out(calendarLine(calendar));
+    });
+  calendars
+    .command('get')
+    .description('a calendar (never its credentials)')
+    .argument('<calendarId>', 'the calendar id')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (calendarId: string, flags: { tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const calendar = await api.calendar(flags.tenant, calendarId);
+      if (options.json) return json(calendar);
+      out(calendarLine(calendar));
+    });
+  calendars
+    .command('list')
+    .description('the calendars, a page at a time')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .option('--limit <n>', 'at most this many (1–100, default 100)', intInRange(1, 100))
+    .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+    .action(async (flags: { tenant?: string; limit?: number; cursor?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const page = await api.listCalendars(flags.tenant, { ...(flags.limit ? { limit: flags.limit } : {}), ...(flags.cursor ? { cursor: flags.cursor } : {}) });
+      if (options.json) return json(page);
+      if (page.calendars.length === 0) return out(page.cursor ? `none on this page\nmore: --cursor ${page.cursor}` : 'no calendars');
+      const text = table(
+        ['CALENDAR', 'PROVIDER', 'ZONE', 'CREDENTIALS', 'UPDATED'],
+        page.calendars.map((c) => [c.calendarId, `${c.provider} ${c.providerCalendarId}`, c.timezone, c.credentialsStored ? 'stored' : 'missing', c.updatedAt]),
+      );
+      out(page.cursor ? `${text}\nmore: --cursor ${page.cursor}` : text);
+    });
+  calendars
+    .command('delete')
+    .description('delete a calendar (refused while a live batch books into it)')
+    .argument('<calendarId>', 'the calendar id')
+    .option('--tenant <tenantId>', 'operators: the tenant')
+    .action(async (calendarId: string, flags: { tenant?: string }, command: Command) => {
+      const { api, options } = tenantClientOf(command, flags.tenant);
+      const calendar = await api.deleteCalendar(flags.tenant, calendarId);
+      if (options.json) return json(calendar);
+      out(`deleted calendar ${calendar.calendarId}`);
     });
 
   const suppressions = program.command('suppressions').description("a tenant's suppression list: numbers never dialled (--api-key: the key's tenant; else as an operator, with --tenant)");

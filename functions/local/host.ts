@@ -57,8 +57,8 @@ export interface LocalHostOptions {
    * and repeats messages there). Ignored with a `transport` of the caller's. @default none
    */
   wrapTransport?: (local: LocalTransport, queues: readonly LocalQueue[]) => DispatchTransport;
-  /** The contexts' settings (the calls and mail configuration, webhook options, the wall clock, another calls or webhooks store). */
-  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore' | 'webhookStore' | 'uploads'>;
+  /** The contexts' settings (the calls and mail configuration, webhook options, the calendar provider's URLs, the wall clock, another calls or webhooks store). */
+  contexts?: Pick<SystemHost, 'calls' | 'mail' | 'webhooks' | 'wallClock' | 'callsStore' | 'webhookStore' | 'uploads' | 'calendar'>;
   /** Where uploaded contacts files are kept (S3's place: functions/local/uploads.ts), unless `contexts.uploads` names a store. @default a new temporary folder */
   uploadsDir?: string;
   /** The queues whose workers run. @default every queue */

@@ -21,6 +21,7 @@ import type { JobRuntime } from '../jobs/runtime.ts';
 import { callsDefaults, DEFAULT_CALL_TIMEOUT_SECONDS } from '../calls/config.ts';
 import type { CallsConfig } from '../calls/config.ts';
 import { DEV_WEBHOOK_SECRET } from '../calls/local/config.ts';
+import { CalendarSimulator } from '../calendar/local/simulator.ts';
 import { CallPlacerSimulator } from '../calls/local/simulator.ts';
 import type { SimulatedOutcome } from '../calls/local/simulator.ts';
 import { parseMailConfig } from '../mail/config.ts';
@@ -102,6 +103,8 @@ export interface LocalRuntime {
   calls: CallsConfig;
   /** The built-in call placer, unless a placer URL was given. */
   simulator: CallPlacerSimulator | undefined;
+  /** The built-in calendar (Google Calendar's shapes on 127.0.0.1), which the calendar provider talks to here. */
+  calendarSimulator: CalendarSimulator;
   mail: MailConfig;
   /** The built-in SMTP sink; undefined when SMTP_URL names another server. */
   smtpSink: SmtpSink | undefined;
@@ -197,6 +200,10 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       const started = simulator;
       stops.push(() => started.close());
     }
+    // The built-in calendar: the provider talks to it as to Google (functions/calendar/local/simulator.ts).
+    // Its clock is the wall clock: access tokens and request deadlines are real seconds, whatever TIME_SCALE does.
+    const calendarSimulator = await CalendarSimulator.start({ clock: systemClock });
+    stops.push(() => calendarSimulator.close());
     const calls: CallsConfig = {
       ...callsDefaults,
       placerUrl: options.calls?.placerUrl ?? simulator!.url,
@@ -231,6 +238,8 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
         calls,
         mail: { config: mail, transport: transportFor(mail.transport, clients) },
         webhooks: { allowLoopback: options.webhookAllowLoopback ?? true },
+        // The agent's calendar tools are signed as call results are, with the intake's secret.
+        calendar: { calendarBaseUrl: calendarSimulator.calendarBaseUrl, tokenUrl: calendarSimulator.tokenUrl, toolsSecret: webhookSecret },
       },
       rescuer: { intervalMs: options.rescueIntervalMs ?? 5_000, rescueAfterMs: (options.rescueAfterRealMs ?? 30_000) * speed },
       ...(options.discardedRetentionDays !== undefined ? { discardedRetentionSeconds: options.discardedRetentionDays * 86400 } : {}),
@@ -260,6 +269,7 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
       system: host.system,
       calls,
       simulator,
+      calendarSimulator,
       mail,
       smtpSink,
       idle: () => host.idle(),
