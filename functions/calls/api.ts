@@ -13,6 +13,7 @@ import type { ApiResponse, ApiRoute } from '../platform/http.ts';
 import { listPagesFor, newBatchRow } from './batch-create.ts';
 import { CallsStore } from './store.ts';
 import type { CallsDeps } from './deps.ts';
+import type { AppointmentCalendars } from './ports.ts';
 import { batchIdForKey, requestHash } from './idempotency.ts';
 import { idempotencyKeyReused } from '../platform/idempotency.ts';
 import { BatchStatus, batchIds, ContactStatus } from './model.ts';
@@ -268,8 +269,13 @@ export function callsRoutes(calls: () => CallsDeps): ApiRoute[] {
       await checkNewBatchControl(calls(), scope.tenantId, body, now, 'body');
       // The calendar its agent books into must be one of the tenant's: checked before anything is written,
       // and again by the batch's transaction (the calendar records the batch, so it is not deleted under it).
-      const calendar = body.appointments ? await calls().ports.calendars.useForBatch({ tenantId: scope.tenantId, calendarId: body.appointments.calendarId, batchId }) : undefined;
-      if (body.appointments && !calendar) throw noSuchCalendar(body.appointments.calendarId);
+      let calendar: Awaited<ReturnType<AppointmentCalendars['useForBatch']>>;
+      if (body.appointments) {
+        const calendars = calls().ports.calendars;
+        if (!calendars) throw unavailable('this function cannot check calendars; nothing was written');
+        calendar = await calendars.useForBatch({ tenantId: scope.tenantId, calendarId: body.appointments.calendarId, batchId });
+        if (!calendar) throw noSuchCalendar(body.appointments.calendarId);
+      }
       const numbers = body.contacts.map((c) => c.number);
       const pages = listPagesFor(batchId, numbers, now);
       // A contact's data (externalId, variables, zone, an invalid number's flag) lives in items of its own,

@@ -9,8 +9,11 @@ import type { PreparedJob, TransactItem } from '../jobs/index.ts';
 export interface CallsPorts {
   events: EventPublisher;
   ownerMail: OwnerMail;
-  /** The tenant's calendars, which a batch's `appointments` names (the calendar context). */
-  calendars: AppointmentCalendars;
+  /**
+   * The tenant's calendars, which a batch's `appointments` names (the calendar context). Absent in a
+   * function that creates no batch (the intake, the calls workers): their bundles carry no calendar store.
+   */
+  calendars?: AppointmentCalendars;
 }
 
 /** The events the calls context announces to tenants' endpoints. */

@@ -60,9 +60,7 @@ export function defineKind<A>(spec: {
     if (!REASON_NAME.test(reason)) throw new Error(`job kind ${spec.kind}: discard reason "${reason}" is not snake_case`);
     if (reason in JobDiscardReason) throw new Error(`job kind ${spec.kind}: "${reason}" is the job layer's own reason; do not declare it`);
   }
-  for (const reason of spec.alertingReasons ?? []) {
-    if (!(spec.discardReasons ?? []).includes(reason)) throw new Error(`job kind ${spec.kind}: alerting reason "${reason}" is not one of its discard reasons`);
-  }
+  for (const reason of spec.alertingReasons ?? []) if (!spec.discardReasons?.includes(reason)) throw new Error(`job kind ${spec.kind}: alerting reason "${reason}" is not a discard reason`);
   return { timeoutSeconds: 30, discardReasons: [], alertingReasons: [], ...spec };
 }
 

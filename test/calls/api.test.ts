@@ -138,6 +138,7 @@ describe('tenant and batch API: validated at the edge, nothing written on bad in
       // 07700 900xxx is Ofcom's range for drama: possible, never assigned — accepted, flagged.
       invalidNumbers: 2,
       duplicatesDropped: 0,
+      appointments: null,
     });
     // An invalid +44 number names no one region (+44 is also Guernsey's, Jersey's, the Isle of Man's).
     const regions = [null, 'US', null, 'FR'];

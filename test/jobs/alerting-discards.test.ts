@@ -44,7 +44,7 @@ describe('a kind’s alerting discard reasons', () => {
   it('AnAlertingReasonMustBeOneOfTheKindsDiscardReasons', () => {
     expect(() =>
       defineKind({ kind: 'test.misdeclared', queue: 'ops', policy: policy({ maxAttempts: 1, backoff: schedule([1]) }), args: z.object({}), discardReasons: ['gone'], alertingReasons: ['http_4xx'], description: 'x' }),
-    ).toThrow(/alerting reason "http_4xx" is not one of its discard reasons/);
+    ).toThrow(/alerting reason "http_4xx" is not a discard reason/);
   });
 
   it('SupplierInvokeAlertsOnEachOfItsHandlerDiscardReasons', () => {

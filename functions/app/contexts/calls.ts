@@ -12,7 +12,7 @@ import type { SystemHost } from '../host.ts';
  * over its store (no transport: calls only prepares mail jobs), a batch's calendar through `calendars`
  * (functions/app/contexts/calendar-links.ts; a function that creates no batch leaves it out).
  */
-export function buildCalls(host: SystemHost, publisher: () => Publisher, calendars: AppointmentCalendars = noCalendars): CallsDeps {
+export function buildCalls(host: SystemHost, publisher: () => Publisher, calendars?: AppointmentCalendars): CallsDeps {
   if (!host.calls) throw new Error('this host has no calls configuration');
   let mailStore: MailStore | undefined;
   const ports: CallsPorts = {
@@ -33,7 +33,7 @@ export function buildCalls(host: SystemHost, publisher: () => Publisher, calenda
         return { items, jobs };
       },
     },
-    calendars,
+    ...(calendars ? { calendars } : {}),
   };
   return callsDeps({
     store: host.callsStore ?? new CallsStore(host.db, host.tableNames.calls),
@@ -48,7 +48,3 @@ export function buildCalls(host: SystemHost, publisher: () => Publisher, calenda
   });
 }
 
-/** The calendars port of a function that creates no batch (the intake, the calls workers): asking is a wiring error. */
-const noCalendars: AppointmentCalendars = {
-  useForBatch: () => Promise.reject(new Error('this function creates no batch: it has no calendars port (functions/app/contexts/calendar-links.ts)')),
-};
