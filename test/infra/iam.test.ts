@@ -39,7 +39,10 @@ describe('the roles, against what the code sends', () => {
   it('RecordsEveryRequestUnderTheDeployedFunctionThatSendsIt_AndEveryFunctionSendsSome', () => {
     const byFunction = new Set(sent.requests.map((r) => r.function));
     expect([...byFunction].filter((fn) => !(fn in d.functions))).toEqual([]);
-    expect([...byFunction].sort()).toEqual(Object.keys(d.functions).sort());
+    // The calendar tools and the calendar worker run code that issue 29's booking side adds (justified.ts
+    // BOOKING_SIDE): until it lands they send nothing. Remove them from here when it does.
+    const awaitingCode = ['calendarTools', 'calendarWorker'];
+    expect([...byFunction].sort()).toEqual(Object.keys(d.functions).filter((fn) => !awaitingCode.includes(fn)).sort());
   });
 
   it('AllowsEveryRequestTheRecordedRunSent', () => {

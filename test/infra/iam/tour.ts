@@ -258,6 +258,21 @@ async function tour(host: SimHost, driver: Driver, mails: readonly ReceivedMail[
   const registration = { url: host.receivers.url('calls'), eventTypes: ['batch.finalised'] };
   await request('POST', '/v1/ops/tenants/acme/endpoints', registration, [201], { 'idempotency-key': 'tour-operator-endpoint' });
   await request('POST', '/v1/ops/tenants/acme/endpoints', registration, [200], { 'idempotency-key': 'tour-operator-endpoint' });
+  // Calendars (functions/calendar/settings-api.ts): put with credentials (sealed), shown, listed; a batch
+  // booking into one keeps it from being deleted until the batch is gone; as the tenant and as an operator.
+  const calendar = { provider: 'google', timezone: 'Europe/London', bookableHours: { mon: [['09:00', '17:00']] }, credentials: { clientId: 'tour', clientSecret: 'tour-secret', refreshToken: 'tour-refresh' } };
+  await asTenant('PUT', '/v1/calendars/tour', calendar, [200]);
+  await request('PUT', '/v1/ops/tenants/acme/calendars/tour-ops', calendar, [200]);
+  await asTenant('PUT', '/v1/calendars/tour', { ...calendar, credentials: undefined, timezone: 'Europe/Dublin' }, [200]);
+  await asTenant('GET', '/v1/calendars/tour');
+  await asTenant('GET', '/v1/calendars?limit=10');
+  await request('GET', '/v1/ops/tenants/acme/calendars/tour-ops');
+  await request('GET', '/v1/ops/tenants/acme/calendars?limit=10');
+  const booking = (await asTenant('POST', '/v1/batches', { contacts: [{ number: '+14195550100' }], maxAttempts: 1, appointments: { calendarId: 'tour', durationMinutes: 30 } }, [201])).body as { batchId: string };
+  await asTenant('DELETE', '/v1/calendars/tour', undefined, [409]);
+  await asTenant('DELETE', `/v1/batches/${booking.batchId}`, undefined, [200]);
+  await asTenant('DELETE', '/v1/calendars/tour', undefined, [200]);
+  await request('DELETE', '/v1/ops/tenants/acme/calendars/tour-ops', undefined, [200]);
   await request('DELETE', `/v1/tenants/acme/keys/${keyId}`, undefined, [200, 204]);
 
   // Ops: the tables a reader of the runbook uses, a discarded job retried, a probe retried and another cancelled.
