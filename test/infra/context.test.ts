@@ -37,6 +37,7 @@ describe('stack properties from the CDK context', () => {
         discardedRetentionDays: '14',
         intakeRateLimit: '500',
         intakeBurstLimit: 800,
+        toolsRateLimit: '300',
         linksRateLimit: '5',
         apiBurstLimit: '50',
         tenantRateLimit: 40,
@@ -56,6 +57,7 @@ describe('stack properties from the CDK context', () => {
       deletionProtection: false,
       throttling: {
         intake: { rateLimit: 500, burstLimit: 800 },
+        calendarTools: { rateLimit: 300, burstLimit: DEFAULT_THROTTLING.calendarTools.burstLimit },
         publicLinks: { rateLimit: 5, burstLimit: DEFAULT_THROTTLING.publicLinks.burstLimit },
         tenantApi: { rateLimit: 40, burstLimit: DEFAULT_THROTTLING.tenantApi.burstLimit },
         api: { rateLimit: DEFAULT_THROTTLING.api.rateLimit, burstLimit: 50 },
