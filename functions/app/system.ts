@@ -8,6 +8,9 @@ import { opsModule } from '../ops/module.ts';
 import { webhooksModule } from '../webhooks/module.ts';
 import type { QueueName } from './catalog.ts';
 import { apiRoutes } from './routes.ts';
+import { calendarBooking } from './contexts/calendar-booking.ts';
+import type { CalendarBooking } from './contexts/calendar.ts';
+import type { SystemHost } from './host.ts';
 import { Contexts } from './wiring.ts';
 
 /**
@@ -37,6 +40,11 @@ export class System extends Contexts {
     const owner = modules.find((m) => queue in m.queues);
     if (!owner) throw new Error(`no context owns queue ${queue}`);
     return this.handlersOf(owner.name).filter((h) => h.kind.queue === queue);
+  }
+
+  /** The calendar context books here (its settle job runs): the provider and the booking's store. */
+  protected override calendarBooking(): (host: SystemHost) => CalendarBooking {
+    return calendarBooking;
   }
 
   /** Every handler of every context (the rescuer's: their policies price lost attempts, their hooks run on its discards). */

@@ -7,6 +7,7 @@ import type { Publisher } from '../webhooks/publish.ts';
 import type { WebhooksContext } from '../webhooks/context.ts';
 import { calendarBatches, calendarPort } from './contexts/calendar-links.ts';
 import { buildCalendar, calendarEvents } from './contexts/calendar.ts';
+import type { CalendarBooking } from './contexts/calendar.ts';
 import { buildCalls } from './contexts/calls.ts';
 import { buildMail } from './contexts/mail.ts';
 import { buildOps } from './contexts/ops.ts';
@@ -63,7 +64,12 @@ export class Contexts {
 
   /** The calendar context, its ports wired to calls (the batches that name a calendar) and webhooks (appointment events). */
   get calendar(): CalendarDeps {
-    return (this.calendarDeps ??= buildCalendar(this.host, { batches: calendarBatches(this.host), events: calendarEvents(() => this.publisher()) }));
+    return (this.calendarDeps ??= buildCalendar(this.host, { batches: calendarBatches(this.host), events: calendarEvents(() => this.publisher()) }, this.calendarBooking()));
+  }
+
+  /** What builds the calendar provider and the booking's store: none here (the routes need neither); {@link System} gives it. */
+  protected calendarBooking(): ((host: SystemHost) => CalendarBooking) | undefined {
+    return undefined;
   }
 
   /** Closes what the built contexts hold open (the webhooks HTTP client's pooled connections). */

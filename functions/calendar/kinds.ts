@@ -65,8 +65,7 @@ export const supplierInvokeKind = defineKind({
   policy: supplierInvokePolicy,
   // Two calendar requests (a read, a delete) and a token exchange, each within its own timeout, and a few store round trips.
   timeoutSeconds: 40,
-  // One operation today, so its schema alone (its `op` literal names it); a second makes this a discriminated union on `op`.
-  args: settleArgs,
+  args: z.discriminatedUnion('op', [settleArgs]),
   discardReasons: Object.values(SupplierDiscardReason),
   alertingReasons: ALERTING_DISCARD_REASONS,
   description: 'Settles an appointment insert: keeps a booking the route committed, deletes any other insert from the calendar',

@@ -1,28 +1,42 @@
-import { BookingStore } from '../../calendar/booking-store.ts';
+import type { BookingStore } from '../../calendar/booking-store.ts';
 import { CalendarCredentials } from '../../calendar/credentials.ts';
 import type { CalendarDeps, CalendarEventPublisher, CalendarPorts } from '../../calendar/module.ts';
-import { GoogleCalendarProvider } from '../../calendar/google.ts';
+import type { CalendarProvider } from '../../calendar/port.ts';
 import { calendarLoader, CalendarSettingsStore } from '../../calendar/settings-store.ts';
 import type { Publisher } from '../../webhooks/publish.ts';
 import type { SystemHost } from '../host.ts';
 
+/** What only the functions that book (the tools, the settle worker) build: the provider and the booking's store. */
+export interface CalendarBooking {
+  provider: CalendarProvider;
+  bookings: BookingStore;
+}
+
 /**
- * The calendar context over a host, its ports given (functions/app/system.ts wires them to the calls and
- * webhooks contexts; a worker wires what its kinds use). The provider is built here, once per container:
- * its access-token cache lives as long as the container. Its clock is the wall clock (deadlines and token
- * lifetimes are real seconds, never TIME_SCALE's); where the host sets no `calendar` URLs, it talks to Google.
+ * The calendar context over a host, its ports given (functions/app/wiring.ts wires them to the calls and
+ * webhooks contexts; a worker wires what its kinds use). `booking` builds the provider and the booking's
+ * store (./calendar-booking.ts), once, on first use: the functions that serve only the settings routes
+ * (the APIs) pass none and bundle neither; asking one of them for the provider is a wiring error.
  */
-export function buildCalendar(host: SystemHost, ports: CalendarPorts): CalendarDeps {
+export function buildCalendar(host: SystemHost, ports: CalendarPorts, booking?: (host: SystemHost) => CalendarBooking): CalendarDeps {
   const wallClock = host.wallClock ?? host.clock;
   const settings = new CalendarSettingsStore(host.db, host.tableNames.calendar);
   const credentials = host.secretKey ? new CalendarCredentials(host.secretKey, wallClock) : undefined;
-  const { toolsSecret, calendarBaseUrl, tokenUrl } = host.calendar ?? {};
+  let built: CalendarBooking | undefined;
+  const booked = (): CalendarBooking => {
+    if (!booking) throw new Error('this function does not book appointments: it has no calendar provider (functions/app/contexts/calendar-booking.ts)');
+    return (built ??= booking(host));
+  };
   return {
     settings,
     credentials,
     loadCalendar: calendarLoader(settings, credentials),
-    provider: new GoogleCalendarProvider({ clock: wallClock, ...(calendarBaseUrl ? { calendarBaseUrl } : {}), ...(tokenUrl ? { tokenUrl } : {}) }),
-    bookings: new BookingStore(host.db, host.tableNames.calendar),
+    get provider() {
+      return booked().provider;
+    },
+    get bookings() {
+      return booked().bookings;
+    },
     db: host.db,
     table: host.tableNames.calendar,
     jobs: host.jobs.client,
@@ -32,7 +46,7 @@ export function buildCalendar(host: SystemHost, ports: CalendarPorts): CalendarD
     rng: host.rng,
     logger: host.logger,
     metrics: host.metrics,
-    toolsSecret,
+    toolsSecret: host.calendar?.toolsSecret,
   };
 }
 

@@ -9,6 +9,7 @@ import { createApiHandler } from '../../platform/http.ts';
 import { calendarModule } from '../../calendar/module.ts';
 import type { Publisher } from '../../webhooks/publish.ts';
 import { lambdaClientHost, readSecret, withSecretKey } from '../aws.ts';
+import { calendarBooking } from '../contexts/calendar-booking.ts';
 import { buildCalendar, calendarEvents, noBatchLookups } from '../contexts/calendar.ts';
 import { buildPublisher } from '../contexts/publisher.ts';
 
@@ -17,7 +18,7 @@ const { CALL_WEBHOOK_SECRET_ARN } = parseConfig(z.object({ CALL_WEBHOOK_SECRET_A
 const toolsSecret = await readSecret(CALL_WEBHOOK_SECRET_ARN);
 const { host, tracing } = lambdaClientHost('redial-calendar-tools', () => ({ calendar: { toolsSecret } }), withSecretKey);
 let publisher: Publisher | undefined;
-const calendar = buildCalendar(host, { batches: noBatchLookups, events: calendarEvents(() => (publisher ??= buildPublisher(host))) });
+const calendar = buildCalendar(host, { batches: noBatchLookups, events: calendarEvents(() => (publisher ??= buildPublisher(host))) }, calendarBooking);
 
 export const handler = createApiHandler(
   calendarModule.routes(() => calendar).filter((r) => r.auth === 'none'),
