@@ -312,13 +312,13 @@ describe('every deployed function’s bundle loads alone, cold, and is small', (
   // `iam`: what the run needed authorized beside claiming and settling its job (an UpdateItem on the jobs table).
   const workers: { name: string; job: () => Promise<{ id: string; event: unknown }>; ends?: Record<string, unknown>; iam: string[] }[] = [
     { name: 'opsWorker', job: () => jobEvent(probeKind, { failTimes: 0 }), iam: [] },
-    // supplier.invoke has no handler in this bundle until the settle job (functions/calendar/settle-job.ts)
-    // joins the calendar module: the worker discards the job as a kind it does not run (and alerts).
+    // The settle job of an appointment and a calendar that are not there: it reads both (GetItem), and a
+    // calendar gone leaves nothing it could delete with: discarded credentials_refused (an alerting reason).
     {
       name: 'calendarWorker',
       job: () => jobEvent(supplierInvokeKind, { op: 'calendar.settle', tenantId: TENANT, calendarId: 'sales', appointmentId: 'a1', eventId: 'a'.repeat(64), deadline: new Date().toISOString() }),
-      ends: { state: 'discarded', discardReason: 'unknown_kind' },
-      iam: [],
+      ends: { state: 'discarded', discardReason: 'credentials_refused' },
+      iam: ['dynamodb:GetItem table:calendar'],
     },
     { name: 'webhooksWorker', job: () => jobEvent(webhookSweepKind, {}), iam: ['dynamodb:Query table:webhooks/index/byWatch'] },
     {

@@ -7,8 +7,12 @@
  *
  * A grant listed here that no code needs is a grant to remove: the list says where to look.
  */
-/** Why the booking side's grants are not recorded yet: its code lands beside this branch's (issue 29, docs/appointments.md). */
-const BOOKING_SIDE = 'the agent’s calendar tools (functions/calendar/tools-api.ts) and the settle job (settle-job.ts), which issue 29’s booking side adds to the calendar module';
+/**
+ * Why the booking side's grants are not recorded yet (issue 29, docs/appointments.md): the tools' routes
+ * (functions/calendar/tools-api.ts) are not served until their calls ports are wired, and the settle job
+ * (settle-job.ts, the calendar worker's) runs only after a booking, which the tour cannot make before then.
+ */
+const BOOKING_SIDE = 'the agent’s calendar tools (functions/calendar/tools-api.ts, not served until their calls ports are wired) and the settle job (settle-job.ts), which runs after a booking';
 
 export const NOT_RECORDED: Readonly<Record<string, string>> = {
   ...Object.fromEntries(
