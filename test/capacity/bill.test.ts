@@ -35,8 +35,9 @@ const settings: DeployedSettings = {
     deliveries: { batchSize: 10, maxConcurrency: 1000, timeoutSeconds: 60 },
     webhooks: { batchSize: 10, maxConcurrency: 1000, timeoutSeconds: 60 },
     mail: { batchSize: 10, maxConcurrency: 200, timeoutSeconds: 60 },
+    calendar: { batchSize: 10, maxConcurrency: 20, timeoutSeconds: 60 },
   },
-  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, tenantApi: { rateLimit: 100, burstLimit: 200 }, api: { rateLimit: 100, burstLimit: 200 } },
+  throttling: { intake: { rateLimit: 1000, burstLimit: 2000 }, calendarTools: { rateLimit: 200, burstLimit: 400 }, publicLinks: { rateLimit: 10, burstLimit: 20 }, tenantApi: { rateLimit: 100, burstLimit: 200 }, api: { rateLimit: 100, burstLimit: 200 } },
   template: { logGroups: [{ id: 'a', retentionDays: 30 }], alarms: 3, alarmMetrics: 4, dashboards: 1, kmsKeys: 2, secrets: 1, functions: 2 },
 };
 
@@ -112,7 +113,7 @@ describe('the bill beyond requests (issue 28 §1)', () => {
 
   it('PricesIdlePollingPerQueueAndColdStartsFromTheScaleOutAndEnvironmentLifetime', () => {
     const sqs = lineOf(base(), 'sqsIdlePolling');
-    expect(sqs.measured['emptyReceivesPerMonth']).toBe(6 * IDLE_POLLERS_PER_QUEUE * ((30 * 86_400) / LONG_POLL_SECONDS));
+    expect(sqs.measured['emptyReceivesPerMonth']).toBe(Object.keys(settings.queues).length * IDLE_POLLERS_PER_QUEUE * ((30 * 86_400) / LONG_POLL_SECONDS));
     const init = lineOf(base({ lambda: [row({ function: 'intake', memoryMb: 512 })], concurrency: { intake: { average: 10, burst: 90 } } }), 'lambdaInit');
     const coldStarts = 10 * ((30 * 24) / ENVIRONMENT_LIFETIME_HOURS) + 30 * 80;
     expect(init.measured['coldStartsPerMonth']).toBeCloseTo(coldStarts, 9);
