@@ -85,6 +85,9 @@ export const PUBLIC_ROUTES: readonly PublicRoute[] = [
     reason:
       'Call-result intake for the AI call handler, an outside service without AWS credentials: every request must carry a Standard Webhooks signature (HMAC-SHA256 with CALL_WEBHOOK_SECRET, timestamp within 5 minutes), checked before the body is parsed; unsigned requests get 401 and change nothing.',
   },
+  { method: 'POST', path: '/v1/calls/availability', servedBy: 'calendarTools', reason: 'The agent’s calendar tool during a call, sent by the AI call handler (an outside service without AWS credentials): signed as call results are (Standard Webhooks, CALL_WEBHOOK_SECRET, checked before the body is parsed; unsigned → 401, nothing read), and it acts only for a call the intake would still apply (409 otherwise).' },
+  { method: 'POST', path: '/v1/calls/appointments', servedBy: 'calendarTools', reason: 'The agent’s calendar tool during a call, sent by the AI call handler (an outside service without AWS credentials): signed as call results are (Standard Webhooks, CALL_WEBHOOK_SECRET, checked before the body is parsed; unsigned → 401, nothing read), and it acts only for a call the intake would still apply (409 otherwise).' },
+  { method: 'POST', path: '/v1/calls/appointments/cancel', servedBy: 'calendarTools', reason: 'The agent’s calendar tool during a call, sent by the AI call handler (an outside service without AWS credentials): signed as call results are (Standard Webhooks, CALL_WEBHOOK_SECRET, checked before the body is parsed; unsigned → 401, nothing read), and it acts only for a call the intake would still apply (409 otherwise).' },
   {
     method: 'GET',
     path: linkPaths.confirmEmail,

@@ -25,5 +25,5 @@ export const entryReach = {
   'mail-worker.ts': ['platform', 'jobs', 'mail'],
   'ops-worker.ts': ['platform', 'jobs', 'ops'],
   'calendar-worker.ts': ['platform', 'jobs', 'calendar', 'webhooks'],
-  'calendar-tools.ts': ['platform', 'jobs', 'calendar', 'webhooks'],
+  'calendar-tools.ts': ['platform', 'jobs', 'calendar', 'webhooks', 'calls'],
 } as const satisfies Record<string, readonly string[]>;

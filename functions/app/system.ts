@@ -9,6 +9,8 @@ import { webhooksModule } from '../webhooks/module.ts';
 import type { QueueName } from './catalog.ts';
 import { apiRoutes } from './routes.ts';
 import { calendarBooking } from './contexts/calendar-booking.ts';
+import { callToolsPort } from './contexts/calendar-calls.ts';
+import type { CallToolsPort } from '../calendar/ports.ts';
 import type { CalendarBooking } from './contexts/calendar.ts';
 import type { SystemHost } from './host.ts';
 import { Contexts } from './wiring.ts';
@@ -45,6 +47,11 @@ export class System extends Contexts {
   /** The calendar context books here (its settle job runs): the provider and the booking's store. */
   protected override calendarBooking(): (host: SystemHost) => CalendarBooking {
     return calendarBooking;
+  }
+
+  /** The agent's tools are served here (the local host): the calls context answers them. */
+  protected override calendarCalls(): CallToolsPort {
+    return callToolsPort(this.host, this.host.calendar?.toolsSecret);
   }
 
   /** Every handler of every context (the rescuer's: their policies price lost attempts, their hooks run on its discards). */

@@ -1,4 +1,5 @@
 import type { ApiKeyVerifier } from '../platform/tenancy.ts';
+import type { CallToolsPort } from '../calendar/ports.ts';
 import type { CalendarDeps } from '../calendar/deps.ts';
 import type { CallsDeps } from '../calls/deps.ts';
 import type { MailDeps } from '../mail/context.ts';
@@ -64,7 +65,13 @@ export class Contexts {
 
   /** The calendar context, its ports wired to calls (the batches that name a calendar) and webhooks (appointment events). */
   get calendar(): CalendarDeps {
-    return (this.calendarDeps ??= buildCalendar(this.host, { batches: calendarBatches(this.host), events: calendarEvents(() => this.publisher()) }, this.calendarBooking()));
+    const calls = this.calendarCalls();
+    return (this.calendarDeps ??= buildCalendar(this.host, { batches: calendarBatches(this.host), events: calendarEvents(() => this.publisher()), ...(calls ? { calls } : {}) }, this.calendarBooking()));
+  }
+
+  /** What the agent's tools ask of the calls context: none here (the API functions serve no tool); {@link System} gives it. */
+  protected calendarCalls(): CallToolsPort | undefined {
+    return undefined;
   }
 
   /** What builds the calendar provider and the booking's store: none here (the routes need neither); {@link System} gives it. */

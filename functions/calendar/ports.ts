@@ -1,4 +1,5 @@
 import type { PreparedJob, TransactItem } from '../jobs/index.ts';
+import type { BatchBookingReader, CallSignatureCheck, LivenessPort } from './booking-deps.ts';
 
 /**
  * What the calendar context asks of the rest of redial, as interfaces it owns; the composition root
@@ -9,6 +10,19 @@ export interface CalendarPorts {
   batches: CalendarBatches;
   /** Appointment events for tenants' endpoints (the webhooks context's publisher). */
   events: CalendarEventPublisher;
+  /**
+   * What the agent's tools ask of the calls context: the call's liveness, its batch's booking settings and
+   * the contact's zone, the call handler's signature. Only the functions serving the tools have it (the
+   * calendarTools function, the local host); the tool routes answer 503 where it is absent.
+   */
+  calls?: CallToolsPort;
+}
+
+/** The calls context's answers to the agent's tools (booking-deps.ts). */
+export interface CallToolsPort {
+  liveness: LivenessPort;
+  batchBooking: BatchBookingReader;
+  verifySignature: CallSignatureCheck;
 }
 
 /** What the calendar context needs to know of batches. */
