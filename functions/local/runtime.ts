@@ -182,10 +182,6 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     stops.push(() => clients.dynamo.destroy());
     const metrics = new MemoryMetrics();
     const rng = options.rng ?? systemRng();
-    // The placer needs the intake's URL before the server starts: pick the port first.
-    const port = options.port || (await freePort());
-    // Where outside parties reach this runtime: the call placer's callbackUrl and the links in mails.
-    const publicBaseUrl = (options.mail?.publicBaseUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
     const webhookSecret = options.calls?.webhookSecret ?? DEV_WEBHOOK_SECRET;
     let simulator: CallPlacerSimulator | undefined;
     if (!options.calls?.placerUrl) {
@@ -204,6 +200,11 @@ export async function startLocalRuntime(options: LocalOptions): Promise<LocalRun
     // Its clock is the wall clock: access tokens and request deadlines are real seconds, whatever TIME_SCALE does.
     const calendarSimulator = await CalendarSimulator.start({ clock: systemClock });
     stops.push(() => calendarSimulator.close());
+    // The placer needs the intake's URL before the server starts: pick the port first — after the simulators
+    // have bound theirs (port 0), so that none of them can be handed the port picked here before the API binds it.
+    const port = options.port || (await freePort());
+    // Where outside parties reach this runtime: the call placer's callbackUrl and the links in mails.
+    const publicBaseUrl = (options.mail?.publicBaseUrl ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
     const calls: CallsConfig = {
       ...callsDefaults,
       placerUrl: options.calls?.placerUrl ?? simulator!.url,
