@@ -5,6 +5,8 @@ import type { Rng } from '../platform/rng.ts';
 import type { BookingStore } from './booking-store.ts';
 import type { CalendarAccess, CalendarProvider } from './port.ts';
 import type { AppointmentsSettings, StoredCalendar } from './schemas.ts';
+import { CalendarEvent } from './ports.ts';
+import type { CalendarEventPublisher } from './ports.ts';
 
 /**
  * What the booking side of the calendar context (the agent's tools, tools-api.ts, and the settle job,
@@ -56,20 +58,11 @@ export type CalendarLoader = (tenantId: string, calendarId: string) => Promise<{
  */
 export type CallSignatureCheck = (headers: Record<string, string | undefined>, rawBody: string, nowMs: number) => { ok: true } | { ok: false; reason: 'refused' | 'not_configured'; message: string };
 
-/** The events the booking announces, committed with the change they announce. */
-export const BookingEvent = {
-  booked: 'appointment.booked',
-  cancelled: 'appointment.cancelled',
-} as const;
-export type BookingEventType = (typeof BookingEvent)[keyof typeof BookingEvent];
+/** The events the booking announces, committed with the change they announce (ports.ts `CalendarEvent`). */
+export const BookingEvent = { booked: CalendarEvent.appointmentBooked, cancelled: CalendarEvent.appointmentCancelled } as const;
 
-/**
- * Publishes an event in the caller's transaction (as calls/ports.ts `EventPublisher`): `items` join it;
- * `afterCommit` once it committed, `abandon` if it did not. Neither throws.
- */
-export interface BookingEvents {
-  prepare(input: { tenantId: string; type: BookingEventType; data: Record<string, unknown> }, now: number): Promise<{ eventId: string; items: TransactItem[]; afterCommit(): Promise<void>; abandon(): Promise<void> }>;
-}
+/** Publishes an event in the caller's transaction: the context's port (ports.ts `CalendarEventPublisher`). */
+export type BookingEvents = Pick<CalendarEventPublisher, 'prepare'>;
 
 /** The booking side's dependencies. */
 export interface BookingDeps {

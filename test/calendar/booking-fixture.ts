@@ -32,6 +32,7 @@ import type { KeptEventRow } from '../../functions/webhooks/kept-events.ts';
 import { TEST_SECRET } from '../support/calls.ts';
 import { dynamoEndpoint } from '../support/dynamo.ts';
 import { jobsFixture } from '../support/jobs.ts';
+import { calendarEvents } from '../../functions/app/contexts/calendar.ts';
 
 /** Monday 2 March 2026, 08:00 in New York (13:00 UTC): the calendar opens at 09:00 there. */
 export const MONDAY_8AM_NY = Date.parse('2026-03-02T13:00:00Z');
@@ -158,12 +159,7 @@ export async function bookingFixture(options: BookingFixtureOptions = {}) {
       }
     },
     jobs: fx.jobs.client,
-    events: {
-      prepare: async (input, now) => {
-        const published = await publisher.prepare(input, now);
-        return { eventId: published.event.id, items: published.items, afterCommit: () => published.afterCommit(), abandon: () => published.abandon() };
-      },
-    },
+    events: calendarEvents(() => publisher),
     clock,
     wallClock: systemClock,
     rng: fx.rng,
