@@ -45,7 +45,11 @@ describe('the demo pauses its batch once and suppresses one number', () => {
     });
     expect(await controlStep({}, step({}))).toBeUndefined();
     expect(await controlStep({}, step({ batch: { status: 'Finalised', pausedAt: null, pausedFrom: null, round: 3, maxAttempts: 3 } }))).toBeUndefined();
-    const paused: ControlState = { pause: { pausedAt: 'p', realAt: 10_000, pausedFrom: 'InProgress', dialsAtPause: 1 } };
+    // Paused, its number suppressed (the demo suppresses while the batch is paused): the resume waits for the pause's length.
+    const paused: ControlState = {
+      pause: { pausedAt: 'p', realAt: 10_000, pausedFrom: 'InProgress', dialsAtPause: 1 },
+      suppression: { number: contact(1, 'Queued', 0).contactNumber, externalId: null, at: 's', statusThen: 'Queued', dialsThen: 0 },
+    };
     expect(await controlStep(paused, step({ nowRealMs: 10_000 + PAUSE_JOB_MS * 0.01 - 1 }))).toBeUndefined();
   });
 });
