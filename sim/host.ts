@@ -37,6 +37,7 @@ import type { Plan } from './plan.ts';
 import { Activity, Scopes } from './scope.ts';
 import type { Invocation, RunScope } from './scope.ts';
 import { SimReceivers } from './world/endpoints.ts';
+import { SimCalendar } from './world/calendar-agent.ts';
 import { CallLedger } from './world/ledger.ts';
 import { AppliedWrites } from './world/writes.ts';
 import { SimPlacer } from './world/placer.ts';
@@ -111,6 +112,8 @@ export interface SimHost {
   writes: AppliedWrites;
   receivers: SimReceivers;
   smtp: SimSmtp;
+  /** The built-in calendar and the agent's calendar tools, in a plan with calendars (sim/calendar-plan.ts). */
+  calendar: SimCalendar | undefined;
   activity: Activity;
   /** Clients without faults, for the invariants to read the tables with. */
   observer: { clients: AwsClients; tableNames: TableNames };
@@ -311,8 +314,13 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       if (service === 'DynamoDB' && operation === 'TransactWriteItems') ledger.applied(input);
       if (service === 'DynamoDB') writes.applied(operation, input);
     });
+    const calendar = plan.campaign.tenants.some((t) => t.calendars?.length)
+      ? await SimCalendar.start({ clock, activity, faults, planFaults: plan.faults, seed: plan.seed, secret: SIM_WEBHOOK_SECRET })
+      : undefined;
+    if (calendar) stops.push(() => calendar.close());
     const placer = new SimPlacer({
       onAccepted: (callId, batchId) => ledger.accepted(callId, batchId),
+      ...(calendar ? { duringCall: (call) => calendar.duringCall(call) } : {}),
       clock,
       activity,
       scopes,
@@ -387,6 +395,8 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
           ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}),
           ...(alterations.webhookOptions ? alterations.webhookOptions({ requestTimeoutMs, speed: clock.speed }) : {}),
         },
+        // The provider talks to the built-in calendar; the tools are signed with the intake's secret.
+        ...(calendar ? { calendar: calendar.config() } : {}),
         // Signatures are stamped and checked with the wall clock, as the AI handler and receivers do.
         wallClock: systemClock,
         ...(alterations.callsStore ? { callsStore: alterations.callsStore(clients.dynamo, tableNames) } : {}),
@@ -464,6 +474,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       writes,
       receivers,
       smtp,
+      calendar,
       activity,
       observer: { clients: observer, tableNames },
       strandedWithinMs: leaseTerms(requestTimeoutMs, clock.speed).leaseMs + SWEEP_EVERY_SECONDS * 1000 + RESCUER_PERIOD_MS,

@@ -71,7 +71,7 @@ const STOPPED_FAR_OFF_MS = 3_600_000;
  * next timer is a while away (a system at work takes small steps), to spare the queries.
  */
 export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'lists' | 'rest'> {
-  if (!driver.idle || host.placer.pendingResults() > 0) return 'busy';
+  if (!driver.idle || host.placer.pendingResults() > 0 || host.calendar?.busy) return 'busy';
   const next = host.clock.nextTimerAt();
   if (next !== undefined && next - host.clock.now() < 30_000) return 'busy';
   // A Scan on the observer's unrecorded client (the job layer keeps no index by state: its byCheck index
@@ -139,6 +139,7 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
   let steps = 0;
   try {
     const driver = new Driver(host, plan.campaign);
+    host.calendar?.attach(host.url, (batchId) => driver.batchPlanOf(batchId));
     driver.start();
     const horizon = SIM_START + (options.horizonMs ?? 3 * 86400_000);
     // Since when only deliveries waiting in lists are left: past strandedWithinMs, nothing will send them.

@@ -228,6 +228,8 @@ export class CalendarSimulator {
       path: `${url.pathname}${url.search}`,
       ...(route?.calendarId !== undefined ? { calendarId: route.calendarId } : {}),
       ...(route?.eventId !== undefined ? { eventId: route.eventId } : {}),
+      // An insert names its event in the body: logged, so a re-sent insert shows as its id twice.
+      ...(route?.op === 'insert' ? insertedId(body) : {}),
       applied: false,
       status: 'none',
     };
@@ -526,4 +528,10 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The event id an insert's body names, if it names one. */
+function insertedId(body: string): { eventId?: string } {
+  const id = (parseJson(body) as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' ? { eventId: id } : {};
 }
