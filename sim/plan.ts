@@ -62,6 +62,8 @@ export interface BatchPlan {
    * `calls.import` job) instead of a JSON body; `contacts` is then empty (the file's rows: sim/world/import-file.ts).
    */
   import?: ImportPlan;
+  /** Its agent books into a calendar of its tenant's during calls (drawn apart: sim/calendar-plan.ts). */
+  appointments?: { calendarId: string; durationMinutes: number; bufferMinutes: number; maxDaysAhead: number };
 }
 
 /**
@@ -86,8 +88,6 @@ export interface ImportPlan {
   deleteAfterEndMs?: number;
   /** The tenant deletes the batch this long after the import was accepted, whether it ended or not. */
   deleteAfterStartMs?: number;
-  /** Its agent books into a calendar of its tenant's during calls (drawn apart: sim/calendar-plan.ts). */
-  appointments?: { calendarId: string; durationMinutes: number; bufferMinutes: number; maxDaysAhead: number };
 }
 
 /** A number the tenant puts on its suppression list (PUT /v1/suppressions/{number}) at `atMs`. */
