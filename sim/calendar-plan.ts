@@ -12,9 +12,13 @@ import type { Campaign, Fault } from './plan.ts';
  * The calendar faults aim at the calendar request a tool route sends (the nth freeBusy, insert or delete):
  * a timeout after the request was applied, a 5xx before or after it, a slow answer (inside the route's
  * 2.5 s budget, or after it: an insert that lands once the route gave up), a lost response. A crash between
- * the insert and the commit is `crash.betweenWrites` aimed at the booking route: its hold transaction is a
- * write, the insert is no AWS request, and the Booked (or Failed) commit is the next write.
+ * the insert and the commit is `crash.afterSideEffect` aimed at the booking route: the world marks the
+ * route's run when its insert reaches the calendar (scope.ts `routeSideEffect`), and the run dies at its next
+ * AWS request, the first of its Booked (or Failed) commit.
  */
+
+/** The booking tool's route: a crash after its insert reached the calendar, before the commit, aims at it. */
+export const BOOK_ROUTE = 'POST /v1/calls/appointments';
 
 /** The share of plans with calendars. */
 export const CALENDAR_PLAN_SHARE = 0.3;
@@ -67,7 +71,7 @@ export function drawCalendars(seed: number, campaign: Campaign, firstId: number)
         faults.push({ id, kind: 'calendar.lostResponse', op, nth });
         break;
       case 'crash':
-        faults.push({ id, kind: 'crash.betweenWrites', target: { where: 'api', name: 'POST /v1/calls/appointments' }, nth });
+        faults.push({ id, kind: 'crash.afterSideEffect', target: { where: 'api', name: BOOK_ROUTE }, nth });
         break;
     }
   }

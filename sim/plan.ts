@@ -64,6 +64,8 @@ export interface BatchPlan {
   import?: ImportPlan;
   /** Its agent books into a calendar of its tenant's during calls (drawn apart: sim/calendar-plan.ts). */
   appointments?: { calendarId: string; durationMinutes: number; bufferMinutes: number; maxDaysAhead: number };
+  /** The agent, in a targeted plan (sim/bugs-calendar.ts): talks on every call and books tomorrow's first slot. @default drawn per call */
+  agent?: 'books-target';
 }
 
 /**

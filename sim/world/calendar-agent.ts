@@ -1,12 +1,13 @@
 import { signCallWebhook } from '../../functions/calls/signature.ts';
 import { CalendarSimulator } from '../../functions/calendar/local/simulator.ts';
-import type { Fault as CalendarFault, SimulatedOp } from '../../functions/calendar/local/simulator.ts';
+import type { Fault as CalendarFault, SimulatedOp, SimulatedRequest } from '../../functions/calendar/local/simulator.ts';
 import { systemClock } from '../../functions/platform/clock.ts';
 import type { SimClock } from '../clock.ts';
 import type { FaultInjector } from '../faults.ts';
 import { hashDraw } from '../plan.ts';
 import type { BatchPlan, Fault } from '../plan.ts';
-import type { Activity } from '../scope.ts';
+import type { Activity, Scopes } from '../scope.ts';
+import { BOOK_ROUTE } from '../calendar-plan.ts';
 import type { PlacedCall } from './placer.ts';
 
 /**
@@ -66,6 +67,7 @@ const MAX_SENDS = 2;
 export interface SimCalendarOptions {
   clock: SimClock;
   activity: Activity;
+  scopes: Scopes;
   faults: FaultInjector;
   planFaults: readonly Fault[];
   seed: number;
@@ -95,7 +97,12 @@ export class SimCalendar {
    * the provider's deadlines are real seconds (the provider caches tokens on the wall clock too).
    */
   static async start(options: SimCalendarOptions): Promise<SimCalendar> {
-    return new SimCalendar(options, await CalendarSimulator.start({ clock: systemClock }));
+    // An insert that reaches the calendar is the booking route's side effect: a crash.afterSideEffect aimed
+    // at the route kills it at its next request, between the insert and its commit.
+    const onRequest = (request: SimulatedRequest) => {
+      if (request.op === 'insert') options.scopes.routeSideEffect(BOOK_ROUTE);
+    };
+    return new SimCalendar(options, await CalendarSimulator.start({ clock: systemClock, onRequest }));
   }
 
   /** Where the provider sends its requests, and the tools' secret (functions/calendar/deps.ts `CalendarConfig`). */
@@ -126,7 +133,9 @@ export class SimCalendar {
   duringCall(call: PlacedCall): void {
     const plan = this.api?.batchPlanOf(call.batchId);
     if (!plan?.appointments || this.closed) return;
-    const draw = (what: string) => hashDraw(this.options.seed * 67 + 29, `${call.callId}:${what}`);
+    const drawn = (what: string) => hashDraw(this.options.seed * 67 + 29, `${call.callId}:${what}`);
+    // A targeted plan's agent talks on every call, books the target slot and cancels nothing.
+    const draw = plan.agent === 'books-target' ? (what: string) => (what === 'cancel' ? 1 : 0) : drawn;
     if (draw('talks') >= 0.7) return;
     this.open++;
     this.options.clock.setTimer(

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AppointmentRow } from '../../functions/calendar/booking-store.ts';
 import { cellSortKey, holdCells, holdPartition } from '../../functions/calendar/holds.ts';
 import type { SimulatedEvent, SimulatedRequest } from '../../functions/calendar/local/simulator.ts';
-import { drawCalendars } from '../../sim/calendar-plan.ts';
+import { BOOK_ROUTE, drawCalendars } from '../../sim/calendar-plan.ts';
 import type { CalendarObserved } from '../../sim/invariants-calendar.ts';
 import { keptExactly, oneHolderPerCell, sentOnce, toolsExpectedAnswers } from '../../sim/invariants-calendar.ts';
 import { drawPlan } from '../../sim/plan.ts';
@@ -193,8 +193,8 @@ describe('calendars in plans', () => {
       const booking = plan.campaign.tenants.flatMap((t) => t.batches.filter((b) => b.appointments));
       for (const b of booking) expect(plan.campaign.tenants.some((t) => t.calendars?.includes(b.appointments!.calendarId) && t.batches.includes(b))).toBe(true);
       // Calendar faults come last, numbered after the others: `--only` of an older plan's ids keeps its faults.
-      const first = plan.faults.findIndex((f) => f.kind.startsWith('calendar.') || ('target' in f && f.target.name === 'POST /v1/calls/appointments'));
-      if (first >= 0) expect(plan.faults.slice(first).every((f) => f.kind.startsWith('calendar.') || ('target' in f && f.target.name === 'POST /v1/calls/appointments'))).toBe(true);
+      const first = plan.faults.findIndex((f) => f.kind.startsWith('calendar.') || ('target' in f && f.target.name === BOOK_ROUTE));
+      if (first >= 0) expect(plan.faults.slice(first).every((f) => f.kind.startsWith('calendar.') || ('target' in f && f.target.name === BOOK_ROUTE))).toBe(true);
     }
     // The same seed, drawn again with its calendar draw alone: the same calendars and faults.
     const seed = withCalendars[0]!.seed;

@@ -91,6 +91,8 @@ export interface SimulatorOptions {
   tokenLifetimeSeconds?: number;
   /** Port on 127.0.0.1. @default any free port */
   port?: number;
+  /** Told of each request as it is logged, before it is answered (the fault simulation marks the route that sent it). */
+  onRequest?: (request: SimulatedRequest) => void;
 }
 
 const CALENDAR_PREFIX = '/calendar/v3';
@@ -234,6 +236,7 @@ export class CalendarSimulator {
       status: 'none',
     };
     this.requests.push(entry);
+    this.options.onRequest?.(entry);
     if (!route) {
       this.answer(res, entry, 404, googleError(404, 'notFound', 'Not Found'));
       return;
