@@ -185,6 +185,8 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       deletedDiscards: observed.jobs.filter((j) => j.state === 'discarded' && j.discardReason === 'endpoint_deleted').length,
       recoveries: driver.recoveries.length,
       recovered: host.writes.recovered.size,
+      // The agent's calendar tools (sim/world/calendar-agent.ts): what it asked, and what came of it.
+      ...calendarStats(host.calendar),
     };
     return {
       seed: plan.seed,
@@ -204,6 +206,20 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
   } finally {
     await timed('stop', () => host.stop());
   }
+}
+
+/** The calendar tools' requests and answers, for the run's summary (zero without calendars). */
+function calendarStats(calendar: SimHost['calendar']): Record<string, number> {
+  const tools = calendar?.tools ?? [];
+  const last = (t: (typeof tools)[number]) => t.statuses.at(-1);
+  return {
+    toolRequests: tools.length,
+    booked: tools.filter((t) => t.tool === 'book' && last(t) === 201).length,
+    slotsTaken: tools.filter((t) => t.error === 'slot_taken').length,
+    calendarUnavailable: tools.filter((t) => t.statuses.includes(503)).length,
+    cancelled: tools.filter((t) => t.tool === 'cancel' && (last(t) === 204 || last(t) === 202)).length,
+    notLive: tools.filter((t) => t.error === 'call_not_live').length,
+  };
 }
 
 const endpointRows = (o: { webhooks: Record<string, unknown>[] }) => o.webhooks.filter((i) => i['sk'] === 'ENDPOINT');
