@@ -1,6 +1,8 @@
 import { mailPolicy } from '../functions/mail/kinds.ts';
 import { compliancePlan, drawPlan, importPlan, lostAttemptsPlan, withFaults } from './plan.ts';
 import type { CompliancePlanName, Plan } from './plan.ts';
+import { calendarPlan } from './bugs-calendar.ts';
+import type { CalendarPlanName } from './bugs-calendar.ts';
 
 /**
  * Where each planted bug (sim/bugs.ts) is caught: the plans that reported it, and the invariants that
@@ -40,6 +42,9 @@ export const STRANDED_LEASE_PLAN: ProofPlan = { label: 'seed 97, fault 9 only', 
 /** An import of 1,050 contacts (3 pages, one a run) whose job's first page transaction answer is lost (sim/plan.ts importPlan). */
 export const IMPORT_PLAN: ProofPlan = { label: 'the import plan (a lost answer of the first page transaction)', plan: () => importPlan() };
 
+/** A targeted plan for a calendar bug (sim/bugs-calendar.ts calendarPlan): one tenant, one calendar, agents that book. */
+const calendarTargeted = (name: CalendarPlanName): ProofPlan => ({ label: `the calendar ${name} plan`, plan: () => calendarPlan(name) });
+
 /** A targeted plan for a control or compliance bug (sim/plan.ts compliancePlan): a campaign the rule decides, no faults. */
 const targeted = (name: CompliancePlanName): ProofPlan => ({ label: `the ${name} plan`, plan: () => compliancePlan(name) });
 
@@ -76,6 +81,10 @@ export const bugProofs: readonly BugProof[] = [
   { bug: 'start-job-ignores-start-at', caughtBy: ['control.no-early-start'], plans: [targeted('start')] },
   // Issue 26's import: the targeted plan (a lost answer of the import job's first page transaction).
   { bug: 'import-cursor-before-page', caughtBy: ['imports.exact'], plans: [IMPORT_PLAN] },
+  // Issue 29's booking: each on a targeted plan of one tenant and one calendar (sim/bugs-calendar.ts calendarPlan).
+  { bug: 'hold-ignores-cells', caughtBy: ['calendar.one-holder-per-cell'], plans: [calendarTargeted('race')] },
+  { bug: 'settle-keeps-pending', caughtBy: ['calendar.kept-exactly'], plans: [calendarTargeted('crash')] },
+  { bug: 'insert-resent-on-unknown', caughtBy: ['calendar.sent-once'], plans: [calendarTargeted('lost-insert')] },
 ];
 
 export function proofOf(bug: string): BugProof {

@@ -16,6 +16,7 @@ import type { MetricsSink } from '../functions/platform/metrics.ts';
 import type { Alterations } from './host.ts';
 import { RESCUE_AFTER_MS } from './host.ts';
 import { checkKey } from '../functions/jobs/row.ts';
+import { calendarBugs } from './bugs-calendar.ts';
 
 /**
  * Plausible bugs, put back through the host's seams (test/sim/bugs.test.ts shows the simulator finds
@@ -389,6 +390,8 @@ export const bugs: readonly Bug[] = [
     description: 'the mail transport sends a message again on its own when a send fails',
     alterations: { mailTransport: retryingMail },
   },
+  // Issue 29's booking: one per calendar invariant (sim/bugs-calendar.ts).
+  ...calendarBugs,
 ];
 
 export const bugNamed = (name: string): Bug | undefined => bugs.find((b) => b.name === name);

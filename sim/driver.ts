@@ -1,5 +1,6 @@
 import type { SimHost } from './host.ts';
 import { SIM_START } from './host.ts';
+import { SIM_BOOKABLE_HOURS, SIM_CALENDAR_ZONE } from './calendar-plan.ts';
 import type { Campaign, EndpointAction, EndpointPlan } from './plan.ts';
 import type { ReceivedMail } from './world/smtp.ts';
 import type { Rotation } from './world/endpoints.ts';
@@ -139,6 +140,16 @@ export class Driver {
     const issued = await this.request(`key ${tenant.id}`, 'POST', `/v1/tenants/${tenant.id}/keys`);
     const key = (issued.body as { key?: string } | undefined)?.key;
     if (key) this.keys.set(tenant.id, key);
+    // Its calendars in the built-in calendar (sim/calendar-plan.ts), before any batch names one.
+    for (const calendarId of tenant.calendars ?? []) {
+      await this.request(
+        `calendar ${calendarId}`,
+        'PUT',
+        `/v1/calendars/${calendarId}`,
+        { provider: 'google', credentials: { clientId: `sim-${tenant.id}`, clientSecret: 'sim-secret', refreshToken: `sim-refresh-${tenant.id}` }, timezone: SIM_CALENDAR_ZONE, bookableHours: SIM_BOOKABLE_HOURS },
+        this.as(tenant.id),
+      );
+    }
     for (const endpoint of tenant.endpoints) {
       const response = await this.request(
         `endpoint ${endpoint.name}`,
@@ -163,6 +174,7 @@ export class Driver {
         retry: batch.retry,
         ...(batch.callingWindow ? { callingWindow: batch.callingWindow } : {}),
         ...(batch.startAtMs !== undefined ? { startAt: new Date(SIM_START + batch.startAtMs).toISOString() } : {}),
+        ...(batch.appointments ? { appointments: batch.appointments } : {}),
       },
       { 'idempotency-key': key, ...this.as(tenantId) },
     );

@@ -7,6 +7,8 @@ import type { SQSRecord } from 'aws-lambda';
 import { allKinds, httpFunctionsByRoute, tables } from '../functions/app/system.ts';
 import type { TableNames } from '../functions/app/system.ts';
 import { callsDefaults } from '../functions/calls/config.ts';
+import type { BookingStore } from '../functions/calendar/booking-store.ts';
+import type { CalendarProvider } from '../functions/calendar/port.ts';
 import type { CallsStore } from '../functions/calls/store.ts';
 import { createLocalHost } from '../functions/local/host.ts';
 import type { LocalHost } from '../functions/local/host.ts';
@@ -37,6 +39,7 @@ import type { Plan } from './plan.ts';
 import { Activity, Scopes } from './scope.ts';
 import type { Invocation, RunScope } from './scope.ts';
 import { SimReceivers } from './world/endpoints.ts';
+import { SimCalendar } from './world/calendar-agent.ts';
 import { CallLedger } from './world/ledger.ts';
 import { AppliedWrites } from './world/writes.ts';
 import { SimPlacer } from './world/placer.ts';
@@ -83,6 +86,10 @@ export interface Alterations {
   webhookStore?: (db: DynamoDBDocumentClient, tableNames: TableNames) => WebhookStore;
   /** Webhook options that differ from the simulation's (their request timeout, the lease's terms). */
   webhookOptions?: (defaults: { requestTimeoutMs: number; speed: number }) => Partial<WebhookOptions>;
+  /** The booking's store (built over the host's client and the `calendar` table): the tools' and the settle job's. */
+  bookingStore?: (db: DynamoDBDocumentClient, table: string) => BookingStore;
+  /** The calendar provider the booking sends with (wrapped around the one over the built-in calendar). */
+  calendarProvider?: (inner: CalendarProvider) => CalendarProvider;
 }
 
 export interface SimHostOptions {
@@ -111,6 +118,8 @@ export interface SimHost {
   writes: AppliedWrites;
   receivers: SimReceivers;
   smtp: SimSmtp;
+  /** The built-in calendar and the agent's calendar tools, in a plan with calendars (sim/calendar-plan.ts). */
+  calendar: SimCalendar | undefined;
   activity: Activity;
   /** Clients without faults, for the invariants to read the tables with. */
   observer: { clients: AwsClients; tableNames: TableNames };
@@ -311,8 +320,13 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       if (service === 'DynamoDB' && operation === 'TransactWriteItems') ledger.applied(input);
       if (service === 'DynamoDB') writes.applied(operation, input);
     });
+    const calendar = plan.campaign.tenants.some((t) => t.calendars?.length)
+      ? await SimCalendar.start({ clock, activity, scopes, faults, planFaults: plan.faults, seed: plan.seed, secret: SIM_WEBHOOK_SECRET })
+      : undefined;
+    if (calendar) stops.push(() => calendar.close());
     const placer = new SimPlacer({
       onAccepted: (callId, batchId) => ledger.accepted(callId, batchId),
+      ...(calendar ? { duringCall: (call) => calendar.duringCall(call) } : {}),
       clock,
       activity,
       scopes,
@@ -387,6 +401,16 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
           ...(alterations.webhookHttp ? { wrapHttp: alterations.webhookHttp } : {}),
           ...(alterations.webhookOptions ? alterations.webhookOptions({ requestTimeoutMs, speed: clock.speed }) : {}),
         },
+        // The provider talks to the built-in calendar; the tools are signed with the intake's secret.
+        ...(calendar
+          ? {
+              calendar: {
+                ...calendar.config(),
+                ...(alterations.bookingStore ? { bookingStore: alterations.bookingStore } : {}),
+                ...(alterations.calendarProvider ? { wrapProvider: alterations.calendarProvider } : {}),
+              },
+            }
+          : {}),
         // Signatures are stamped and checked with the wall clock, as the AI handler and receivers do.
         wallClock: systemClock,
         ...(alterations.callsStore ? { callsStore: alterations.callsStore(clients.dynamo, tableNames) } : {}),
@@ -464,6 +488,7 @@ export async function startSimHost(options: SimHostOptions): Promise<SimHost> {
       writes,
       receivers,
       smtp,
+      calendar,
       activity,
       observer: { clients: observer, tableNames },
       strandedWithinMs: leaseTerms(requestTimeoutMs, clock.speed).leaseMs + SWEEP_EVERY_SECONDS * 1000 + RESCUER_PERIOD_MS,

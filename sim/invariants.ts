@@ -28,6 +28,7 @@ import type { RecoveryRow } from '../functions/webhooks/recover.ts';
 import { batchIdForKey } from '../functions/calls/idempotency.ts';
 import { importFile } from './world/import-file.ts';
 import type { ExpectedContact } from './world/import-file.ts';
+import { calendarInvariants } from './invariants-calendar.ts';
 
 /**
  * The invariants: what must hold after any plan, each a named check with a message that says which
@@ -50,6 +51,8 @@ export interface Observed {
   calls: Record<string, unknown>[];
   webhooks: Record<string, unknown>[];
   mail: Record<string, unknown>[];
+  /** The `calendar` table's items, in a plan with calendars (else none). */
+  calendar: Record<string, unknown>[];
 }
 
 async function scanAll(db: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
@@ -61,13 +64,16 @@ async function scanAll(db: DynamoDBDocumentClient, table: string): Promise<Recor
 /** Reads every table. */
 export async function observe(host: SimHost, settled: boolean): Promise<Observed> {
   const { clients, tableNames } = host.observer;
-  const [jobs, calls, webhooks, mail] = await Promise.all([
+  // A delayed calendar request lands before the calendar is read (sim/world/calendar-agent.ts).
+  await host.calendar?.simulator.idle();
+  const [jobs, calls, webhooks, mail, calendar] = await Promise.all([
     scanAll(clients.dynamo, tableNames.jobs),
     scanAll(clients.dynamo, tableNames.calls),
     scanAll(clients.dynamo, tableNames.webhooks),
     scanAll(clients.dynamo, tableNames.mail),
+    host.calendar ? scanAll(clients.dynamo, tableNames.calendar) : Promise.resolve([]),
   ]);
-  return { now: host.clock.now(), settled, jobs: jobs.filter((j) => 'state' in j) as unknown as JobRow[], calls, webhooks, mail };
+  return { now: host.clock.now(), settled, jobs: jobs.filter((j) => 'state' in j) as unknown as JobRow[], calls, webhooks, mail, calendar };
 }
 
 type Check = (o: Observed, host: SimHost, driver: Driver) => Violation[];
@@ -1034,7 +1040,12 @@ export const invariants: Readonly<Record<string, Check>> = {
   'imports.exact': importsExact,
 };
 
-/** Runs every check. */
+/** Runs every check (the calendar's too: sim/invariants-calendar.ts). */
 export function check(o: Observed, host: SimHost, driver: Driver): Violation[] {
-  return Object.values(invariants).flatMap((c) => c(o, host, driver));
+  const calendar = host.calendar
+    ? Object.values(calendarInvariants).flatMap((c) =>
+        c({ now: o.now, settled: o.settled, items: o.calendar, events: host.calendar!.simulator.allEvents(), requests: host.calendar!.simulator.requests, tools: host.calendar!.tools }),
+      )
+    : [];
+  return [...Object.values(invariants).flatMap((c) => c(o, host, driver)), ...calendar];
 }

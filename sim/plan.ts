@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { seededRng } from '../functions/platform/rng.ts';
 import type { Rng } from '../functions/platform/rng.ts';
+import { drawCalendars } from './calendar-plan.ts';
 
 /**
  * A seed's plan: the campaign it runs (tenants, batches, endpoints, mail) and the faults it injects, both
@@ -61,6 +62,10 @@ export interface BatchPlan {
    * `calls.import` job) instead of a JSON body; `contacts` is then empty (the file's rows: sim/world/import-file.ts).
    */
   import?: ImportPlan;
+  /** Its agent books into a calendar of its tenant's during calls (drawn apart: sim/calendar-plan.ts). */
+  appointments?: { calendarId: string; durationMinutes: number; bufferMinutes: number; maxDaysAhead: number };
+  /** The agent, in a targeted plan (sim/bugs-calendar.ts): talks on every call and books tomorrow's first slot. @default drawn per call */
+  agent?: 'books-target';
 }
 
 /**
@@ -105,6 +110,8 @@ export interface TenantPlan {
   maxCallsPerNumberPer24h?: number;
   /** Numbers it suppresses while its batches run. */
   suppressions?: SuppressionPlan[];
+  /** Calendars it puts (PUT /v1/calendars/{id}) in the built-in calendar before its batches (sim/calendar-plan.ts). */
+  calendars?: string[];
 }
 
 export interface Campaign {
@@ -155,6 +162,16 @@ export const FaultKind = {
   smtpTransient: 'smtp.transient',
   smtpReject: 'smtp.reject',
   smtpDropAfterData: 'smtp.dropAfterData',
+  // The calendar (the built-in one, Google's shapes), at the tool request whose calendar request it aims at;
+  // drawn apart (sim/calendar-plan.ts), so the plans drawn before them are drawn as they were.
+  /** The request is applied, then no answer: the route's request times out (an insert: unknown outcome). */
+  calendarTimeoutAfterSend: 'calendar.timeoutAfterSend',
+  /** A 5xx: before the change (`applied` false) or after it. */
+  calendarServerError: 'calendar.serverError',
+  /** The answer comes `ms` late: within the route's budget, or after it (a late insert the settle job deletes). */
+  calendarSlow: 'calendar.slow',
+  /** The request is applied, then the connection drops. */
+  calendarLostResponse: 'calendar.lostResponse',
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 export const faultKinds = Object.values(FaultKind);
@@ -190,7 +207,9 @@ export type Fault =
   | { id: number; kind: 'endpoint.flap' | 'endpoint.stall' | 'endpoint.throttle' | 'endpoint.gone'; endpoint: string; nth: number; count: number; retryAfterSeconds?: number }
   /** `fraction` of the request timeout (on the plan's clock) passes while each of `count` requests is out; then 200. */
   | { id: number; kind: 'endpoint.slow'; endpoint: string; nth: number; count: number; fraction: number }
-  | { id: number; kind: 'smtp.transient' | 'smtp.reject' | 'smtp.dropAfterData'; nth: number };
+  | { id: number; kind: 'smtp.transient' | 'smtp.reject' | 'smtp.dropAfterData'; nth: number }
+  /** At the `nth` calendar request of `op` a tool route sends (freeBusy: availability; insert: a booking; delete: a cancel). */
+  | { id: number; kind: 'calendar.timeoutAfterSend' | 'calendar.serverError' | 'calendar.slow' | 'calendar.lostResponse'; op: 'freeBusy' | 'insert' | 'delete'; nth: number; ms?: number; applied?: boolean };
 
 export interface Plan {
   seed: number;
@@ -267,6 +286,11 @@ const FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
   'smtp.transient': 2,
   'smtp.reject': 1,
   'smtp.dropAfterData': 2,
+  // Drawn apart (sim/calendar-plan.ts), for the plans with appointments.
+  'calendar.timeoutAfterSend': 0,
+  'calendar.serverError': 0,
+  'calendar.slow': 0,
+  'calendar.lostResponse': 0,
 };
 
 function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined {
@@ -329,6 +353,10 @@ function drawFault(rng: Rng, id: number, campaign: Campaign): Fault | undefined 
       return { id, kind, nth: rng.int(1, 6) };
     case 'endpoint.slow':
     case 'dynamo.unprocessed':
+    case 'calendar.timeoutAfterSend':
+    case 'calendar.serverError':
+    case 'calendar.slow':
+    case 'calendar.lostResponse':
       return undefined;
     case 'endpoint.flap':
     case 'endpoint.stall':
@@ -422,6 +450,7 @@ export function drawPlan(seed: number): Plan {
   drawCompliance(seed, campaign);
   const all = slow ? [...faults, slow] : faults;
   all.push(...drawImports(seed, campaign, all.length + 1));
+  all.push(...drawCalendars(seed, campaign, all.length + 1));
   return slow ? { seed, campaign, faults: all, speed: SLOW_SEND_SPEED } : { seed, campaign, faults: all };
 }
 
@@ -727,6 +756,11 @@ export function describeFault(fault: Fault): string {
     case 'smtp.reject':
     case 'smtp.dropAfterData':
       return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} message`;
+    case 'calendar.timeoutAfterSend':
+    case 'calendar.serverError':
+    case 'calendar.slow':
+    case 'calendar.lostResponse':
+      return `#${fault.id} ${fault.kind}: the ${ordinal(fault.nth)} ${fault.op} a tool sends${fault.ms !== undefined ? ` (${fault.ms} ms late)` : ''}${fault.applied !== undefined ? (fault.applied ? ' (after applying it)' : ' (before applying it)') : ''}`;
     default:
       return fault satisfies never;
   }

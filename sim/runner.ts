@@ -71,7 +71,7 @@ const STOPPED_FAR_OFF_MS = 3_600_000;
  * next timer is a while away (a system at work takes small steps), to spare the queries.
  */
 export async function atRest(host: SimHost, driver: Driver): Promise<'busy' | 'lists' | 'rest'> {
-  if (!driver.idle || host.placer.pendingResults() > 0) return 'busy';
+  if (!driver.idle || host.placer.pendingResults() > 0 || host.calendar?.busy) return 'busy';
   const next = host.clock.nextTimerAt();
   if (next !== undefined && next - host.clock.now() < 30_000) return 'busy';
   // A Scan on the observer's unrecorded client (the job layer keeps no index by state: its byCheck index
@@ -139,6 +139,7 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
   let steps = 0;
   try {
     const driver = new Driver(host, plan.campaign);
+    host.calendar?.attach(host.url, (batchId) => driver.batchPlanOf(batchId));
     driver.start();
     const horizon = SIM_START + (options.horizonMs ?? 3 * 86400_000);
     // Since when only deliveries waiting in lists are left: past strandedWithinMs, nothing will send them.
@@ -184,6 +185,8 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
       deletedDiscards: observed.jobs.filter((j) => j.state === 'discarded' && j.discardReason === 'endpoint_deleted').length,
       recoveries: driver.recoveries.length,
       recovered: host.writes.recovered.size,
+      // The agent's calendar tools (sim/world/calendar-agent.ts): what it asked, and what came of it.
+      ...calendarStats(host.calendar),
     };
     return {
       seed: plan.seed,
@@ -203,6 +206,20 @@ export async function runPlan(plan: Plan, options: RunOptions): Promise<SeedResu
   } finally {
     await timed('stop', () => host.stop());
   }
+}
+
+/** The calendar tools' requests and answers, for the run's summary (zero without calendars). */
+function calendarStats(calendar: SimHost['calendar']): Record<string, number> {
+  const tools = calendar?.tools ?? [];
+  const last = (t: (typeof tools)[number]) => t.statuses.at(-1);
+  return {
+    toolRequests: tools.length,
+    booked: tools.filter((t) => t.tool === 'book' && last(t) === 201).length,
+    slotsTaken: tools.filter((t) => t.error === 'slot_taken').length,
+    calendarUnavailable: tools.filter((t) => t.statuses.includes(503)).length,
+    cancelled: tools.filter((t) => t.tool === 'cancel' && (last(t) === 204 || last(t) === 202)).length,
+    notLive: tools.filter((t) => t.error === 'call_not_live').length,
+  };
 }
 
 const endpointRows = (o: { webhooks: Record<string, unknown>[] }) => o.webhooks.filter((i) => i['sk'] === 'ENDPOINT');

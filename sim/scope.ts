@@ -65,6 +65,8 @@ export class Scopes {
   private runs = 0;
   /** Live runs by job id: the world tells them when their side effect reached it. */
   private readonly byJob = new Map<string, Set<RunScope>>();
+  /** Live API runs by route: the calendar tells them when their insert reached it (sim/world/calendar-agent.ts). */
+  private readonly byRoute = new Map<string, Set<RunScope>>();
 
   current(): RunScope | undefined {
     return this.storage.getStore();
@@ -82,15 +84,25 @@ export class Scopes {
       set.add(full);
       this.byJob.set(full.jobId, set);
     }
+    if (full.where === 'api') this.byRoute.set(full.name, new Set([...(this.byRoute.get(full.name) ?? []), full]));
     try {
       return await this.storage.run(full, fn);
     } finally {
+      this.byRoute.get(full.name)?.delete(full);
       if (full.jobId) {
         const set = this.byJob.get(full.jobId);
         set?.delete(full);
         if (set?.size === 0) this.byJob.delete(full.jobId);
       }
     }
+  }
+
+  /**
+   * A side effect of a request to `route` reached the world (the booking's insert reached the calendar):
+   * marks every live run of the route, which the calendar agent's one-at-a-time tool requests make one.
+   */
+  routeSideEffect(route: string): void {
+    for (const scope of this.byRoute.get(route) ?? []) if (!scope.invocation.crashed) scope.sideEffectAt = scope.requests;
   }
 
   /** A side effect of job `jobId` reached the world (its call, its delivery); returns the live runs of that job that may have sent it. */

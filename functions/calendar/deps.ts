@@ -65,4 +65,8 @@ export interface CalendarConfig {
   tokenUrl?: string;
   /** The tool requests' signing secret (CALL_WEBHOOK_SECRET); only the function serving the tools has it. */
   toolsSecret?: string;
+  /** Another booking store, in place of `BookingStore` (the fault simulation's planted bugs: sim/bugs-calendar.ts). @default none */
+  bookingStore?: (db: DynamoDBDocumentClient, tableName: string) => BookingStore;
+  /** A wrapper around the provider (the fault simulation's planted bugs). @default none */
+  wrapProvider?: (provider: CalendarProvider) => CalendarProvider;
 }

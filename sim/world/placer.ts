@@ -88,6 +88,8 @@ export class SimPlacer {
     callTimeoutMs: number;
     /** Told of each call it accepts. */
     onAccepted: (callId: string, batchId: string) => void;
+    /** The agent's part of an accepted call (its calendar tools: sim/world/calendar-agent.ts). */
+    duringCall?: (call: PlacedCall) => void;
   };
   /** Results held until the contact's next call has started (placer.reportsLate). */
   private readonly lateHolds: { batchId: string; contactNumber: string; round: number; send: () => void; cancel: () => void }[] = [];
@@ -170,6 +172,7 @@ export class SimPlacer {
       return;
     }
     this.options.onAccepted(body.callId, body.batchId);
+    this.options.duringCall?.(call);
     const outcome = this.outcomeOf(body.callId, 'first');
     // The result comes 1–10 s after the call is accepted: the reported duration is evidence to classify,
     // not time to wait (a shorter wait keeps a dialer waiting for a slot from polling for minutes).

@@ -100,4 +100,11 @@ describe.concurrent('the simulation finds a bug put back', () => {
   // Issue 26's import, on a targeted plan (sim/plan.ts importPlan): 1,050 contacts in 3 pages, the answer of
   // the import job's first page transaction lost; the job runs again from the cursor that transaction moved.
   it('AnImportThatMovesItsCursorBeforeWritingThePageLosesThePagesContactsToALostAnswer', () => expectFound('import-cursor-before-page'), 300_000);
+
+  // Issue 29's booking, each on a targeted plan of one tenant and one calendar (sim/bugs-calendar.ts).
+  it('AHoldWithoutItsCellsConditionBooksASlotAnotherBookingHolds', () => expectFound('hold-ignores-cells'), 300_000);
+
+  it('ASettleThatReadsPendingAsBookedLeavesTheEventOfARouteThatDiedAfterItsInsert', () => expectFound('settle-keeps-pending'), 300_000);
+
+  it('ARouteThatResendsAnInsertWhoseAnswerWasLostSendsOneEventIdTwice', () => expectFound('insert-resent-on-unknown'), 300_000);
 });

@@ -91,6 +91,8 @@ export interface SimulatorOptions {
   tokenLifetimeSeconds?: number;
   /** Port on 127.0.0.1. @default any free port */
   port?: number;
+  /** Told of each request as it is logged, before it is answered (the fault simulation marks the route that sent it). */
+  onRequest?: (request: SimulatedRequest) => void;
 }
 
 const CALENDAR_PREFIX = '/calendar/v3';
@@ -228,10 +230,13 @@ export class CalendarSimulator {
       path: `${url.pathname}${url.search}`,
       ...(route?.calendarId !== undefined ? { calendarId: route.calendarId } : {}),
       ...(route?.eventId !== undefined ? { eventId: route.eventId } : {}),
+      // An insert names its event in the body: logged, so a re-sent insert shows as its id twice.
+      ...(route?.op === 'insert' ? insertedId(body) : {}),
       applied: false,
       status: 'none',
     };
     this.requests.push(entry);
+    this.options.onRequest?.(entry);
     if (!route) {
       this.answer(res, entry, 404, googleError(404, 'notFound', 'Not Found'));
       return;
@@ -526,4 +531,10 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The event id an insert's body names, if it names one. */
+function insertedId(body: string): { eventId?: string } {
+  const id = (parseJson(body) as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' ? { eventId: id } : {};
 }
