@@ -2,8 +2,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../functions/cli/cli.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
+import { runCliAt } from '../support/cli.ts';
 import { startTestRuntime } from '../support/local-runtime.ts';
 
 let runtime: LocalRuntime;
@@ -18,16 +18,7 @@ afterAll(async () => {
 });
 
 /** Runs one CLI command line in-process against the local runtime. */
-async function ops(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    ['--api', runtime.url, ...argv],
-    { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } },
-    { env: {}, credentials: () => Promise.reject(new Error('the local runtime needs no credentials')), now: () => new Date() },
-  );
-  return { code, stdout, stderr };
-}
+const ops = (...argv: string[]) => runCliAt(runtime.url, argv);
 
 const settings = { provider: 'google', timezone: 'Europe/Berlin', bookableHours: { mon: [['09:00', '17:00']] }, credentials: { clientId: 'cli-client', clientSecret: 'cli-secret', refreshToken: 'cli-refresh' } };
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../functions/cli/cli.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
 import { probeKind } from '../../functions/ops/probe.ts';
+import { runCliAt } from '../support/cli.ts';
 import { startTestRuntime } from '../support/local-runtime.ts';
 
 // The schedules of docs/job-layer.md's policy table, written out here rather than read from the code under test.
@@ -25,16 +26,7 @@ afterAll(async () => {
 });
 
 /** Runs one CLI command line in-process against the local runtime. */
-async function ops(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    ['--api', runtime.url, ...argv],
-    { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } },
-    { env: {}, credentials: () => Promise.reject(new Error('the local runtime needs no credentials')), now: () => new Date() },
-  );
-  return { code, stdout, stderr };
-}
+const ops = (...argv: string[]) => runCliAt(runtime.url, argv);
 
 async function opsJson<T = Record<string, unknown>>(...argv: string[]): Promise<T> {
   const result = await ops(...argv, '--json');

@@ -2,9 +2,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../functions/cli/cli.ts';
 import { startLocalRuntime } from '../../functions/local/runtime.ts';
 import type { LocalRuntime } from '../../functions/local/runtime.ts';
+import { runCliAt } from '../support/cli.ts';
 
 let runtime: LocalRuntime;
 
@@ -18,16 +18,7 @@ afterAll(async () => {
 });
 
 /** Runs one CLI command line in-process against the local runtime. */
-async function ops(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    ['--api', runtime.url, ...argv],
-    { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } },
-    { env: {}, credentials: () => Promise.reject(new Error('the local runtime needs no credentials')), now: () => new Date() },
-  );
-  return { code, stdout, stderr };
-}
+const ops = (...argv: string[]) => runCliAt(runtime.url, argv);
 
 async function opsJson<T>(...argv: string[]): Promise<T> {
   const result = await ops(...argv, '--json');
